@@ -1,0 +1,515 @@
+//! Codecs: the chain that turns stored chunk bytes back into chunk elements.
+//!
+//! ```text
+//!  stored bytes ──bytes→bytes (reverse order)──▶ bytes ──array→bytes──▶ elements ──array→array──▶ chunk
+//!               (compression.rs: gzip, zstd, …)        (bytes / vlen-* /            (transpose,
+//!                                                        zarrs.vlen / arrow_vlen /    undone by the
+//!                                                        sharding_indexed)            reader's take)
+//! ```
+//!
+//! This module only describes a chain ([`CodecChain`], parsed from v3 `codecs` or v2
+//! `filters`/`compressor`/`order`); decoding to Arrow lives in [`crate::decode`], shard index
+//! reads in [`crate::array`].
+
+pub mod blosc;
+pub mod compression;
+
+use serde_json::Value;
+
+pub use compression::BytesToBytes;
+
+use crate::metadata::data_type::{DataType, Endian};
+
+/// An array-to-array codec.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArrayToArray {
+    /// `transpose`: encoded dimension `i` is decoded dimension `order[i]`.
+    Transpose {
+        /// The permutation.
+        order: Vec<usize>,
+    },
+}
+
+/// Where an index lies in a chunk or shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexLocation {
+    /// Before the data.
+    Start,
+    /// After the data.
+    End,
+}
+
+/// The `zarrs.vlen` codec: offsets and data through separate chains.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZarrsVlen {
+    /// The chain the offsets go through (its array→bytes must be `bytes`).
+    pub index_codecs: CodecChain,
+    /// The chain the data bytes go through.
+    pub data_codecs: CodecChain,
+    /// Offsets are uint64 (else uint32).
+    pub index_u64: bool,
+    /// Where the encoded index lies.
+    pub index_location: IndexLocation,
+}
+
+/// The `sharding_indexed` codec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sharding {
+    /// The inner chunk shape.
+    pub chunk_shape: Vec<u64>,
+    /// The chain of each inner chunk.
+    pub codecs: CodecChain,
+    /// The chain of the shard index.
+    pub index_codecs: CodecChain,
+    /// Where the index lies in the shard.
+    pub index_location: IndexLocation,
+}
+
+/// The array-to-bytes codec of a chain.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArrayToBytes {
+    /// `bytes`: fixed-size elements in the given byte order (`None` for one-byte types).
+    Bytes {
+        /// Byte order.
+        endian: Option<Endian>,
+    },
+    /// numcodecs `vlen-utf8`: u32 count, then u32 length + bytes per item.
+    VlenUtf8,
+    /// numcodecs `vlen-bytes`: the same layout.
+    VlenBytes,
+    /// `zarrs.vlen`.
+    ZarrsVlen(Box<ZarrsVlen>),
+    /// `zarrow.arrow_vlen`: Arrow offsets, zero padding to 64 bytes, then the data.
+    ArrowVlen {
+        /// int64 offsets (else int32).
+        large: bool,
+    },
+    /// `sharding_indexed`.
+    Sharding(Box<Sharding>),
+}
+
+impl ArrayToBytes {
+    /// The codec name as written in v3 metadata.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ArrayToBytes::Bytes { .. } => "bytes",
+            ArrayToBytes::VlenUtf8 => "vlen-utf8",
+            ArrayToBytes::VlenBytes => "vlen-bytes",
+            ArrayToBytes::ZarrsVlen(_) => "zarrs.vlen",
+            ArrayToBytes::ArrowVlen { .. } => "zarrow.arrow_vlen",
+            ArrayToBytes::Sharding(_) => "sharding_indexed",
+        }
+    }
+}
+
+/// A full codec chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodecChain {
+    /// Array-to-array codecs, in encode order.
+    pub array_to_array: Vec<ArrayToArray>,
+    /// The array-to-bytes codec.
+    pub array_to_bytes: ArrayToBytes,
+    /// Bytes-to-bytes codecs, in encode order (decoding runs them last to first).
+    pub bytes_to_bytes: Vec<BytesToBytes>,
+}
+
+impl CodecChain {
+    /// `bytes` (little-endian) and nothing else.
+    pub fn plain() -> Self {
+        CodecChain {
+            array_to_array: Vec::new(),
+            array_to_bytes: ArrayToBytes::Bytes {
+                endian: Some(Endian::Little),
+            },
+            bytes_to_bytes: Vec::new(),
+        }
+    }
+
+    /// The permutation all transposes together apply: encoded dimension `i` is chunk dimension
+    /// `order[i]`. `None` when there is no transpose (or it is the identity).
+    pub fn transpose_order(&self, ndim: usize) -> Option<Vec<usize>> {
+        let mut order: Vec<usize> = (0..ndim).collect();
+        for ArrayToArray::Transpose { order: t } in &self.array_to_array {
+            order = t.iter().map(|&i| order[i]).collect();
+        }
+        (order.iter().enumerate().any(|(i, &o)| i != o)).then_some(order)
+    }
+
+    /// A short description, e.g. `transpose → vlen-utf8 → zstd`.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .array_to_array
+            .iter()
+            .map(|_| "transpose".to_string())
+            .collect();
+        match &self.array_to_bytes {
+            ArrayToBytes::Sharding(s) => {
+                parts.push(format!("sharding_indexed[{}]", s.codecs.describe()))
+            }
+            other => parts.push(other.name().to_string()),
+        }
+        parts.extend(self.bytes_to_bytes.iter().map(|c| c.name().to_string()));
+        parts.join(" → ")
+    }
+}
+
+/// Why a chain could not be parsed.
+#[derive(Debug)]
+pub enum ChainError {
+    /// A codec that is not known or not supported here.
+    Unsupported {
+        /// The codec name.
+        codec: String,
+        /// Why.
+        reason: String,
+    },
+    /// Malformed codec metadata.
+    Invalid(String),
+}
+
+fn unsupported(codec: &str, reason: impl Into<String>) -> ChainError {
+    ChainError::Unsupported {
+        codec: codec.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn parse_index_location(config: Option<&Value>, codec: &str, default: IndexLocation) -> Result<IndexLocation, ChainError> {
+    match config.and_then(|c| c.get("index_location")) {
+        None => Ok(default),
+        Some(Value::String(s)) if s == "end" => Ok(IndexLocation::End),
+        Some(Value::String(s)) if s == "start" => Ok(IndexLocation::Start),
+        Some(other) => Err(ChainError::Invalid(format!(
+            "{codec}: bad index_location {other}"
+        ))),
+    }
+}
+
+fn codec_list<'a>(config: Option<&'a Value>, key: &str, codec: &str) -> Result<&'a [Value], ChainError> {
+    config
+        .and_then(|c| c.get(key))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .ok_or_else(|| ChainError::Invalid(format!("{codec}: configuration.{key} missing")))
+}
+
+/// Parse a v3 `codecs` list for arrays of `data_type` with `ndim` dimensions.
+pub fn parse_v3_chain(codecs: &[Value], data_type: &DataType, ndim: usize) -> Result<CodecChain, ChainError> {
+    let mut array_to_array = Vec::new();
+    let mut array_to_bytes = None;
+    let mut bytes_to_bytes = Vec::new();
+    for entry in codecs {
+        let (name, config, must_understand) = match entry {
+            Value::String(s) => (s.as_str(), None, true),
+            Value::Object(o) => (
+                o.get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| ChainError::Invalid("codec without a name".into()))?,
+                o.get("configuration"),
+                o.get("must_understand").and_then(Value::as_bool).unwrap_or(true),
+            ),
+            other => return Err(ChainError::Invalid(format!("bad codec entry {other}"))),
+        };
+        if array_to_bytes.is_none() {
+            match name {
+                "transpose" => {
+                    let order = config
+                        .and_then(|c| c.get("order"))
+                        .and_then(Value::as_array)
+                        .ok_or_else(|| ChainError::Invalid("transpose: no order".into()))?
+                        .iter()
+                        .map(|v| v.as_u64().and_then(|u| usize::try_from(u).ok()))
+                        .collect::<Option<Vec<usize>>>()
+                        .ok_or_else(|| ChainError::Invalid("transpose: bad order".into()))?;
+                    let mut seen = vec![false; ndim];
+                    if order.len() != ndim
+                        || order.iter().any(|&i| i >= ndim || std::mem::replace(&mut seen[i], true))
+                    {
+                        return Err(ChainError::Invalid(format!(
+                            "transpose: order {order:?} is not a permutation of {ndim} dimensions"
+                        )));
+                    }
+                    array_to_array.push(ArrayToArray::Transpose { order });
+                    continue;
+                }
+                "bytes" | "endian" => {
+                    let endian = match config.and_then(|c| c.get("endian")).and_then(Value::as_str) {
+                        None => None,
+                        Some("little") => Some(Endian::Little),
+                        Some("big") => Some(Endian::Big),
+                        Some(other) => {
+                            return Err(ChainError::Invalid(format!("bytes: bad endian '{other}'")))
+                        }
+                    };
+                    if endian.is_none() && data_type.swap_unit() > 1 {
+                        return Err(ChainError::Invalid(format!(
+                            "bytes: endian is required for {}",
+                            data_type.name()
+                        )));
+                    }
+                    array_to_bytes = Some(ArrayToBytes::Bytes { endian });
+                    continue;
+                }
+                "vlen-utf8" | "numcodecs.vlen-utf8" => {
+                    array_to_bytes = Some(ArrayToBytes::VlenUtf8);
+                    continue;
+                }
+                "vlen-bytes" | "numcodecs.vlen-bytes" => {
+                    array_to_bytes = Some(ArrayToBytes::VlenBytes);
+                    continue;
+                }
+                "zarrs.vlen" | "https://codec.zarrs.dev/array_to_bytes/vlen" => {
+                    let index_u64 = match config.and_then(|c| c.get("index_data_type")).and_then(Value::as_str) {
+                        None | Some("uint64") => true,
+                        Some("uint32") => false,
+                        Some(other) => {
+                            return Err(unsupported(name, format!("index_data_type '{other}'")))
+                        }
+                    };
+                    let index_type = if index_u64 { DataType::UInt64 } else { DataType::UInt32 };
+                    let index_codecs = parse_v3_chain(codec_list(config, "index_codecs", name)?, &index_type, 1)?;
+                    let data_codecs = parse_v3_chain(codec_list(config, "data_codecs", name)?, &DataType::UInt8, 1)?;
+                    if !matches!(index_codecs.array_to_bytes, ArrayToBytes::Bytes { .. })
+                        || !matches!(data_codecs.array_to_bytes, ArrayToBytes::Bytes { .. })
+                    {
+                        return Err(unsupported(name, "index and data chains must use the bytes codec"));
+                    }
+                    array_to_bytes = Some(ArrayToBytes::ZarrsVlen(Box::new(ZarrsVlen {
+                        index_codecs,
+                        data_codecs,
+                        index_u64,
+                        // zarrs' first drafts had no index_location and put the index first.
+                        index_location: parse_index_location(config, name, IndexLocation::Start)?,
+                    })));
+                    continue;
+                }
+                "zarrow.arrow_vlen" => {
+                    let large = match config.and_then(|c| c.get("offset_type")).and_then(Value::as_str) {
+                        None | Some("int32") => false,
+                        Some("int64") => true,
+                        Some(other) => return Err(unsupported(name, format!("offset_type '{other}'"))),
+                    };
+                    array_to_bytes = Some(ArrayToBytes::ArrowVlen { large });
+                    continue;
+                }
+                "sharding_indexed" => {
+                    let chunk_shape = config
+                        .and_then(|c| c.get("chunk_shape"))
+                        .and_then(Value::as_array)
+                        .ok_or_else(|| ChainError::Invalid("sharding_indexed: no chunk_shape".into()))?
+                        .iter()
+                        .map(|v| v.as_u64().filter(|n| *n > 0))
+                        .collect::<Option<Vec<u64>>>()
+                        .ok_or_else(|| ChainError::Invalid("sharding_indexed: bad chunk_shape".into()))?;
+                    if chunk_shape.len() != ndim {
+                        return Err(ChainError::Invalid(format!(
+                            "sharding_indexed: chunk_shape has {} dimensions, the array {ndim}",
+                            chunk_shape.len()
+                        )));
+                    }
+                    let codecs = parse_v3_chain(codec_list(config, "codecs", name)?, data_type, ndim)?;
+                    if matches!(codecs.array_to_bytes, ArrayToBytes::Sharding(_)) {
+                        return Err(unsupported(name, "nested sharding"));
+                    }
+                    let index_codecs =
+                        parse_v3_chain(codec_list(config, "index_codecs", name)?, &DataType::UInt64, ndim + 1)?;
+                    if !index_codecs.array_to_array.is_empty()
+                        || !matches!(index_codecs.array_to_bytes, ArrayToBytes::Bytes { .. })
+                        || index_codecs
+                            .bytes_to_bytes
+                            .iter()
+                            .any(|c| !matches!(c, BytesToBytes::Crc32c))
+                    {
+                        return Err(unsupported(
+                            name,
+                            "index codecs other than bytes and crc32c (the index size must be known)",
+                        ));
+                    }
+                    array_to_bytes = Some(ArrayToBytes::Sharding(Box::new(Sharding {
+                        chunk_shape,
+                        codecs,
+                        index_codecs,
+                        index_location: parse_index_location(config, name, IndexLocation::End)?,
+                    })));
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match BytesToBytes::from_v3(name, config) {
+            Ok(Some(c)) if array_to_bytes.is_some() => bytes_to_bytes.push(c),
+            Ok(Some(_)) => {
+                return Err(ChainError::Invalid(format!(
+                    "bytes-to-bytes codec {name} before the array-to-bytes codec"
+                )))
+            }
+            Ok(None) if !must_understand => {
+                log::warn!("ignoring unknown codec '{name}' (must_understand: false)");
+            }
+            Ok(None) => return Err(unsupported(name, "unknown codec")),
+            Err(msg) => return Err(ChainError::Invalid(format!("{name}: {msg}"))),
+        }
+    }
+    let array_to_bytes = match array_to_bytes {
+        Some(a) => a,
+        None => return Err(ChainError::Invalid("no array-to-bytes codec".into())),
+    };
+    check_fits(&array_to_bytes, data_type)?;
+    Ok(CodecChain {
+        array_to_array,
+        array_to_bytes,
+        bytes_to_bytes,
+    })
+}
+
+/// Whether an array-to-bytes codec can carry elements of `data_type`.
+fn check_fits(codec: &ArrayToBytes, data_type: &DataType) -> Result<(), ChainError> {
+    let ok = match codec {
+        ArrayToBytes::Bytes { .. } => !data_type.is_variable(),
+        ArrayToBytes::VlenUtf8
+        | ArrayToBytes::VlenBytes
+        | ArrayToBytes::ZarrsVlen(_)
+        | ArrayToBytes::ArrowVlen { .. } => data_type.is_variable(),
+        ArrayToBytes::Sharding(_) => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(unsupported(
+            codec.name(),
+            format!("cannot encode data type {}", data_type.name()),
+        ))
+    }
+}
+
+/// Build a chain from v2 metadata: `order`, `filters`, `compressor`, and the dtype's byte order.
+///
+/// Returns the chain and, for `|O` arrays, whether the object codec is `vlen-bytes`.
+pub fn parse_v2_chain(
+    data_type: &DataType,
+    endian: Endian,
+    order_f: bool,
+    ndim: usize,
+    filters: Option<&Value>,
+    compressor: Option<&Value>,
+) -> Result<CodecChain, ChainError> {
+    let mut array_to_array = Vec::new();
+    if order_f && ndim > 1 {
+        array_to_array.push(ArrayToArray::Transpose {
+            order: (0..ndim).rev().collect(),
+        });
+    }
+    let mut array_to_bytes = None;
+    let mut bytes_to_bytes = Vec::new();
+    let filter_list: &[Value] = match filters {
+        None | Some(Value::Null) => &[],
+        Some(Value::Array(a)) => a,
+        Some(other) => return Err(ChainError::Invalid(format!("bad filters {other}"))),
+    };
+    for f in filter_list {
+        let obj = f
+            .as_object()
+            .ok_or_else(|| ChainError::Invalid(format!("bad filter {f}")))?;
+        let id = obj.get("id").and_then(Value::as_str).unwrap_or("");
+        match id {
+            "vlen-utf8" => array_to_bytes = Some(ArrayToBytes::VlenUtf8),
+            "vlen-bytes" => array_to_bytes = Some(ArrayToBytes::VlenBytes),
+            _ => match BytesToBytes::from_v2(obj) {
+                Ok(Some(c)) => bytes_to_bytes.push(c),
+                Ok(None) => return Err(unsupported(id, "unknown v2 filter")),
+                Err(msg) => return Err(ChainError::Invalid(format!("{id}: {msg}"))),
+            },
+        }
+    }
+    let array_to_bytes = match array_to_bytes {
+        Some(a) => a,
+        None if data_type.is_variable() => {
+            return Err(unsupported(
+                "object codec",
+                "an object (|O) array needs a vlen-utf8 or vlen-bytes filter",
+            ))
+        }
+        None => ArrayToBytes::Bytes {
+            endian: Some(endian),
+        },
+    };
+    match compressor {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(obj)) => match BytesToBytes::from_v2(obj) {
+            Ok(Some(c)) => bytes_to_bytes.push(c),
+            Ok(None) => {
+                let id = obj.get("id").and_then(Value::as_str).unwrap_or("?");
+                return Err(unsupported(id, "unknown compressor"));
+            }
+            Err(msg) => return Err(ChainError::Invalid(msg)),
+        },
+        Some(other) => return Err(ChainError::Invalid(format!("bad compressor {other}"))),
+    }
+    check_fits(&array_to_bytes, data_type)?;
+    Ok(CodecChain {
+        array_to_array,
+        array_to_bytes,
+        bytes_to_bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn v3_chain_with_transpose_and_zstd() {
+        let codecs = json!([
+            {"name": "transpose", "configuration": {"order": [1, 0]}},
+            {"name": "vlen-utf8", "configuration": {}},
+            {"name": "zstd", "configuration": {"level": 0, "checksum": false}}
+        ]);
+        let chain = parse_v3_chain(codecs.as_array().unwrap(), &DataType::String, 2).unwrap();
+        assert_eq!(chain.array_to_bytes, ArrayToBytes::VlenUtf8);
+        assert_eq!(chain.transpose_order(2), Some(vec![1, 0]));
+        assert_eq!(chain.describe(), "transpose → vlen-utf8 → zstd");
+    }
+
+    #[test]
+    fn v3_chain_errors() {
+        let bad = json!([{"name": "bytes", "configuration": {"endian": "little"}}]);
+        assert!(matches!(
+            parse_v3_chain(bad.as_array().unwrap(), &DataType::String, 1),
+            Err(ChainError::Unsupported { .. })
+        ));
+        let unknown = json!([{"name": "vlen-utf8"}, {"name": "frobnicate"}]);
+        assert!(matches!(
+            parse_v3_chain(unknown.as_array().unwrap(), &DataType::String, 1),
+            Err(ChainError::Unsupported { .. })
+        ));
+        let optional = json!([{"name": "vlen-utf8"}, {"name": "frobnicate", "must_understand": false}]);
+        assert!(parse_v3_chain(optional.as_array().unwrap(), &DataType::String, 1).is_ok());
+        let perm = json!([{"name": "transpose", "configuration": {"order": [0, 0]}}, {"name": "bytes", "configuration": {"endian": "little"}}]);
+        assert!(parse_v3_chain(perm.as_array().unwrap(), &DataType::Int32, 2).is_err());
+    }
+
+    #[test]
+    fn composed_transposes() {
+        let chain = CodecChain {
+            array_to_array: vec![
+                ArrayToArray::Transpose { order: vec![1, 2, 0] },
+                ArrayToArray::Transpose { order: vec![2, 0, 1] },
+            ],
+            array_to_bytes: ArrayToBytes::Bytes { endian: None },
+            bytes_to_bytes: vec![],
+        };
+        // Two inverse rotations cancel.
+        assert_eq!(chain.transpose_order(3), None);
+    }
+
+    #[test]
+    fn v2_object_chain() {
+        let filters = json!([{"id": "vlen-utf8"}]);
+        let comp = json!({"id": "zstd", "level": 1});
+        let chain = parse_v2_chain(&DataType::String, Endian::Little, true, 2, Some(&filters), Some(&comp)).unwrap();
+        assert_eq!(chain.array_to_bytes, ArrayToBytes::VlenUtf8);
+        assert_eq!(chain.transpose_order(2), Some(vec![1, 0]));
+        assert!(parse_v2_chain(&DataType::String, Endian::Little, false, 1, None, None).is_err());
+    }
+}

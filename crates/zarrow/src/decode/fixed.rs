@@ -1,0 +1,214 @@
+//! Fixed-size elements (`bytes` codec) → Arrow arrays.
+//!
+//! Little-endian numeric data whose buffer is suitably aligned becomes an Arrow buffer without a
+//! copy; big-endian data is byte-swapped into a new buffer; misaligned data is copied once.
+//! Fixed-width strings are transcoded (UTF-32 → UTF-8) or trimmed (trailing NULs, as numpy).
+
+use std::sync::Arc;
+
+use arrow_array::types::{
+    DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType, DurationSecondType,
+    Float16Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
+use arrow_array::{
+    ArrayRef, ArrowPrimitiveType, BooleanArray, FixedSizeBinaryArray, PrimitiveArray, StructArray,
+};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
+use arrow_schema::{DataType as ArrowType, TimeUnit};
+use bytes::Bytes;
+
+use super::vlen::{self, VlenTarget};
+use crate::error::ChunkError;
+use crate::metadata::{DataType, Endian};
+use crate::options::StringType;
+
+/// Bring `buf` to little-endian: a no-op for little-endian or one-byte units, else a swapped copy.
+fn to_little_endian(buf: Bytes, endian: Option<Endian>, unit: usize) -> Bytes {
+    if endian != Some(Endian::Big) || unit <= 1 {
+        return buf;
+    }
+    let mut out = buf.to_vec();
+    for c in out.chunks_exact_mut(unit) {
+        c.reverse();
+    }
+    Bytes::from(out)
+}
+
+fn primitive<T: ArrowPrimitiveType>(buf: &Bytes, n: usize) -> PrimitiveArray<T> {
+    let values = vlen::scalar_buffer::<T::Native>(buf);
+    debug_assert_eq!(values.len(), n);
+    PrimitiveArray::<T>::new(values, None)
+}
+
+/// Decode `n` fixed-size elements of `data_type` stored in `endian` byte order.
+pub(crate) fn decode_fixed(
+    buf: Bytes,
+    data_type: &DataType,
+    endian: Option<Endian>,
+    n: usize,
+    strings: StringType,
+) -> Result<ArrayRef, ChunkError> {
+    let size = data_type
+        .fixed_size()
+        .ok_or_else(|| ChunkError::Invalid(format!("{} is not fixed-size", data_type.name())))?;
+    let expected = size
+        .checked_mul(n)
+        .ok_or_else(|| ChunkError::TooLarge("chunk size overflows".into()))?;
+    if buf.len() != expected {
+        return Err(ChunkError::Size {
+            expected: expected as u64,
+            found: buf.len() as u64,
+        });
+    }
+    let buf = to_little_endian(buf, endian, data_type.swap_unit());
+    let array: ArrayRef = match data_type {
+        DataType::Bool => {
+            let bits = BooleanBuffer::from_iter(buf.iter().map(|b| *b != 0));
+            Arc::new(BooleanArray::new(bits, None))
+        }
+        DataType::Int8 => Arc::new(primitive::<Int8Type>(&buf, n)),
+        DataType::Int16 => Arc::new(primitive::<Int16Type>(&buf, n)),
+        DataType::Int32 => Arc::new(primitive::<Int32Type>(&buf, n)),
+        DataType::Int64 => Arc::new(primitive::<Int64Type>(&buf, n)),
+        DataType::UInt8 => Arc::new(primitive::<UInt8Type>(&buf, n)),
+        DataType::UInt16 => Arc::new(primitive::<UInt16Type>(&buf, n)),
+        DataType::UInt32 => Arc::new(primitive::<UInt32Type>(&buf, n)),
+        DataType::UInt64 => Arc::new(primitive::<UInt64Type>(&buf, n)),
+        DataType::Float16 => Arc::new(primitive::<Float16Type>(&buf, n)),
+        DataType::Float32 => Arc::new(primitive::<Float32Type>(&buf, n)),
+        DataType::Float64 => Arc::new(primitive::<Float64Type>(&buf, n)),
+        DataType::Complex64 => complex::<Float32Type>(&buf, n),
+        DataType::Complex128 => complex::<Float64Type>(&buf, n),
+        DataType::DateTime64 { unit, scale_factor } | DataType::TimeDelta64 { unit, scale_factor } => {
+            let is_ts = matches!(data_type, DataType::DateTime64 { .. });
+            let (arrow_unit, factor) = unit.arrow_unit();
+            let factor = factor
+                .checked_mul(*scale_factor)
+                .ok_or_else(|| ChunkError::Invalid("time scale overflows".into()))?;
+            time(&buf, n, factor, arrow_unit, is_ts)?
+        }
+        DataType::FixedUtf32 { length_bytes } => utf32(&buf, *length_bytes, strings)?,
+        DataType::NullTerminatedBytes { length_bytes } => {
+            let items: Vec<(usize, usize)> = buf
+                .chunks_exact(*length_bytes)
+                .enumerate()
+                .map(|(i, c)| {
+                    let len = c.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1);
+                    (i * length_bytes, len)
+                })
+                .collect();
+            vlen::from_items(
+                Buffer::from(buf),
+                &items,
+                VlenTarget {
+                    utf8: false,
+                    repr: strings,
+                },
+            )?
+        }
+        DataType::RawBytes { length_bytes } => {
+            let width = i32::try_from(*length_bytes)
+                .map_err(|_| ChunkError::TooLarge("raw_bytes element too large".into()))?;
+            Arc::new(
+                FixedSizeBinaryArray::try_new(width, Buffer::from(buf), None)
+                    .map_err(|e| ChunkError::Invalid(e.to_string()))?,
+            )
+        }
+        DataType::String | DataType::Bytes => {
+            return Err(ChunkError::Invalid("variable-length data with the bytes codec".into()))
+        }
+    };
+    Ok(array)
+}
+
+fn complex<T: ArrowPrimitiveType>(buf: &Bytes, n: usize) -> ArrayRef {
+    let values = vlen::scalar_buffer::<T::Native>(buf);
+    let mut re = Vec::with_capacity(n);
+    let mut im = Vec::with_capacity(n);
+    for pair in values.chunks_exact(2) {
+        re.push(pair[0]);
+        im.push(pair[1]);
+    }
+    let part = T::DATA_TYPE;
+    let fields = vec![
+        Arc::new(arrow_schema::Field::new("real", part.clone(), false)),
+        Arc::new(arrow_schema::Field::new("imag", part, false)),
+    ];
+    Arc::new(StructArray::new(
+        fields.into(),
+        vec![
+            Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(re), None)) as ArrayRef,
+            Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(im), None)) as ArrayRef,
+        ],
+        None,
+    ))
+}
+
+/// int64 counts → Timestamp/Duration, NaT (`i64::MIN`) → null, counts scaled by `factor`.
+fn time(buf: &Bytes, n: usize, factor: i64, unit: TimeUnit, is_ts: bool) -> Result<ArrayRef, ChunkError> {
+    let raw = vlen::scalar_buffer::<i64>(buf);
+    debug_assert_eq!(raw.len(), n);
+    let has_nat = raw.iter().any(|v| *v == i64::MIN);
+    let nulls = has_nat.then(|| NullBuffer::from_iter(raw.iter().map(|v| *v != i64::MIN)));
+    let values = if factor == 1 {
+        raw
+    } else {
+        raw.iter()
+            .map(|v| {
+                if *v == i64::MIN {
+                    Ok(0)
+                } else {
+                    v.checked_mul(factor)
+                        .ok_or_else(|| ChunkError::Invalid(format!("time value {v} overflows when scaled to {unit:?}")))
+                }
+            })
+            .collect::<Result<Vec<i64>, ChunkError>>()?
+            .into()
+    };
+    Ok(match (is_ts, unit) {
+        (true, TimeUnit::Second) => Arc::new(PrimitiveArray::<TimestampSecondType>::new(values, nulls)),
+        (true, TimeUnit::Millisecond) => Arc::new(PrimitiveArray::<TimestampMillisecondType>::new(values, nulls)),
+        (true, TimeUnit::Microsecond) => Arc::new(PrimitiveArray::<TimestampMicrosecondType>::new(values, nulls)),
+        (true, TimeUnit::Nanosecond) => Arc::new(PrimitiveArray::<TimestampNanosecondType>::new(values, nulls)),
+        (false, TimeUnit::Second) => Arc::new(PrimitiveArray::<DurationSecondType>::new(values, nulls)),
+        (false, TimeUnit::Millisecond) => Arc::new(PrimitiveArray::<DurationMillisecondType>::new(values, nulls)),
+        (false, TimeUnit::Microsecond) => Arc::new(PrimitiveArray::<DurationMicrosecondType>::new(values, nulls)),
+        (false, TimeUnit::Nanosecond) => Arc::new(PrimitiveArray::<DurationNanosecondType>::new(values, nulls)),
+    })
+}
+
+/// UTF-32LE elements → UTF-8, trailing NULs stripped (numpy semantics).
+fn utf32(buf: &Bytes, length_bytes: usize, strings: StringType) -> Result<ArrayRef, ChunkError> {
+    let mut out = Vec::with_capacity(buf.len() / 4);
+    let mut items = Vec::with_capacity(buf.len() / length_bytes.max(1));
+    for (i, elem) in buf.chunks_exact(length_bytes).enumerate() {
+        let start = out.len();
+        let units: Vec<u32> = elem
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let end = units.iter().rposition(|u| *u != 0).map_or(0, |p| p + 1);
+        for &u in &units[..end] {
+            let c = char::from_u32(u).ok_or(ChunkError::Utf8 { element: i as u64 })?;
+            let mut tmp = [0u8; 4];
+            out.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
+        }
+        items.push((start, out.len() - start));
+    }
+    vlen::from_items(
+        Buffer::from_vec(out),
+        &items,
+        VlenTarget {
+            utf8: true,
+            repr: strings,
+        },
+    )
+}
+
+/// The Arrow type `decode_fixed` produces (for checks in tests).
+#[allow(dead_code)]
+pub(crate) fn output_type(data_type: &DataType, strings: StringType) -> ArrowType {
+    data_type.arrow_type(strings, strings.binary())
+}

@@ -1,0 +1,210 @@
+//! Chunk bytes → Arrow arrays.
+//!
+//! ```text
+//! stored chunk ─▶ bytes→bytes codecs, last first ─▶ array→bytes decode ─▶ ArrayRef of the whole
+//! (Bytes)         (codec::compression)              fixed.rs / vlen.rs    chunk, encoded order
+//!                                                                           │
+//!                  ChunkSelection: in-bounds elements in C order ◀──────────┘
+//!                  (a zero-copy slice for C-order prefixes, else one `take`)
+//! ```
+//!
+//! Missing chunks never reach the decoder: [`fill_array`] builds the fill value directly.
+
+pub(crate) mod fixed;
+pub(crate) mod vlen;
+
+use arrow_array::{Array, ArrayRef, UInt32Array};
+use bytes::Bytes;
+
+use crate::codec::{ArrayToBytes, CodecChain, IndexLocation, ZarrsVlen};
+use crate::error::ChunkError;
+use crate::metadata::{DataType, Endian, FillValue};
+use crate::options::ZarrReadOptions;
+use vlen::VlenTarget;
+
+/// Run the bytes-to-bytes codecs of `chain` in decode order.
+pub(crate) fn decode_bytes(chain: &CodecChain, mut buf: Bytes, max: usize) -> Result<Bytes, ChunkError> {
+    for codec in chain.bytes_to_bytes.iter().rev() {
+        buf = codec.decode(buf, max)?;
+    }
+    Ok(buf)
+}
+
+fn vlen_target(data_type: &DataType, opts: &ZarrReadOptions) -> VlenTarget {
+    VlenTarget {
+        utf8: matches!(data_type, DataType::String),
+        repr: opts.string_type,
+    }
+}
+
+/// Decode one stored chunk of `n` elements into an Arrow array in encoded element order (the
+/// order after the chain's array-to-array codecs; [`ChunkSelection`] undoes them).
+pub fn decode_chunk(
+    chain: &CodecChain,
+    data_type: &DataType,
+    n: usize,
+    stored: Bytes,
+    opts: &ZarrReadOptions,
+) -> Result<ArrayRef, ChunkError> {
+    let max = match data_type.fixed_size() {
+        Some(size) => size.saturating_mul(n),
+        None => opts.max_chunk_bytes,
+    };
+    let buf = decode_bytes(chain, stored, max)?;
+    match &chain.array_to_bytes {
+        ArrayToBytes::Bytes { endian } => fixed::decode_fixed(buf, data_type, *endian, n, opts.string_type),
+        ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes => {
+            vlen::decode_numcodecs(buf, n, vlen_target(data_type, opts))
+        }
+        ArrayToBytes::ArrowVlen { large } => {
+            vlen::decode_arrow_layout(buf, n, *large, vlen_target(data_type, opts))
+        }
+        ArrayToBytes::ZarrsVlen(z) => decode_zarrs_vlen(z, buf, n, data_type, opts),
+        ArrayToBytes::Sharding(_) => Err(ChunkError::Invalid(
+            "a shard reached the chunk decoder (shards are read by inner chunk)".into(),
+        )),
+    }
+}
+
+fn decode_zarrs_vlen(
+    z: &ZarrsVlen,
+    buf: Bytes,
+    n: usize,
+    data_type: &DataType,
+    opts: &ZarrReadOptions,
+) -> Result<ArrayRef, ChunkError> {
+    if buf.len() < 8 {
+        return Err(ChunkError::Truncated("no index length".into()));
+    }
+    let (len_bytes, rest) = match z.index_location {
+        IndexLocation::Start => (buf.slice(..8), buf.slice(8..)),
+        IndexLocation::End => (buf.slice(buf.len() - 8..), buf.slice(..buf.len() - 8)),
+    };
+    let index_len = u64::from_le_bytes(len_bytes[..].try_into().map_err(|_| ChunkError::Truncated("index length".into()))?);
+    let index_len = usize::try_from(index_len)
+        .ok()
+        .filter(|l| *l <= rest.len())
+        .ok_or_else(|| ChunkError::Truncated(format!("index length {index_len} exceeds the {}-byte chunk", rest.len())))?;
+    let (index, data) = match z.index_location {
+        IndexLocation::Start => (rest.slice(..index_len), rest.slice(index_len..)),
+        IndexLocation::End => (rest.slice(rest.len() - index_len..), rest.slice(..rest.len() - index_len)),
+    };
+    let width = if z.index_u64 { 8 } else { 4 };
+    let index = decode_bytes(&z.index_codecs, index, (n + 1).saturating_mul(width))?;
+    let index = match z.index_codecs.array_to_bytes {
+        ArrayToBytes::Bytes {
+            endian: Some(Endian::Big),
+        } => {
+            let mut v = index.to_vec();
+            v.chunks_exact_mut(width).for_each(<[u8]>::reverse);
+            Bytes::from(v)
+        }
+        _ => index,
+    };
+    let data = decode_bytes(&z.data_codecs, data, opts.max_chunk_bytes)?;
+    vlen::decode_index_and_data(index, data, n, z.index_u64, vlen_target(data_type, opts))
+}
+
+/// An array of `n` fill values.
+pub fn fill_array(data_type: &DataType, fill: &FillValue, n: usize, opts: &ZarrReadOptions) -> Result<ArrayRef, ChunkError> {
+    match data_type.fixed_size() {
+        Some(size) => {
+            let mut buf = Vec::with_capacity(size.saturating_mul(n));
+            for _ in 0..n {
+                buf.extend_from_slice(&fill.bytes);
+            }
+            fixed::decode_fixed(Bytes::from(buf), data_type, Some(Endian::Little), n, opts.string_type)
+        }
+        None => vlen::repeat_value(&fill.bytes, n, vlen_target(data_type, opts)),
+    }
+}
+
+/// Which elements of a decoded chunk make up its in-bounds part, in C order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChunkSelection {
+    /// The first `n` elements, as they are (zero-copy slice).
+    Prefix(usize),
+    /// Gather these element positions.
+    Indices(Vec<u32>),
+}
+
+impl ChunkSelection {
+    /// The selection for a chunk of `chunk_shape` whose in-bounds extent is `valid_shape`, stored
+    /// with the transpose `order` (encoded dimension `i` = chunk dimension `order[i]`).
+    pub fn new(chunk_shape: &[u64], valid_shape: &[u64], order: Option<&[usize]>) -> Self {
+        let ndim = chunk_shape.len();
+        // Strides of each chunk dimension in the encoded (stored) element order.
+        let mut strides = vec![0u64; ndim];
+        match order {
+            None => {
+                let mut s = 1u64;
+                for d in (0..ndim).rev() {
+                    strides[d] = s;
+                    s *= chunk_shape[d];
+                }
+            }
+            Some(order) => {
+                let mut s = 1u64;
+                for i in (0..ndim).rev() {
+                    strides[order[i]] = s;
+                    s *= chunk_shape[order[i]];
+                }
+            }
+        }
+        let n: u64 = valid_shape.iter().product();
+        let c_order = order.is_none();
+        if c_order && valid_shape.iter().zip(chunk_shape).skip(1).all(|(v, c)| v == c) {
+            return ChunkSelection::Prefix(n as usize);
+        }
+        if n == 0 {
+            return ChunkSelection::Prefix(0);
+        }
+        let mut indices = Vec::with_capacity(n as usize);
+        let mut idx = vec![0u64; ndim];
+        loop {
+            let pos: u64 = idx.iter().zip(&strides).map(|(i, s)| i * s).sum();
+            indices.push(pos as u32);
+            // Advance the multi-index in C order over `valid_shape`.
+            let mut d = ndim;
+            loop {
+                if d == 0 {
+                    return ChunkSelection::Indices(indices);
+                }
+                d -= 1;
+                idx[d] += 1;
+                if idx[d] < valid_shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+    }
+
+    /// Number of selected elements.
+    pub fn len(&self) -> usize {
+        match self {
+            ChunkSelection::Prefix(n) => *n,
+            ChunkSelection::Indices(v) => v.len(),
+        }
+    }
+
+    /// Whether nothing is selected.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Apply to a decoded chunk.
+    pub fn apply(&self, array: ArrayRef) -> Result<ArrayRef, ChunkError> {
+        match self {
+            ChunkSelection::Prefix(n) if *n == array.len() => Ok(array),
+            ChunkSelection::Prefix(n) => Ok(array.slice(0, *n)),
+            ChunkSelection::Indices(idx) => {
+                let idx = UInt32Array::from(idx.clone());
+                arrow_select::take::take(&array, &idx, None).map_err(|e| ChunkError::Invalid(e.to_string()))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

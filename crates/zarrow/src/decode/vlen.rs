@@ -1,0 +1,431 @@
+//! Variable-length chunks → Arrow string/binary arrays.
+//!
+//! Three stored layouts arrive here after decompression:
+//!
+//! ```text
+//! vlen-utf8/-bytes  [n:u32][len:u32][bytes][len:u32][bytes]…   → offsets rebuilt, data compacted once
+//!                                                               → or views straight into the chunk
+//! zarrow.arrow_vlen [off0..offn: i32|i64][pad to 64][data]      → offsets + data are chunk slices
+//! zarrs.vlen        [index][data] (+ u64 index length)          → offsets + data are chunk slices
+//! ```
+//!
+//! Every path checks what it is about to trust — offsets start at zero, never decrease, end
+//! inside the data; the element count equals the chunk's; UTF-8 is valid and every offset falls
+//! on a character boundary — and only then calls an unchecked Arrow constructor.
+
+use std::sync::Arc;
+
+use arrow_array::{
+    ArrayRef, GenericBinaryArray, GenericStringArray, OffsetSizeTrait,
+};
+use arrow_buffer::{ArrowNativeType, Buffer, OffsetBuffer, ScalarBuffer};
+use bytes::Bytes;
+
+use crate::error::ChunkError;
+use crate::options::StringType;
+
+/// Which Arrow family and width the caller wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VlenTarget {
+    /// Strings (UTF-8 validated) or bytes.
+    pub utf8: bool,
+    /// i32 offsets, i64 offsets or views.
+    pub repr: StringType,
+}
+
+fn truncated(what: impl Into<String>) -> ChunkError {
+    ChunkError::Truncated(what.into())
+}
+
+fn read_u32(buf: &[u8], pos: usize) -> Option<u32> {
+    buf.get(pos..pos.checked_add(4)?)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Validate that `data[offsets]` are UTF-8 strings: one pass over the covered bytes, then a
+/// character-boundary check at every offset.
+fn validate_utf8<O: ArrowNativeType>(offsets: &[O], data: &[u8]) -> Result<(), ChunkError> {
+    let (Some(first), Some(last)) = (offsets.first(), offsets.last()) else {
+        return Ok(());
+    };
+    let (first, last) = (first.as_usize(), last.as_usize());
+    let covered = &data[first..last];
+    if simdutf8::basic::from_utf8(covered).is_err() {
+        let valid_up_to = match simdutf8::compat::from_utf8(covered) {
+            Err(e) => first + e.valid_up_to(),
+            Ok(_) => first,
+        };
+        let element = offsets.partition_point(|o| o.as_usize() <= valid_up_to).saturating_sub(1);
+        return Err(ChunkError::Utf8 {
+            element: element as u64,
+        });
+    }
+    // A byte 0b10xx_xxxx continues a character: no string may start (or end) there.
+    for (i, o) in offsets.iter().enumerate() {
+        if data.get(o.as_usize()).is_some_and(|b| (*b as i8) < -0x40) {
+            return Err(ChunkError::Utf8 {
+                element: i.saturating_sub(1) as u64,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Check offsets: `n + 1` of them, non-negative, non-decreasing, last within `data_len`.
+fn validate_offsets<O: ArrowNativeType + PartialOrd>(offsets: &[O], n: usize, data_len: usize) -> Result<(), ChunkError> {
+    if offsets.len() != n + 1 {
+        return Err(ChunkError::ItemCount {
+            expected: n as u64,
+            found: offsets.len().saturating_sub(1) as u64,
+        });
+    }
+    let zero = O::usize_as(0);
+    if offsets[0] < zero {
+        return Err(ChunkError::Offsets("first offset is negative".into()));
+    }
+    for (i, w) in offsets.windows(2).enumerate() {
+        if w[1] < w[0] {
+            return Err(ChunkError::Offsets(format!(
+                "offset {} ({:?}) is smaller than offset {i} ({:?})",
+                i + 1,
+                w[1],
+                w[0]
+            )));
+        }
+    }
+    let last = offsets[n].as_usize();
+    if last > data_len {
+        return Err(ChunkError::Offsets(format!(
+            "last offset {last} is past the end of the {data_len}-byte data"
+        )));
+    }
+    Ok(())
+}
+
+/// A buffer of `T` over `bytes` without copying when aligned, else an aligned copy (this only
+/// ever copies offsets, never string data).
+pub(crate) fn scalar_buffer<T: ArrowNativeType>(bytes: &Bytes) -> ScalarBuffer<T> {
+    let size = std::mem::size_of::<T>();
+    let len = bytes.len() / size;
+    let buffer = if bytes.as_ptr().align_offset(std::mem::align_of::<T>()) == 0 {
+        Buffer::from(bytes.slice(..len * size))
+    } else {
+        Buffer::from_slice_ref(&bytes[..len * size])
+    };
+    ScalarBuffer::new(buffer, 0, len)
+}
+
+/// Build the requested array from validated-or-not offsets and data.
+///
+/// `offsets` must already satisfy [`validate_offsets`]; this validates UTF-8 for strings.
+fn from_offsets<O: OffsetSizeTrait>(offsets: ScalarBuffer<O>, data: Buffer, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+    if target.utf8 {
+        validate_utf8(&offsets, &data)?;
+    }
+    match target.repr {
+        StringType::Utf8 => {
+            let offsets = convert_offsets::<O, i32>(offsets)?;
+            Ok(build_offset_array::<i32>(offsets, data, target.utf8))
+        }
+        StringType::LargeUtf8 => {
+            let offsets = convert_offsets::<O, i64>(offsets)?;
+            Ok(build_offset_array::<i64>(offsets, data, target.utf8))
+        }
+        StringType::View => views_from_offsets(&offsets, data, target.utf8),
+    }
+}
+
+/// Re-type offsets (a copy of the offsets only) when the widths differ.
+fn convert_offsets<I: OffsetSizeTrait, O: OffsetSizeTrait>(offsets: ScalarBuffer<I>) -> Result<ScalarBuffer<O>, ChunkError> {
+    if std::mem::size_of::<I>() == std::mem::size_of::<O>() {
+        // Same width: both are i32 or both i64, so the bytes (and their alignment) carry over.
+        let len = offsets.len();
+        return Ok(ScalarBuffer::new(offsets.into_inner(), 0, len));
+    }
+    let last = offsets.last().map(|o| o.as_usize()).unwrap_or(0);
+    if O::from_usize(last).is_none() {
+        return Err(ChunkError::TooLarge(format!(
+            "chunk holds {last} bytes of strings, more than 32-bit offsets address: read it as large_utf8"
+        )));
+    }
+    Ok(offsets
+        .iter()
+        .map(|o| O::usize_as(o.as_usize()))
+        .collect::<Vec<O>>()
+        .into())
+}
+
+fn build_offset_array<O: OffsetSizeTrait>(offsets: ScalarBuffer<O>, data: Buffer, utf8: bool) -> ArrayRef {
+    // SAFETY: callers pass offsets checked by `validate_offsets` (n+1 values, non-negative,
+    // non-decreasing, last <= data.len()), so they form a valid OffsetBuffer.
+    let offsets = unsafe { OffsetBuffer::new_unchecked(offsets) };
+    if utf8 {
+        // SAFETY: offsets are valid (above) and `validate_utf8` checked that the bytes they cover
+        // are UTF-8 and that every offset lies on a character boundary.
+        Arc::new(unsafe { GenericStringArray::<O>::new_unchecked(offsets, data, None) })
+    } else {
+        // SAFETY: offsets are valid (above); binary data needs no further checks.
+        Arc::new(unsafe { GenericBinaryArray::<O>::new_unchecked(offsets, data, None) })
+    }
+}
+
+#[cfg(feature = "utf8view")]
+fn views_from_offsets<O: OffsetSizeTrait>(offsets: &[O], data: Buffer, utf8: bool) -> Result<ArrayRef, ChunkError> {
+    let mut views = Vec::with_capacity(offsets.len().saturating_sub(1));
+    check_view_buffer(&data)?;
+    for w in offsets.windows(2) {
+        let (start, end) = (w[0].as_usize(), w[1].as_usize());
+        // Offsets fit u32: the buffer is at most u32::MAX bytes (checked above).
+        views.push(arrow_array::builder::make_view(&data[start..end], 0, start as u32));
+    }
+    Ok(build_view_array(views, data, utf8))
+}
+
+#[cfg(not(feature = "utf8view"))]
+fn views_from_offsets<O: OffsetSizeTrait>(_: &[O], _: Buffer, _: bool) -> Result<ArrayRef, ChunkError> {
+    Err(view_unavailable())
+}
+
+#[cfg(not(feature = "utf8view"))]
+fn view_unavailable() -> ChunkError {
+    ChunkError::Invalid("Utf8View output needs zarrow built with the `utf8view` feature".into())
+}
+
+#[cfg(feature = "utf8view")]
+fn check_view_buffer(data: &Buffer) -> Result<(), ChunkError> {
+    if data.len() > u32::MAX as usize {
+        return Err(ChunkError::TooLarge(
+            "chunk larger than 4 GiB cannot be read as Utf8View/BinaryView".into(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(feature = "utf8view")]
+fn build_view_array(views: Vec<u128>, data: Buffer, utf8: bool) -> ArrayRef {
+    use arrow_array::{BinaryViewArray, StringViewArray};
+    let views = ScalarBuffer::from(views);
+    if utf8 {
+        // SAFETY: every view was made by `make_view` from a slice of `data` (buffer 0) at its
+        // true offset and length, and the caller validated those bytes as UTF-8.
+        Arc::new(unsafe { StringViewArray::new_unchecked(views, vec![data], None) })
+    } else {
+        // SAFETY: every view was made by `make_view` from a slice of `data` (buffer 0) at its
+        // true offset and length.
+        Arc::new(unsafe { BinaryViewArray::new_unchecked(views, vec![data], None) })
+    }
+}
+
+/// Decode a numcodecs `vlen-utf8` / `vlen-bytes` chunk holding `n` items.
+pub(crate) fn decode_numcodecs(buf: Bytes, n: usize, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+    let count = read_u32(&buf, 0).ok_or_else(|| truncated("no item count header"))?;
+    if count as usize != n {
+        return Err(ChunkError::ItemCount {
+            expected: n as u64,
+            found: count as u64,
+        });
+    }
+    // Every item needs at least its 4-byte length: a count the buffer cannot hold is rejected
+    // before anything is allocated for it.
+    if n.checked_mul(4).is_none_or(|need| need > buf.len() - 4) {
+        return Err(truncated(format!("{n} items need at least {} bytes, chunk has {}", n.saturating_mul(4) + 4, buf.len())));
+    }
+    if target.repr == StringType::View {
+        return numcodecs_views(buf, n, target.utf8);
+    }
+    match target.repr {
+        StringType::Utf8 => numcodecs_compact::<i32>(&buf, n, target),
+        _ => numcodecs_compact::<i64>(&buf, n, target),
+    }
+}
+
+/// The one copy of the Utf8 path: item bytes appended to a new data buffer, offsets rebuilt.
+fn numcodecs_compact<O: OffsetSizeTrait>(buf: &[u8], n: usize, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+    let mut offsets: Vec<O> = Vec::with_capacity(n + 1);
+    let mut data: Vec<u8> = Vec::with_capacity(buf.len() - 4 - 4 * n);
+    offsets.push(O::usize_as(0));
+    let mut pos = 4usize;
+    for i in 0..n {
+        let len = read_u32(buf, pos).ok_or_else(|| truncated(format!("item {i}: length header past the end")))? as usize;
+        pos += 4;
+        let item = buf
+            .get(pos..pos + len)
+            .ok_or_else(|| truncated(format!("item {i}: {len} bytes announced, {} left", buf.len() - pos)))?;
+        data.extend_from_slice(item);
+        pos += len;
+        offsets.push(O::usize_as(data.len()));
+    }
+    if pos != buf.len() {
+        return Err(ChunkError::Invalid(format!(
+            "{} trailing bytes after {n} items",
+            buf.len() - pos
+        )));
+    }
+    if O::from_usize(data.len()).is_none() {
+        return Err(ChunkError::TooLarge(format!(
+            "chunk holds {} bytes of strings, more than 32-bit offsets address: read it as large_utf8",
+            data.len()
+        )));
+    }
+    from_offsets::<O>(ScalarBuffer::from(offsets), Buffer::from_vec(data), target)
+}
+
+#[cfg(feature = "utf8view")]
+fn numcodecs_views(buf: Bytes, n: usize, utf8: bool) -> Result<ArrayRef, ChunkError> {
+    let data = Buffer::from(buf);
+    check_view_buffer(&data)?;
+    let bytes: &[u8] = &data;
+    // Fast path: if the whole chunk (headers included) is ASCII, every item is valid UTF-8.
+    let all_ascii = utf8 && bytes.is_ascii();
+    let mut views = Vec::with_capacity(n);
+    let mut pos = 4usize;
+    for i in 0..n {
+        let len = read_u32(bytes, pos).ok_or_else(|| truncated(format!("item {i}: length header past the end")))? as usize;
+        pos += 4;
+        let item = bytes
+            .get(pos..pos + len)
+            .ok_or_else(|| truncated(format!("item {i}: {len} bytes announced, {} left", bytes.len() - pos)))?;
+        if utf8 && !all_ascii && simdutf8::basic::from_utf8(item).is_err() {
+            return Err(ChunkError::Utf8 { element: i as u64 });
+        }
+        // `pos` < buffer length <= u32::MAX (checked above).
+        views.push(arrow_array::builder::make_view(item, 0, pos as u32));
+        pos += len;
+    }
+    if pos != bytes.len() {
+        return Err(ChunkError::Invalid(format!(
+            "{} trailing bytes after {n} items",
+            bytes.len() - pos
+        )));
+    }
+    Ok(build_view_array(views, data, utf8))
+}
+
+#[cfg(not(feature = "utf8view"))]
+fn numcodecs_views(_: Bytes, _: usize, _: bool) -> Result<ArrayRef, ChunkError> {
+    Err(view_unavailable())
+}
+
+/// Decode a `zarrow.arrow_vlen` chunk: `n + 1` offsets, zero padding to 64 bytes, data.
+pub(crate) fn decode_arrow_layout(buf: Bytes, n: usize, large: bool, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+    let width = if large { 8 } else { 4 };
+    let offsets_len = (n + 1)
+        .checked_mul(width)
+        .ok_or_else(|| ChunkError::TooLarge("offset count overflows".into()))?;
+    let data_start = offsets_len.div_ceil(64) * 64;
+    if buf.len() < offsets_len {
+        return Err(truncated(format!(
+            "{} bytes of offsets expected, chunk has {}",
+            offsets_len,
+            buf.len()
+        )));
+    }
+    // An empty data section may be left out entirely.
+    let data = if buf.len() >= data_start {
+        buf.slice(data_start..)
+    } else if buf.len() == offsets_len {
+        Bytes::new()
+    } else {
+        return Err(truncated("chunk ends inside the padding"));
+    };
+    let offset_bytes = buf.slice(..offsets_len);
+    if large {
+        let offsets = scalar_buffer::<i64>(&offset_bytes);
+        validate_offsets(&offsets, n, data.len())?;
+        from_offsets(offsets, Buffer::from(data), target)
+    } else {
+        let offsets = scalar_buffer::<i32>(&offset_bytes);
+        validate_offsets(&offsets, n, data.len())?;
+        from_offsets(offsets, Buffer::from(data), target)
+    }
+}
+
+/// Decode `zarrs.vlen` offsets (already through their codec chain, little-endian) and data.
+pub(crate) fn decode_index_and_data(index: Bytes, data: Bytes, n: usize, index_u64: bool, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+    if index_u64 {
+        if index.len() != (n + 1) * 8 {
+            return Err(ChunkError::Offsets(format!(
+                "index is {} bytes, {} expected for {n} items",
+                index.len(),
+                (n + 1) * 8
+            )));
+        }
+        // uint64 offsets are read as int64: any value above i64::MAX is negative and rejected.
+        let offsets = scalar_buffer::<i64>(&index);
+        validate_offsets(&offsets, n, data.len())?;
+        from_offsets(offsets, Buffer::from(data), target)
+    } else {
+        if index.len() != (n + 1) * 4 {
+            return Err(ChunkError::Offsets(format!(
+                "index is {} bytes, {} expected for {n} items",
+                index.len(),
+                (n + 1) * 4
+            )));
+        }
+        // uint32 offsets are read as int32: values above i32::MAX are negative and rejected.
+        let offsets = scalar_buffer::<i32>(&index);
+        validate_offsets(&offsets, n, data.len())?;
+        from_offsets(offsets, Buffer::from(data), target)
+    }
+}
+
+/// An array of `n` copies of `value` (fill values of missing chunks).
+pub(crate) fn repeat_value(value: &[u8], n: usize, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+    let total = value
+        .len()
+        .checked_mul(n)
+        .ok_or_else(|| ChunkError::TooLarge("fill value repeated overflows".into()))?;
+    let mut data = Vec::with_capacity(total);
+    let mut offsets: Vec<i64> = Vec::with_capacity(n + 1);
+    offsets.push(0);
+    for _ in 0..n {
+        data.extend_from_slice(value);
+        offsets.push(data.len() as i64);
+    }
+    if target.repr == StringType::Utf8 {
+        if total > i32::MAX as usize {
+            return Err(ChunkError::TooLarge("fill values exceed 32-bit offsets".into()));
+        }
+        let o32: Vec<i32> = offsets.iter().map(|&o| o as i32).collect();
+        return from_offsets::<i32>(ScalarBuffer::from(o32), Buffer::from_vec(data), target);
+    }
+    from_offsets::<i64>(ScalarBuffer::from(offsets), Buffer::from_vec(data), target)
+}
+
+/// Build the requested array from `(start, len)` items of `data` — for the fixed-width string
+/// kinds, whose items are trimmed slices.
+pub(crate) fn from_items(data: Buffer, items: &[(usize, usize)], target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+    if target.repr == StringType::View {
+        #[cfg(feature = "utf8view")]
+        {
+            check_view_buffer(&data)?;
+            let mut views = Vec::with_capacity(items.len());
+            for (i, &(start, len)) in items.iter().enumerate() {
+                let item = &data[start..start + len];
+                if target.utf8 && simdutf8::basic::from_utf8(item).is_err() {
+                    return Err(ChunkError::Utf8 { element: i as u64 });
+                }
+                views.push(arrow_array::builder::make_view(item, 0, start as u32));
+            }
+            return Ok(build_view_array(views, data, target.utf8));
+        }
+        #[cfg(not(feature = "utf8view"))]
+        return Err(view_unavailable());
+    }
+    let total: usize = items.iter().map(|i| i.1).sum();
+    let mut out = Vec::with_capacity(total);
+    let mut offsets: Vec<i64> = Vec::with_capacity(items.len() + 1);
+    offsets.push(0);
+    for &(start, len) in items {
+        out.extend_from_slice(&data[start..start + len]);
+        offsets.push(out.len() as i64);
+    }
+    if target.repr == StringType::Utf8 {
+        if total > i32::MAX as usize {
+            return Err(ChunkError::TooLarge("chunk exceeds 32-bit offsets: read it as large_utf8".into()));
+        }
+        let o32: Vec<i32> = offsets.iter().map(|&o| o as i32).collect();
+        return from_offsets::<i32>(ScalarBuffer::from(o32), Buffer::from_vec(out), target);
+    }
+    from_offsets::<i64>(ScalarBuffer::from(offsets), Buffer::from_vec(out), target)
+}

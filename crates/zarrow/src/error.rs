@@ -1,0 +1,198 @@
+//! The one error type of zarrow.
+//!
+//! Every failure names where it happened: the array (its path in the hierarchy), and for chunk
+//! data the chunk key, with a [`ChunkError`] saying what was wrong inside that chunk. Decoders
+//! return [`ChunkError`] (they know nothing of paths); the reader adds the context.
+
+use std::fmt;
+
+/// `Result` with [`Error`] as the default error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong reading or writing zarr data.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A location string that could not be turned into a store and a path.
+    #[error("invalid location '{location}': {message}")]
+    Location {
+        /// The location as given.
+        location: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// No zarr node (array or group) at a path.
+    #[error("no zarr array or group at '{path}'")]
+    NodeNotFound {
+        /// The node path.
+        path: String,
+    },
+    /// Metadata that is not valid JSON or not valid zarr metadata.
+    #[error("invalid metadata for '{path}' ({key}): {message}")]
+    Metadata {
+        /// The node path.
+        path: String,
+        /// The metadata document (`zarr.json`, `.zarray`, …).
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A data type zarrow does not read.
+    #[error("array '{array}': unsupported data type {data_type}; supported: bool, int8-64, uint8-64, float16/32/64, complex64/128, numpy.datetime64, numpy.timedelta64, string, variable_length_bytes, fixed_length_utf32, null_terminated_bytes, raw_bytes")]
+    UnsupportedDataType {
+        /// The array path.
+        array: String,
+        /// The data type as written in the metadata.
+        data_type: String,
+    },
+    /// A codec zarrow does not know, or a configuration of it that zarrow does not support.
+    #[error("array '{array}': unsupported codec {codec}: {reason}")]
+    UnsupportedCodec {
+        /// The array path.
+        array: String,
+        /// The codec name or id.
+        codec: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// An extension (codec, grid, …) marked `must_understand: true` that zarrow does not know.
+    #[error("array '{array}': unknown extension '{name}' is marked must_understand")]
+    MustUnderstand {
+        /// The array path.
+        array: String,
+        /// The extension name.
+        name: String,
+    },
+    /// A chunk whose bytes could not be decoded.
+    #[error("array '{array}', chunk '{chunk}': {source}")]
+    Chunk {
+        /// The array path.
+        array: String,
+        /// The store key of the chunk (the shard key and inner chunk for sharded arrays).
+        chunk: String,
+        /// What was wrong.
+        #[source]
+        source: ChunkError,
+    },
+    /// The object store failed.
+    #[error("store error reading '{path}': {source}")]
+    Store {
+        /// The store path that was read.
+        path: String,
+        /// The store's error.
+        #[source]
+        source: object_store::Error,
+    },
+    /// An argument that does not fit the array (selection out of range, wrong column, …).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An Arrow error from building arrays or batches.
+    #[error("arrow error: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    /// Writing failed.
+    #[error("writing '{path}': {message}")]
+    Write {
+        /// The node path being written.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl Error {
+    /// Wrap a chunk decoding error with the array path and chunk key.
+    pub fn chunk(array: impl Into<String>, chunk: impl Into<String>, source: ChunkError) -> Self {
+        Error::Chunk {
+            array: array.into(),
+            chunk: chunk.into(),
+            source,
+        }
+    }
+
+    /// A metadata error.
+    pub fn metadata(path: impl Into<String>, key: impl Into<String>, message: impl fmt::Display) -> Self {
+        Error::Metadata {
+            path: path.into(),
+            key: key.into(),
+            message: message.to_string(),
+        }
+    }
+}
+
+impl From<Error> for arrow_schema::ArrowError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Arrow(a) => a,
+            other => arrow_schema::ArrowError::ExternalError(Box::new(other)),
+        }
+    }
+}
+
+/// What was wrong inside one chunk. Carries no path: [`Error::Chunk`] adds it.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum ChunkError {
+    /// A bytes-to-bytes codec (decompression, checksum) failed.
+    #[error("{codec}: {message}")]
+    Codec {
+        /// The codec name.
+        codec: &'static str,
+        /// What failed.
+        message: String,
+    },
+    /// The checksum stored with the chunk does not match its bytes.
+    #[error("crc32c checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    Checksum {
+        /// The stored checksum.
+        stored: u32,
+        /// The checksum of the data.
+        computed: u32,
+    },
+    /// The chunk ends before the data its header announces.
+    #[error("truncated chunk: {0}")]
+    Truncated(String),
+    /// The chunk holds a different number of elements than the chunk shape.
+    #[error("chunk holds {found} elements, expected {expected}")]
+    ItemCount {
+        /// Elements the chunk shape calls for.
+        expected: u64,
+        /// Elements the chunk says it holds.
+        found: u64,
+    },
+    /// The decoded chunk has the wrong size for its fixed-size data type.
+    #[error("decoded chunk is {found} bytes, expected {expected}")]
+    Size {
+        /// Bytes expected.
+        expected: u64,
+        /// Bytes found.
+        found: u64,
+    },
+    /// Offsets that decrease, do not start at zero, or point past the data.
+    #[error("invalid offsets: {0}")]
+    Offsets(String),
+    /// Bytes that are not valid UTF-8 in a string array.
+    #[error("invalid UTF-8 in element {element}")]
+    Utf8 {
+        /// The element (in chunk order) holding the invalid bytes, when known.
+        element: u64,
+    },
+    /// A bad shard index.
+    #[error("shard index: {0}")]
+    ShardIndex(String),
+    /// The chunk would need more memory than the limit allows.
+    #[error("{0}")]
+    TooLarge(String),
+    /// Any other malformed content.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ChunkError {
+    /// A codec failure.
+    pub fn codec(codec: &'static str, message: impl fmt::Display) -> Self {
+        ChunkError::Codec {
+            codec,
+            message: message.to_string(),
+        }
+    }
+}

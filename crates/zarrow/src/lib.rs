@@ -1,0 +1,39 @@
+//! zarrow — Zarr v2/v3 arrays as Apache Arrow, zero-copy for string and binary data.
+//!
+//! ```text
+//!  location ──store.rs──▶ ZarrStore ──node.rs──▶ Node::{Array, Group}
+//!                                                   │ metadata/ (v2 + v3 → one model)
+//!                                                   ▼
+//!  ZarrArray::read_chunk ──array.rs: GET / shard index + ranged GET──▶ stored bytes
+//!        │                                                                 │
+//!        │           decode/: codec::compression (gzip, zstd, blosc, …) ◀──┘
+//!        │                    then fixed.rs (numbers, fixed strings) or vlen.rs (strings,
+//!        │                    bytes: Arrow buffers are slices of the chunk where the layout allows)
+//!        ▼
+//!  reader.rs: ZarrRecordBatchStream / ZarrRecordBatchReader (index columns + values)
+//!  writer.rs: Arrow arrays → zarr v3 (vlen-utf8, vlen-bytes, zarrow.arrow_vlen, bytes)
+//! ```
+//!
+//! Start with [`ZarrRecordBatchReaderBuilder`] (sync) or [`ZarrRecordBatchStreamBuilder`]
+//! (async), or [`Node::open`] to walk a hierarchy.
+
+pub mod array;
+pub mod codec;
+pub mod decode;
+pub mod error;
+pub mod metadata;
+pub mod node;
+pub mod options;
+pub mod reader;
+pub mod store;
+
+pub use array::ZarrArray;
+pub use error::{ChunkError, Error, Result};
+pub use metadata::{ArrayMetadata, DataType, GroupMetadata, NodeMetadata};
+pub use node::{Node, ZarrGroup};
+pub use options::{BinaryType, StringType, ZarrReadOptions};
+pub use reader::{
+    ZarrRecordBatchReader, ZarrRecordBatchReaderBuilder, ZarrRecordBatchStream,
+    ZarrRecordBatchStreamBuilder,
+};
+pub use store::ZarrStore;

@@ -1,0 +1,690 @@
+//! Zarr data types (v3 names and v2 numpy dtype strings), their fill values, and their Arrow types.
+//!
+//! Both metadata versions are parsed into one [`DataType`]; endianness is not part of it (v3 keeps
+//! it in the `bytes` codec, v2 in the dtype string, which the v2 parser turns into a `bytes` codec).
+//! Fill values are normalised to [`FillValue`]: the element's decoded little-endian bytes for
+//! fixed-size kinds, the value's bytes for variable-length kinds.
+
+use std::sync::Arc;
+
+use arrow_schema::{DataType as ArrowType, Field, Fields, TimeUnit};
+use base64::Engine;
+use serde_json::Value;
+
+use crate::options::{BinaryType, StringType};
+
+/// Time units of numpy `datetime64` / `timedelta64`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NpTimeUnit {
+    /// Weeks.
+    Week,
+    /// Days.
+    Day,
+    /// Hours.
+    Hour,
+    /// Minutes.
+    Minute,
+    /// Seconds.
+    Second,
+    /// Milliseconds.
+    Millisecond,
+    /// Microseconds.
+    Microsecond,
+    /// Nanoseconds.
+    Nanosecond,
+}
+
+impl NpTimeUnit {
+    /// Parse a numpy unit code (`"ns"`, `"D"`, …). Years and months have no fixed length.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "W" => Self::Week,
+            "D" => Self::Day,
+            "h" => Self::Hour,
+            "m" => Self::Minute,
+            "s" => Self::Second,
+            "ms" => Self::Millisecond,
+            "us" | "μs" => Self::Microsecond,
+            "ns" => Self::Nanosecond,
+            _ => return None,
+        })
+    }
+
+    /// The numpy unit code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Week => "W",
+            Self::Day => "D",
+            Self::Hour => "h",
+            Self::Minute => "m",
+            Self::Second => "s",
+            Self::Millisecond => "ms",
+            Self::Microsecond => "us",
+            Self::Nanosecond => "ns",
+        }
+    }
+
+    /// The Arrow unit and the factor that converts a count of `self` into it.
+    pub fn arrow_unit(self) -> (TimeUnit, i64) {
+        match self {
+            Self::Week => (TimeUnit::Second, 7 * 86_400),
+            Self::Day => (TimeUnit::Second, 86_400),
+            Self::Hour => (TimeUnit::Second, 3_600),
+            Self::Minute => (TimeUnit::Second, 60),
+            Self::Second => (TimeUnit::Second, 1),
+            Self::Millisecond => (TimeUnit::Millisecond, 1),
+            Self::Microsecond => (TimeUnit::Microsecond, 1),
+            Self::Nanosecond => (TimeUnit::Nanosecond, 1),
+        }
+    }
+}
+
+/// A zarr data type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataType {
+    /// `bool`, `|b1`.
+    Bool,
+    /// `int8`.
+    Int8,
+    /// `int16`.
+    Int16,
+    /// `int32`.
+    Int32,
+    /// `int64`.
+    Int64,
+    /// `uint8`.
+    UInt8,
+    /// `uint16`.
+    UInt16,
+    /// `uint32`.
+    UInt32,
+    /// `uint64`.
+    UInt64,
+    /// `float16`.
+    Float16,
+    /// `float32`.
+    Float32,
+    /// `float64`.
+    Float64,
+    /// `complex64` (two float32).
+    Complex64,
+    /// `complex128` (two float64).
+    Complex128,
+    /// `numpy.datetime64`: int64 counts of `scale_factor` units since the epoch; NaT is `i64::MIN`.
+    DateTime64 {
+        /// The unit.
+        unit: NpTimeUnit,
+        /// Units per count.
+        scale_factor: i64,
+    },
+    /// `numpy.timedelta64`.
+    TimeDelta64 {
+        /// The unit.
+        unit: NpTimeUnit,
+        /// Units per count.
+        scale_factor: i64,
+    },
+    /// Variable-length UTF-8 (`string`, v2 `|O` + `vlen-utf8`).
+    String,
+    /// Variable-length bytes (`variable_length_bytes`, `bytes`, `binary`, v2 `|O` + `vlen-bytes`).
+    Bytes,
+    /// Fixed-length UTF-32 (`fixed_length_utf32`, numpy `<Un`), `length_bytes` = 4·n.
+    FixedUtf32 {
+        /// Bytes per element.
+        length_bytes: usize,
+    },
+    /// NUL-padded bytes (`null_terminated_bytes`, numpy `|Sn`).
+    NullTerminatedBytes {
+        /// Bytes per element.
+        length_bytes: usize,
+    },
+    /// Opaque fixed-size bytes (`raw_bytes`, numpy `|Vn`).
+    RawBytes {
+        /// Bytes per element.
+        length_bytes: usize,
+    },
+}
+
+impl DataType {
+    /// Bytes per element for fixed-size types; `None` for variable-length ones.
+    pub fn fixed_size(&self) -> Option<usize> {
+        Some(match self {
+            DataType::Bool | DataType::Int8 | DataType::UInt8 => 1,
+            DataType::Int16 | DataType::UInt16 | DataType::Float16 => 2,
+            DataType::Int32 | DataType::UInt32 | DataType::Float32 => 4,
+            DataType::Int64
+            | DataType::UInt64
+            | DataType::Float64
+            | DataType::Complex64
+            | DataType::DateTime64 { .. }
+            | DataType::TimeDelta64 { .. } => 8,
+            DataType::Complex128 => 16,
+            DataType::FixedUtf32 { length_bytes }
+            | DataType::NullTerminatedBytes { length_bytes }
+            | DataType::RawBytes { length_bytes } => *length_bytes,
+            DataType::String | DataType::Bytes => return None,
+        })
+    }
+
+    /// Whether elements are variable-length.
+    pub fn is_variable(&self) -> bool {
+        matches!(self, DataType::String | DataType::Bytes)
+    }
+
+    /// The size of the unit that is byte-swapped for non-native endianness (1 = never swapped).
+    pub fn swap_unit(&self) -> usize {
+        match self {
+            DataType::Complex64 => 4,
+            DataType::Complex128 => 8,
+            DataType::FixedUtf32 { .. } => 4,
+            DataType::NullTerminatedBytes { .. } | DataType::RawBytes { .. } => 1,
+            other => other.fixed_size().unwrap_or(1),
+        }
+    }
+
+    /// A short name for messages (the v3 name).
+    pub fn name(&self) -> String {
+        match self {
+            DataType::Bool => "bool".into(),
+            DataType::Int8 => "int8".into(),
+            DataType::Int16 => "int16".into(),
+            DataType::Int32 => "int32".into(),
+            DataType::Int64 => "int64".into(),
+            DataType::UInt8 => "uint8".into(),
+            DataType::UInt16 => "uint16".into(),
+            DataType::UInt32 => "uint32".into(),
+            DataType::UInt64 => "uint64".into(),
+            DataType::Float16 => "float16".into(),
+            DataType::Float32 => "float32".into(),
+            DataType::Float64 => "float64".into(),
+            DataType::Complex64 => "complex64".into(),
+            DataType::Complex128 => "complex128".into(),
+            DataType::DateTime64 { unit, .. } => format!("numpy.datetime64[{}]", unit.code()),
+            DataType::TimeDelta64 { unit, .. } => format!("numpy.timedelta64[{}]", unit.code()),
+            DataType::String => "string".into(),
+            DataType::Bytes => "variable_length_bytes".into(),
+            DataType::FixedUtf32 { length_bytes } => format!("fixed_length_utf32[{length_bytes}]"),
+            DataType::NullTerminatedBytes { length_bytes } => {
+                format!("null_terminated_bytes[{length_bytes}]")
+            }
+            DataType::RawBytes { length_bytes } => format!("raw_bytes[{length_bytes}]"),
+        }
+    }
+
+    /// The Arrow type of this zarr type, given the string and binary representation wanted.
+    pub fn arrow_type(&self, strings: StringType, binary: BinaryType) -> ArrowType {
+        match self {
+            DataType::Bool => ArrowType::Boolean,
+            DataType::Int8 => ArrowType::Int8,
+            DataType::Int16 => ArrowType::Int16,
+            DataType::Int32 => ArrowType::Int32,
+            DataType::Int64 => ArrowType::Int64,
+            DataType::UInt8 => ArrowType::UInt8,
+            DataType::UInt16 => ArrowType::UInt16,
+            DataType::UInt32 => ArrowType::UInt32,
+            DataType::UInt64 => ArrowType::UInt64,
+            DataType::Float16 => ArrowType::Float16,
+            DataType::Float32 => ArrowType::Float32,
+            DataType::Float64 => ArrowType::Float64,
+            DataType::Complex64 => complex_type(ArrowType::Float32),
+            DataType::Complex128 => complex_type(ArrowType::Float64),
+            DataType::DateTime64 { unit, .. } => ArrowType::Timestamp(unit.arrow_unit().0, None),
+            DataType::TimeDelta64 { unit, .. } => ArrowType::Duration(unit.arrow_unit().0),
+            DataType::String | DataType::FixedUtf32 { .. } => strings.arrow_type(),
+            DataType::Bytes | DataType::NullTerminatedBytes { .. } => binary.arrow_type(),
+            DataType::RawBytes { length_bytes } => {
+                ArrowType::FixedSizeBinary(i32::try_from(*length_bytes).unwrap_or(i32::MAX))
+            }
+        }
+    }
+}
+
+fn complex_type(part: ArrowType) -> ArrowType {
+    ArrowType::Struct(Fields::from(vec![
+        Field::new("real", part.clone(), false),
+        Field::new("imag", part, false),
+    ]))
+}
+
+/// Parse a v3 `data_type` entry (a string or `{name, configuration}`).
+pub fn parse_v3_data_type(value: &Value) -> Result<DataType, String> {
+    let (name, config) = match value {
+        Value::String(s) => (s.as_str(), None),
+        Value::Object(o) => (
+            o.get("name")
+                .and_then(Value::as_str)
+                .ok_or("data_type object has no name")?,
+            o.get("configuration"),
+        ),
+        other => return Err(format!("data_type must be a string or object, got {other}")),
+    };
+    let length_bytes = || -> Result<usize, String> {
+        config
+            .and_then(|c| c.get("length_bytes"))
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("{name}: configuration.length_bytes missing or invalid"))
+    };
+    let time = |is_datetime: bool| -> Result<DataType, String> {
+        let unit_str = config
+            .and_then(|c| c.get("unit"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{name}: configuration.unit missing"))?;
+        let unit = NpTimeUnit::parse(unit_str)
+            .ok_or_else(|| format!("{name}: time unit '{unit_str}' is not supported"))?;
+        let scale_factor = config
+            .and_then(|c| c.get("scale_factor"))
+            .map(|v| v.as_i64().filter(|n| *n > 0).ok_or("scale_factor must be a positive integer"))
+            .transpose()?
+            .unwrap_or(1);
+        Ok(if is_datetime {
+            DataType::DateTime64 { unit, scale_factor }
+        } else {
+            DataType::TimeDelta64 { unit, scale_factor }
+        })
+    };
+    Ok(match name {
+        "bool" => DataType::Bool,
+        "int8" => DataType::Int8,
+        "int16" => DataType::Int16,
+        "int32" => DataType::Int32,
+        "int64" => DataType::Int64,
+        "uint8" => DataType::UInt8,
+        "uint16" => DataType::UInt16,
+        "uint32" => DataType::UInt32,
+        "uint64" => DataType::UInt64,
+        "float16" => DataType::Float16,
+        "float32" => DataType::Float32,
+        "float64" => DataType::Float64,
+        "complex64" => DataType::Complex64,
+        "complex128" => DataType::Complex128,
+        "numpy.datetime64" => time(true)?,
+        "numpy.timedelta64" => time(false)?,
+        "string" => DataType::String,
+        "variable_length_bytes" | "bytes" | "binary" => DataType::Bytes,
+        "fixed_length_utf32" => {
+            let n = length_bytes()?;
+            if n % 4 != 0 {
+                return Err(format!("fixed_length_utf32: length_bytes {n} is not a multiple of 4"));
+            }
+            DataType::FixedUtf32 { length_bytes: n }
+        }
+        "null_terminated_bytes" => DataType::NullTerminatedBytes {
+            length_bytes: length_bytes()?,
+        },
+        "raw_bytes" => DataType::RawBytes {
+            length_bytes: length_bytes()?,
+        },
+        _ => return Err(UNSUPPORTED.into()),
+    })
+}
+
+/// Marker message: the data type is unknown (the caller turns it into `UnsupportedDataType`).
+pub(crate) const UNSUPPORTED: &str = "unsupported";
+
+/// Byte order of stored elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endian {
+    /// Little-endian.
+    Little,
+    /// Big-endian.
+    Big,
+}
+
+/// Parse a v2 numpy dtype string (`"<i8"`, `"|O"`, `">U10"`, `"<M8[ns]"`): the type and its byte order.
+///
+/// `|O` is returned as [`DataType::String`]; the v2 parser picks `Bytes` from the filters.
+pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), String> {
+    let (order, rest) = match dtype.chars().next() {
+        Some(c @ ('<' | '>' | '|' | '=')) => (c, &dtype[1..]),
+        _ => ('|', dtype),
+    };
+    let endian = if order == '>' { Endian::Big } else { Endian::Little };
+    let kind = rest.chars().next().ok_or("empty dtype")?;
+    let tail = &rest[1..];
+    let size = |t: &str| -> Result<usize, String> {
+        t.parse::<usize>()
+            .map_err(|_| format!("dtype '{dtype}': bad item size"))
+    };
+    let dt = match kind {
+        'b' if tail == "1" => DataType::Bool,
+        'i' => match tail {
+            "1" => DataType::Int8,
+            "2" => DataType::Int16,
+            "4" => DataType::Int32,
+            "8" => DataType::Int64,
+            _ => return Err(UNSUPPORTED.into()),
+        },
+        'u' => match tail {
+            "1" => DataType::UInt8,
+            "2" => DataType::UInt16,
+            "4" => DataType::UInt32,
+            "8" => DataType::UInt64,
+            _ => return Err(UNSUPPORTED.into()),
+        },
+        'f' => match tail {
+            "2" => DataType::Float16,
+            "4" => DataType::Float32,
+            "8" => DataType::Float64,
+            _ => return Err(UNSUPPORTED.into()),
+        },
+        'c' => match tail {
+            "8" => DataType::Complex64,
+            "16" => DataType::Complex128,
+            _ => return Err(UNSUPPORTED.into()),
+        },
+        'M' | 'm' => {
+            let inner = tail
+                .strip_prefix("8[")
+                .and_then(|t| t.strip_suffix(']'))
+                .ok_or_else(|| format!("dtype '{dtype}': datetime without a unit"))?;
+            let digits: String = inner.chars().take_while(|c| c.is_ascii_digit()).collect();
+            let unit_str = &inner[digits.len()..];
+            let scale_factor = if digits.is_empty() {
+                1
+            } else {
+                digits
+                    .parse::<i64>()
+                    .map_err(|_| format!("dtype '{dtype}': bad unit multiple"))?
+            };
+            let unit = NpTimeUnit::parse(unit_str)
+                .ok_or_else(|| format!("dtype '{dtype}': time unit '{unit_str}' is not supported"))?;
+            if kind == 'M' {
+                DataType::DateTime64 { unit, scale_factor }
+            } else {
+                DataType::TimeDelta64 { unit, scale_factor }
+            }
+        }
+        'O' => DataType::String,
+        'U' => {
+            let n = size(tail)?;
+            if n == 0 {
+                return Err(format!("dtype '{dtype}': zero length"));
+            }
+            DataType::FixedUtf32 { length_bytes: n * 4 }
+        }
+        'S' => {
+            let n = size(tail)?;
+            if n == 0 {
+                return Err(format!("dtype '{dtype}': zero length"));
+            }
+            DataType::NullTerminatedBytes { length_bytes: n }
+        }
+        'V' => {
+            let n = size(tail)?;
+            if n == 0 {
+                return Err(format!("dtype '{dtype}': zero length"));
+            }
+            DataType::RawBytes { length_bytes: n }
+        }
+        _ => return Err(UNSUPPORTED.into()),
+    };
+    Ok((dt, endian))
+}
+
+/// A fill value, normalised: for fixed-size types the element's little-endian bytes
+/// (`fixed_size()` of them); for variable-length types the value's bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FillValue {
+    /// The bytes described above.
+    pub bytes: Arc<[u8]>,
+    /// The fill value as written in the metadata (for display and writing back).
+    pub json: Value,
+}
+
+impl FillValue {
+    /// A fill value from its normalised bytes.
+    pub fn new(bytes: Vec<u8>, json: Value) -> Self {
+        FillValue {
+            bytes: bytes.into(),
+            json,
+        }
+    }
+}
+
+fn float_from_json(v: &Value) -> Result<f64, String> {
+    match v {
+        Value::Number(n) => n.as_f64().ok_or_else(|| format!("bad number {n}")),
+        Value::String(s) => match s.as_str() {
+            "NaN" => Ok(f64::NAN),
+            "Infinity" => Ok(f64::INFINITY),
+            "-Infinity" => Ok(f64::NEG_INFINITY),
+            hex if hex.starts_with("0x") => {
+                let bits = u64::from_str_radix(&hex[2..], 16)
+                    .map_err(|_| format!("bad hex float {hex}"))?;
+                match hex.len() - 2 {
+                    4 => Ok(half::f16::from_bits(bits as u16).to_f64()),
+                    8 => Ok(f32::from_bits(bits as u32) as f64),
+                    16 => Ok(f64::from_bits(bits)),
+                    _ => Err(format!("bad hex float {hex}")),
+                }
+            }
+            other => other
+                .parse::<f64>()
+                .map_err(|_| format!("bad float fill value '{other}'")),
+        },
+        other => Err(format!("bad float fill value {other}")),
+    }
+}
+
+fn int_from_json(v: &Value) -> Result<i128, String> {
+    match v {
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Ok(i as i128)
+            } else if let Some(u) = n.as_u64() {
+                Ok(u as i128)
+            } else {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                if f.fract() == 0.0 && f.is_finite() {
+                    Ok(f as i128)
+                } else {
+                    Err(format!("bad integer fill value {n}"))
+                }
+            }
+        }
+        Value::Bool(b) => Ok(*b as i128),
+        Value::String(s) => s
+            .parse::<i128>()
+            .map_err(|_| format!("bad integer fill value '{s}'")),
+        other => Err(format!("bad integer fill value {other}")),
+    }
+}
+
+fn b64(s: &str) -> Result<Vec<u8>, String> {
+    base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .map_err(|e| format!("fill value '{s}' is not base64: {e}"))
+}
+
+fn int_bytes(v: &Value, min: i128, max: i128, size: usize) -> Result<Vec<u8>, String> {
+    let i = int_from_json(v)?;
+    if i < min || i > max {
+        return Err(format!("fill value {i} out of range"));
+    }
+    Ok(i.to_le_bytes()[..size].to_vec())
+}
+
+/// Normalise a fill value (`json`) for `data_type`. `v2` selects the v2 conventions (base64
+/// for `|S`/`|V`, `0`/`"0"`/`null` for `|O`). A `null` fill becomes the type's zero.
+pub fn parse_fill_value(data_type: &DataType, json: &Value, v2: bool) -> Result<FillValue, String> {
+    let zero = || vec![0u8; data_type.fixed_size().unwrap_or(0)];
+    let bytes: Vec<u8> = match (data_type, json) {
+        (DataType::String, Value::Null) | (DataType::Bytes, Value::Null) => Vec::new(),
+        (_, Value::Null) => zero(),
+        (DataType::Bool, Value::Bool(b)) => vec![*b as u8],
+        (DataType::Bool, v) => vec![(int_from_json(v)? != 0) as u8],
+        (DataType::Int8, v) => int_bytes(v, i8::MIN as i128, i8::MAX as i128, 1)?,
+        (DataType::Int16, v) => int_bytes(v, i16::MIN as i128, i16::MAX as i128, 2)?,
+        (DataType::Int32, v) => int_bytes(v, i32::MIN as i128, i32::MAX as i128, 4)?,
+        (DataType::Int64, v) => int_bytes(v, i64::MIN as i128, i64::MAX as i128, 8)?,
+        (DataType::UInt8, v) => int_bytes(v, 0, u8::MAX as i128, 1)?,
+        (DataType::UInt16, v) => int_bytes(v, 0, u16::MAX as i128, 2)?,
+        (DataType::UInt32, v) => int_bytes(v, 0, u32::MAX as i128, 4)?,
+        (DataType::UInt64, v) => int_bytes(v, 0, u64::MAX as i128, 8)?,
+        (DataType::Float16, v) => half::f16::from_f64(float_from_json(v)?)
+            .to_le_bytes()
+            .to_vec(),
+        (DataType::Float32, v) => (float_from_json(v)? as f32).to_le_bytes().to_vec(),
+        (DataType::Float64, v) => float_from_json(v)?.to_le_bytes().to_vec(),
+        (DataType::Complex64 | DataType::Complex128, v) => {
+            let (re, im) = match v {
+                Value::Array(parts) if parts.len() == 2 => {
+                    (float_from_json(&parts[0])?, float_from_json(&parts[1])?)
+                }
+                other => (float_from_json(other)?, 0.0),
+            };
+            if *data_type == DataType::Complex64 {
+                [(re as f32).to_le_bytes(), (im as f32).to_le_bytes()].concat()
+            } else {
+                [re.to_le_bytes(), im.to_le_bytes()].concat()
+            }
+        }
+        (DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. }, Value::String(s))
+            if s == "NaT" =>
+        {
+            i64::MIN.to_le_bytes().to_vec()
+        }
+        (DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. }, v) => {
+            int_bytes(v, i64::MIN as i128, i64::MAX as i128, 8)?
+        }
+        (DataType::String, Value::String(s)) => s.as_bytes().to_vec(),
+        // zarr-python 2 writes 0 for object arrays; zarr-python 3 reads it as "0".
+        (DataType::String, Value::Number(n)) => n.to_string().into_bytes(),
+        (DataType::Bytes, Value::String(s)) => {
+            if v2 {
+                // v2 |O vlen-bytes: zarr-python writes base64; "0" is the legacy default.
+                b64(s).unwrap_or_else(|_| s.as_bytes().to_vec())
+            } else {
+                b64(s)?
+            }
+        }
+        (DataType::Bytes, Value::Number(n)) => n.to_string().into_bytes(),
+        (DataType::Bytes | DataType::String, Value::Array(items)) => items
+            .iter()
+            .map(|x| {
+                x.as_u64()
+                    .and_then(|b| u8::try_from(b).ok())
+                    .ok_or_else(|| format!("bad byte {x} in fill value"))
+            })
+            .collect::<Result<Vec<u8>, String>>()?,
+        (DataType::FixedUtf32 { length_bytes }, Value::String(s)) => {
+            let mut out = Vec::with_capacity(*length_bytes);
+            for c in s.chars() {
+                out.extend_from_slice(&(c as u32).to_le_bytes());
+            }
+            if out.len() > *length_bytes {
+                return Err(format!("fill value '{s}' longer than {length_bytes} bytes"));
+            }
+            out.resize(*length_bytes, 0);
+            out
+        }
+        (DataType::FixedUtf32 { length_bytes }, Value::Number(n)) if n.as_u64() == Some(0) => {
+            vec![0; *length_bytes]
+        }
+        (
+            DataType::NullTerminatedBytes { length_bytes } | DataType::RawBytes { length_bytes },
+            v,
+        ) => {
+            let mut raw = match v {
+                Value::String(s) => b64(s)?,
+                Value::Array(items) => items
+                    .iter()
+                    .map(|x| {
+                        x.as_u64()
+                            .and_then(|b| u8::try_from(b).ok())
+                            .ok_or_else(|| format!("bad byte {x} in fill value"))
+                    })
+                    .collect::<Result<Vec<u8>, String>>()?,
+                Value::Number(n) if n.as_u64() == Some(0) => Vec::new(),
+                other => return Err(format!("bad fill value {other}")),
+            };
+            if raw.len() > *length_bytes {
+                return Err(format!("fill value longer than {length_bytes} bytes"));
+            }
+            raw.resize(*length_bytes, 0);
+            raw
+        }
+        (dt, v) => return Err(format!("fill value {v} does not fit data type {}", dt.name())),
+    };
+    Ok(FillValue::new(bytes, json.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn v2_dtypes() {
+        assert_eq!(parse_v2_dtype("<i8").unwrap(), (DataType::Int64, Endian::Little));
+        assert_eq!(parse_v2_dtype(">i4").unwrap(), (DataType::Int32, Endian::Big));
+        assert_eq!(parse_v2_dtype("|b1").unwrap().0, DataType::Bool);
+        assert_eq!(
+            parse_v2_dtype(">U10").unwrap(),
+            (DataType::FixedUtf32 { length_bytes: 40 }, Endian::Big)
+        );
+        assert_eq!(
+            parse_v2_dtype("|S8").unwrap().0,
+            DataType::NullTerminatedBytes { length_bytes: 8 }
+        );
+        assert_eq!(
+            parse_v2_dtype("<M8[ns]").unwrap().0,
+            DataType::DateTime64 {
+                unit: NpTimeUnit::Nanosecond,
+                scale_factor: 1
+            }
+        );
+        assert_eq!(
+            parse_v2_dtype("<m8[10s]").unwrap().0,
+            DataType::TimeDelta64 {
+                unit: NpTimeUnit::Second,
+                scale_factor: 10
+            }
+        );
+        assert!(parse_v2_dtype("<M8[Y]").is_err());
+        assert_eq!(parse_v2_dtype("<q8").unwrap_err(), UNSUPPORTED);
+    }
+
+    #[test]
+    fn v3_data_types() {
+        assert_eq!(parse_v3_data_type(&json!("string")).unwrap(), DataType::String);
+        assert_eq!(parse_v3_data_type(&json!("bytes")).unwrap(), DataType::Bytes);
+        assert_eq!(
+            parse_v3_data_type(
+                &json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 48}})
+            )
+            .unwrap(),
+            DataType::FixedUtf32 { length_bytes: 48 }
+        );
+        assert!(parse_v3_data_type(
+            &json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 5}})
+        )
+        .is_err());
+        assert_eq!(parse_v3_data_type(&json!("float8")).unwrap_err(), UNSUPPORTED);
+    }
+
+    #[test]
+    fn fill_values() {
+        let f = parse_fill_value(&DataType::Int16, &json!(-2), false).unwrap();
+        assert_eq!(&*f.bytes, &(-2i16).to_le_bytes());
+        assert!(parse_fill_value(&DataType::UInt8, &json!(300), false).is_err());
+        let f = parse_fill_value(&DataType::Float32, &json!("NaN"), false).unwrap();
+        assert!(f32::from_le_bytes(f.bytes[..].try_into().unwrap()).is_nan());
+        let f = parse_fill_value(&DataType::String, &json!(0), true).unwrap();
+        assert_eq!(&*f.bytes, b"0");
+        let f = parse_fill_value(&DataType::Bytes, &json!([1, 2]), false).unwrap();
+        assert_eq!(&*f.bytes, &[1, 2]);
+        let f = parse_fill_value(
+            &DataType::NullTerminatedBytes { length_bytes: 4 },
+            &json!("YWI="),
+            true,
+        )
+        .unwrap();
+        assert_eq!(&*f.bytes, b"ab\0\0");
+        let f = parse_fill_value(&DataType::FixedUtf32 { length_bytes: 8 }, &json!("é"), false)
+            .unwrap();
+        assert_eq!(&*f.bytes, &[0xe9, 0, 0, 0, 0, 0, 0, 0]);
+    }
+}

@@ -1,0 +1,617 @@
+//! Zarr metadata: v3 `zarr.json`, v2 `.zarray`/`.zgroup`/`.zattrs`, consolidated metadata.
+//!
+//! Both versions parse into one model — [`ArrayMetadata`] (shape, regular chunk grid, data type,
+//! fill value, [`CodecChain`], chunk key encoding, dimension names, attributes) and
+//! [`GroupMetadata`] — so nothing past this module looks at a version number except for
+//! display. v2 specifics become ordinary v3 concepts: the dtype's byte order becomes the `bytes`
+//! codec's endian, `order: "F"` a transpose, `filters` + `compressor` the codec chain,
+//! `dimension_separator` a v2 chunk key encoding, `_ARRAY_DIMENSIONS` dimension names.
+
+pub mod data_type;
+
+use serde_json::{Map, Value};
+
+use crate::codec::{parse_v2_chain, parse_v3_chain, ArrayToBytes, ChainError, CodecChain};
+use crate::{Error, Result};
+pub use data_type::{DataType, Endian, FillValue, NpTimeUnit};
+
+/// How chunk grid coordinates become store keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChunkKeyEncoding {
+    /// v3 `default`: `c/1/2` (separator `/` or `.`).
+    Default {
+        /// The separator.
+        separator: char,
+    },
+    /// v2 style: `1.2` (or `1/2`); `0` for zero-dimensional arrays.
+    V2 {
+        /// The separator.
+        separator: char,
+    },
+}
+
+impl ChunkKeyEncoding {
+    /// The key of chunk `coords`, relative to the array.
+    pub fn key(&self, coords: &[u64]) -> String {
+        match self {
+            ChunkKeyEncoding::Default { separator } => {
+                let mut key = String::from("c");
+                for c in coords {
+                    key.push(*separator);
+                    key.push_str(&c.to_string());
+                }
+                key
+            }
+            ChunkKeyEncoding::V2 { separator } => {
+                if coords.is_empty() {
+                    return "0".into();
+                }
+                let parts: Vec<String> = coords.iter().map(u64::to_string).collect();
+                parts.join(&separator.to_string())
+            }
+        }
+    }
+}
+
+/// Metadata of one array, either version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrayMetadata {
+    /// 2 or 3.
+    pub zarr_format: u8,
+    /// The array shape.
+    pub shape: Vec<u64>,
+    /// The (outer) chunk shape of the regular grid; for sharded arrays, the shard shape.
+    pub chunk_shape: Vec<u64>,
+    /// The element type.
+    pub data_type: DataType,
+    /// The fill value.
+    pub fill_value: FillValue,
+    /// The codec chain.
+    pub codecs: CodecChain,
+    /// The chunk key encoding.
+    pub chunk_key_encoding: ChunkKeyEncoding,
+    /// Dimension names (v3 `dimension_names`, v2 `_ARRAY_DIMENSIONS`).
+    pub dimension_names: Option<Vec<Option<String>>>,
+    /// User attributes.
+    pub attributes: Map<String, Value>,
+}
+
+/// Metadata of one group.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GroupMetadata {
+    /// 2 or 3.
+    pub zarr_format: u8,
+    /// User attributes.
+    pub attributes: Map<String, Value>,
+    /// Consolidated metadata of the descendants: (path relative to the group, node).
+    pub consolidated: Option<Vec<(String, NodeMetadata)>>,
+}
+
+/// Metadata of a node.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeMetadata {
+    /// An array.
+    Array(Box<ArrayMetadata>),
+    /// A group.
+    Group(GroupMetadata),
+}
+
+impl ArrayMetadata {
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The sharding codec, if the array is sharded.
+    pub fn sharding(&self) -> Option<&crate::codec::Sharding> {
+        match &self.codecs.array_to_bytes {
+            ArrayToBytes::Sharding(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The shape of the unit zarrow reads and decodes: the inner chunk for sharded arrays,
+    /// else the chunk.
+    pub fn read_chunk_shape(&self) -> &[u64] {
+        match self.sharding() {
+            Some(s) => &s.chunk_shape,
+            None => &self.chunk_shape,
+        }
+    }
+
+    /// The chain that decodes one read unit (the inner chain for sharded arrays).
+    pub fn read_chain(&self) -> &CodecChain {
+        match self.sharding() {
+            Some(s) => &s.codecs,
+            None => &self.codecs,
+        }
+    }
+
+    /// The grid of read units: `ceil(shape / read_chunk_shape)` per dimension.
+    pub fn read_grid_shape(&self) -> Vec<u64> {
+        self.shape
+            .iter()
+            .zip(self.read_chunk_shape())
+            .map(|(s, c)| s.div_ceil(*c))
+            .collect()
+    }
+
+    /// Total number of elements.
+    pub fn num_elements(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// The dimension names, with `None` for unnamed dimensions.
+    pub fn dimension_name(&self, dim: usize) -> Option<&str> {
+        self.dimension_names
+            .as_ref()
+            .and_then(|n| n.get(dim))
+            .and_then(|n| n.as_deref())
+    }
+}
+
+fn as_u64_vec(v: Option<&Value>) -> Option<Vec<u64>> {
+    v?.as_array()?.iter().map(Value::as_u64).collect()
+}
+
+fn chain_error(array: &str, e: ChainError, key: &str) -> Error {
+    match e {
+        ChainError::Unsupported { codec, reason } => Error::UnsupportedCodec {
+            array: array.to_string(),
+            codec,
+            reason,
+        },
+        ChainError::Invalid(msg) => Error::metadata(array, key, msg),
+    }
+}
+
+fn parse_json(path: &str, key: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| Error::metadata(path, key, format!("not valid JSON: {e}")))?;
+    match value {
+        Value::Object(o) => Ok(o),
+        _ => Err(Error::metadata(path, key, "not a JSON object")),
+    }
+}
+
+/// Keys of v3 array metadata that zarrow understands.
+const V3_ARRAY_KEYS: &[&str] = &[
+    "zarr_format",
+    "node_type",
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "codecs",
+    "attributes",
+    "storage_transformers",
+    "dimension_names",
+];
+
+/// Fail on an unknown extension point that must be understood.
+fn check_must_understand(path: &str, key: &str, name: &str, value: &Value) -> Result<()> {
+    let optional = value
+        .get("must_understand")
+        .and_then(Value::as_bool)
+        .is_some_and(|m| !m);
+    if optional {
+        Ok(())
+    } else {
+        Err(Error::MustUnderstand {
+            array: path.to_string(),
+            name: format!("{name} (in {key})"),
+        })
+    }
+}
+
+/// Parse a v3 `zarr.json` document.
+pub fn parse_v3(path: &str, bytes: &[u8]) -> Result<NodeMetadata> {
+    let doc = parse_json(path, "zarr.json", bytes)?;
+    parse_v3_value(path, &doc)
+}
+
+fn parse_v3_value(path: &str, doc: &Map<String, Value>) -> Result<NodeMetadata> {
+    const KEY: &str = "zarr.json";
+    match doc.get("zarr_format").and_then(Value::as_u64) {
+        Some(3) => {}
+        other => {
+            return Err(Error::metadata(
+                path,
+                KEY,
+                format!("zarr_format must be 3, found {other:?}"),
+            ))
+        }
+    }
+    let attributes = match doc.get("attributes") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(o)) => o.clone(),
+        Some(_) => return Err(Error::metadata(path, KEY, "attributes is not an object")),
+    };
+    match doc.get("node_type").and_then(Value::as_str) {
+        Some("group") => {
+            let consolidated = match doc.get("consolidated_metadata") {
+                Some(Value::Object(cm)) => {
+                    let entries = cm
+                        .get("metadata")
+                        .and_then(Value::as_object)
+                        .ok_or_else(|| Error::metadata(path, KEY, "consolidated_metadata without metadata"))?;
+                    let mut nodes = Vec::with_capacity(entries.len());
+                    for (child, meta) in entries {
+                        let child_path = join_path(path, child);
+                        let meta = meta.as_object().ok_or_else(|| {
+                            Error::metadata(&child_path, KEY, "consolidated entry is not an object")
+                        })?;
+                        nodes.push((child.clone(), parse_v3_value(&child_path, meta)?));
+                    }
+                    nodes.sort_by(|a, b| a.0.cmp(&b.0));
+                    Some(nodes)
+                }
+                _ => None,
+            };
+            Ok(NodeMetadata::Group(GroupMetadata {
+                zarr_format: 3,
+                attributes,
+                consolidated,
+            }))
+        }
+        Some("array") => Ok(NodeMetadata::Array(Box::new(parse_v3_array(path, doc, attributes)?))),
+        other => Err(Error::metadata(path, KEY, format!("bad node_type {other:?}"))),
+    }
+}
+
+fn parse_v3_array(path: &str, doc: &Map<String, Value>, attributes: Map<String, Value>) -> Result<ArrayMetadata> {
+    const KEY: &str = "zarr.json";
+    for (k, v) in doc {
+        if !V3_ARRAY_KEYS.contains(&k.as_str()) {
+            check_must_understand(path, KEY, k, v)?;
+        }
+    }
+    if let Some(st) = doc.get("storage_transformers").and_then(Value::as_array) {
+        if let Some(t) = st.first() {
+            let name = t.get("name").and_then(Value::as_str).unwrap_or("?");
+            return Err(Error::MustUnderstand {
+                array: path.to_string(),
+                name: format!("storage transformer {name}"),
+            });
+        }
+    }
+    let shape = as_u64_vec(doc.get("shape")).ok_or_else(|| Error::metadata(path, KEY, "shape missing or not a list of integers"))?;
+    let grid = doc
+        .get("chunk_grid")
+        .ok_or_else(|| Error::metadata(path, KEY, "chunk_grid missing"))?;
+    let grid_name = grid.get("name").and_then(Value::as_str).unwrap_or("");
+    if grid_name != "regular" {
+        return Err(Error::UnsupportedCodec {
+            array: path.to_string(),
+            codec: format!("chunk grid '{grid_name}'"),
+            reason: "only the regular chunk grid is supported".into(),
+        });
+    }
+    let chunk_shape = as_u64_vec(grid.get("configuration").and_then(|c| c.get("chunk_shape")))
+        .ok_or_else(|| Error::metadata(path, KEY, "chunk_grid.configuration.chunk_shape missing"))?;
+    let data_type_json = doc
+        .get("data_type")
+        .ok_or_else(|| Error::metadata(path, KEY, "data_type missing"))?;
+    let data_type = data_type::parse_v3_data_type(data_type_json).map_err(|msg| {
+        if msg == data_type::UNSUPPORTED {
+            Error::UnsupportedDataType {
+                array: path.to_string(),
+                data_type: data_type_json.to_string(),
+            }
+        } else {
+            Error::metadata(path, KEY, msg)
+        }
+    })?;
+    let codecs = doc
+        .get("codecs")
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::metadata(path, KEY, "codecs missing"))?;
+    let codecs = parse_v3_chain(codecs, &data_type, shape.len()).map_err(|e| chain_error(path, e, KEY))?;
+    let fill_json = doc.get("fill_value").cloned().unwrap_or(Value::Null);
+    let fill_value = data_type::parse_fill_value(&data_type, &fill_json, false)
+        .map_err(|msg| Error::metadata(path, KEY, format!("fill_value: {msg}")))?;
+    let cke = doc.get("chunk_key_encoding");
+    let sep = |default: char| -> Result<char> {
+        match cke
+            .and_then(|c| c.get("configuration"))
+            .and_then(|c| c.get("separator"))
+            .and_then(Value::as_str)
+        {
+            None => Ok(default),
+            Some("/") => Ok('/'),
+            Some(".") => Ok('.'),
+            Some(other) => Err(Error::metadata(path, KEY, format!("bad separator '{other}'"))),
+        }
+    };
+    let chunk_key_encoding = match cke.and_then(|c| c.get("name")).and_then(Value::as_str) {
+        None | Some("default") => ChunkKeyEncoding::Default { separator: sep('/')? },
+        Some("v2") => ChunkKeyEncoding::V2 { separator: sep('.')? },
+        Some(other) => {
+            return Err(Error::UnsupportedCodec {
+                array: path.to_string(),
+                codec: format!("chunk key encoding '{other}'"),
+                reason: "only default and v2 are supported".into(),
+            })
+        }
+    };
+    let dimension_names = match doc.get("dimension_names") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(names)) => Some(names.iter().map(|n| n.as_str().map(str::to_string)).collect()),
+        Some(_) => return Err(Error::metadata(path, KEY, "dimension_names is not a list")),
+    };
+    let meta = ArrayMetadata {
+        zarr_format: 3,
+        shape,
+        chunk_shape,
+        data_type,
+        fill_value,
+        codecs,
+        chunk_key_encoding,
+        dimension_names,
+        attributes,
+    };
+    validate_array(path, KEY, meta)
+}
+
+/// Checks every version shares: dimensions agree, chunks are non-empty, shards divide evenly.
+fn validate_array(path: &str, key: &str, meta: ArrayMetadata) -> Result<ArrayMetadata> {
+    let ndim = meta.shape.len();
+    if meta.chunk_shape.len() != ndim {
+        return Err(Error::metadata(
+            path,
+            key,
+            format!("chunk shape {:?} does not match shape {:?}", meta.chunk_shape, meta.shape),
+        ));
+    }
+    if meta.chunk_shape.contains(&0) {
+        return Err(Error::metadata(path, key, "chunk shape has a zero extent"));
+    }
+    if let Some(names) = &meta.dimension_names {
+        if names.len() != ndim {
+            return Err(Error::metadata(path, key, "dimension_names length differs from shape"));
+        }
+    }
+    if let Some(s) = meta.sharding() {
+        if meta.chunk_shape.iter().zip(&s.chunk_shape).any(|(o, i)| o % i != 0) {
+            return Err(Error::metadata(
+                path,
+                key,
+                format!(
+                    "inner chunk shape {:?} does not divide the shard shape {:?}",
+                    s.chunk_shape, meta.chunk_shape
+                ),
+            ));
+        }
+        if !meta.codecs.array_to_array.is_empty() || !meta.codecs.bytes_to_bytes.is_empty() {
+            return Err(Error::UnsupportedCodec {
+                array: path.to_string(),
+                codec: "sharding_indexed".into(),
+                reason: "codecs outside sharding_indexed (shards are read by ranges)".into(),
+            });
+        }
+    }
+    let elements: Option<u64> = meta
+        .read_chunk_shape()
+        .iter()
+        .try_fold(1u64, |acc, &c| acc.checked_mul(c));
+    if elements.is_none_or(|n| n > u32::MAX as u64) {
+        return Err(Error::metadata(path, key, "chunk has more than 2^32 elements"));
+    }
+    Ok(meta)
+}
+
+/// Parse v2 `.zarray` (plus the `.zattrs` document, if any).
+pub fn parse_v2_array(path: &str, zarray: &[u8], zattrs: Option<&[u8]>) -> Result<ArrayMetadata> {
+    let doc = parse_json(path, ".zarray", zarray)?;
+    let attributes = match zattrs {
+        Some(b) => parse_json(path, ".zattrs", b)?,
+        None => Map::new(),
+    };
+    parse_v2_array_value(path, &doc, attributes)
+}
+
+fn parse_v2_array_value(path: &str, doc: &Map<String, Value>, attributes: Map<String, Value>) -> Result<ArrayMetadata> {
+    const KEY: &str = ".zarray";
+    match doc.get("zarr_format").and_then(Value::as_u64) {
+        Some(2) => {}
+        other => return Err(Error::metadata(path, KEY, format!("zarr_format must be 2, found {other:?}"))),
+    }
+    let shape = as_u64_vec(doc.get("shape")).ok_or_else(|| Error::metadata(path, KEY, "shape missing"))?;
+    let chunk_shape = as_u64_vec(doc.get("chunks")).ok_or_else(|| Error::metadata(path, KEY, "chunks missing"))?;
+    let dtype_json = doc.get("dtype").ok_or_else(|| Error::metadata(path, KEY, "dtype missing"))?;
+    let dtype_str = dtype_json.as_str().ok_or_else(|| Error::UnsupportedDataType {
+        array: path.to_string(),
+        data_type: format!("{dtype_json} (structured dtypes are not supported)"),
+    })?;
+    let (mut data_type, endian) = data_type::parse_v2_dtype(dtype_str).map_err(|msg| {
+        if msg == data_type::UNSUPPORTED {
+            Error::UnsupportedDataType {
+                array: path.to_string(),
+                data_type: dtype_str.to_string(),
+            }
+        } else {
+            Error::metadata(path, KEY, msg)
+        }
+    })?;
+    let order_f = match doc.get("order").and_then(Value::as_str) {
+        None | Some("C") => false,
+        Some("F") => true,
+        Some(other) => return Err(Error::metadata(path, KEY, format!("bad order '{other}'"))),
+    };
+    let codecs = parse_v2_chain(&data_type, endian, order_f, shape.len(), doc.get("filters"), doc.get("compressor"))
+        .map_err(|e| chain_error(path, e, KEY))?;
+    if codecs.array_to_bytes == ArrayToBytes::VlenBytes {
+        data_type = DataType::Bytes;
+    }
+    let fill_json = doc.get("fill_value").cloned().unwrap_or(Value::Null);
+    let fill_value = data_type::parse_fill_value(&data_type, &fill_json, true)
+        .map_err(|msg| Error::metadata(path, KEY, format!("fill_value: {msg}")))?;
+    let separator = match doc.get("dimension_separator").and_then(Value::as_str) {
+        None | Some(".") => '.',
+        Some("/") => '/',
+        Some(other) => return Err(Error::metadata(path, KEY, format!("bad dimension_separator '{other}'"))),
+    };
+    let dimension_names = attributes.get("_ARRAY_DIMENSIONS").and_then(Value::as_array).map(|names| {
+        names.iter().map(|n| n.as_str().map(str::to_string)).collect::<Vec<_>>()
+    });
+    let dimension_names = dimension_names.filter(|n| n.len() == shape.len());
+    let meta = ArrayMetadata {
+        zarr_format: 2,
+        shape,
+        chunk_shape,
+        data_type,
+        fill_value,
+        codecs,
+        chunk_key_encoding: ChunkKeyEncoding::V2 { separator },
+        dimension_names,
+        attributes,
+    };
+    validate_array(path, KEY, meta)
+}
+
+/// Parse v2 `.zgroup` (plus `.zattrs`).
+pub fn parse_v2_group(path: &str, zgroup: &[u8], zattrs: Option<&[u8]>) -> Result<GroupMetadata> {
+    let doc = parse_json(path, ".zgroup", zgroup)?;
+    match doc.get("zarr_format").and_then(Value::as_u64) {
+        Some(2) => {}
+        other => return Err(Error::metadata(path, ".zgroup", format!("zarr_format must be 2, found {other:?}"))),
+    }
+    let attributes = match zattrs {
+        Some(b) => parse_json(path, ".zattrs", b)?,
+        None => Map::new(),
+    };
+    Ok(GroupMetadata {
+        zarr_format: 2,
+        attributes,
+        consolidated: None,
+    })
+}
+
+/// Parse a v2 `.zmetadata` document into (relative path, node) entries.
+pub fn parse_v2_consolidated(path: &str, bytes: &[u8]) -> Result<Vec<(String, NodeMetadata)>> {
+    const KEY: &str = ".zmetadata";
+    let doc = parse_json(path, KEY, bytes)?;
+    let meta = doc
+        .get("metadata")
+        .and_then(Value::as_object)
+        .ok_or_else(|| Error::metadata(path, KEY, "no metadata object"))?;
+    let mut nodes = Vec::new();
+    for (key, value) in meta {
+        let (node, kind) = match key.rsplit_once('/') {
+            Some((node, kind)) => (node, kind),
+            None => ("", key.as_str()),
+        };
+        if node.is_empty() {
+            continue; // the group itself
+        }
+        let attrs = || -> Result<Map<String, Value>> {
+            match meta.get(&format!("{node}/.zattrs")) {
+                Some(Value::Object(o)) => Ok(o.clone()),
+                Some(_) => Err(Error::metadata(path, KEY, format!("{node}/.zattrs is not an object"))),
+                None => Ok(Map::new()),
+            }
+        };
+        let obj = || {
+            value
+                .as_object()
+                .ok_or_else(|| Error::metadata(path, KEY, format!("{key} is not an object")))
+        };
+        match kind {
+            ".zarray" => {
+                let child = join_path(path, node);
+                let m = parse_v2_array_value(&child, obj()?, attrs()?)?;
+                nodes.push((node.to_string(), NodeMetadata::Array(Box::new(m))));
+            }
+            ".zgroup" => nodes.push((
+                node.to_string(),
+                NodeMetadata::Group(GroupMetadata {
+                    zarr_format: 2,
+                    attributes: attrs()?,
+                    consolidated: None,
+                }),
+            )),
+            _ => {}
+        }
+    }
+    nodes.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(nodes)
+}
+
+/// Join a node path and a relative child path with `/`.
+pub fn join_path(parent: &str, child: &str) -> String {
+    let parent = parent.trim_end_matches('/');
+    if parent.is_empty() {
+        child.to_string()
+    } else {
+        format!("{parent}/{child}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_keys() {
+        assert_eq!(ChunkKeyEncoding::Default { separator: '/' }.key(&[1, 2]), "c/1/2");
+        assert_eq!(ChunkKeyEncoding::Default { separator: '.' }.key(&[]), "c");
+        assert_eq!(ChunkKeyEncoding::V2 { separator: '.' }.key(&[1, 2]), "1.2");
+        assert_eq!(ChunkKeyEncoding::V2 { separator: '/' }.key(&[]), "0");
+    }
+
+    #[test]
+    fn v3_array() {
+        let doc = br#"{"zarr_format":3,"node_type":"array","shape":[10],"data_type":"string",
+            "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[4]}},
+            "chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},
+            "fill_value":"","codecs":[{"name":"vlen-utf8","configuration":{}}],
+            "attributes":{},"dimension_names":["obs"]}"#;
+        let NodeMetadata::Array(a) = parse_v3("a", doc).unwrap() else {
+            panic!("not an array")
+        };
+        assert_eq!(a.read_grid_shape(), vec![3]);
+        assert_eq!(a.dimension_name(0), Some("obs"));
+    }
+
+    #[test]
+    fn v3_must_understand_extension() {
+        let doc = br#"{"zarr_format":3,"node_type":"array","shape":[10],"data_type":"int8",
+            "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[4]}},
+            "fill_value":0,"codecs":[{"name":"bytes"}],"frobnicate":{"must_understand":true}}"#;
+        assert!(matches!(parse_v3("a", doc), Err(Error::MustUnderstand { .. })));
+        let doc = br#"{"zarr_format":3,"node_type":"array","shape":[10],"data_type":"int8",
+            "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[4]}},
+            "fill_value":0,"codecs":[{"name":"bytes"}],"frobnicate":{"must_understand":false}}"#;
+        assert!(parse_v3("a", doc).is_ok());
+    }
+
+    #[test]
+    fn v2_object_fill_values() {
+        for (fill, expected) in [("0", &b"0"[..]), ("\"0\"", b"0"), ("\"\"", b""), ("null", b"")] {
+            let doc = format!(
+                r#"{{"zarr_format":2,"shape":[3],"chunks":[2],"dtype":"|O","order":"C",
+                "fill_value":{fill},"filters":[{{"id":"vlen-utf8"}}],"compressor":null}}"#
+            );
+            let m = parse_v2_array("a", doc.as_bytes(), None).unwrap();
+            assert_eq!(&*m.fill_value.bytes, expected, "fill {fill}");
+            assert_eq!(m.chunk_key_encoding, ChunkKeyEncoding::V2 { separator: '.' });
+        }
+    }
+
+    #[test]
+    fn v2_vlen_bytes_is_binary() {
+        let doc = br#"{"zarr_format":2,"shape":[3],"chunks":[2],"dtype":"|O","order":"C",
+            "fill_value":"AAE=","filters":[{"id":"vlen-bytes"}],"compressor":null}"#;
+        let m = parse_v2_array("a", doc, None).unwrap();
+        assert_eq!(m.data_type, DataType::Bytes);
+        assert_eq!(&*m.fill_value.bytes, &[0, 1]);
+    }
+
+    #[test]
+    fn bad_json_is_a_metadata_error() {
+        let err = parse_v3("x/y", b"{not json").unwrap_err();
+        assert!(err.to_string().contains("x/y"), "{err}");
+        assert!(matches!(err, Error::Metadata { .. }));
+    }
+}

@@ -1,0 +1,180 @@
+//! Nodes of a zarr hierarchy: opening an array or group at a location, and walking children.
+//!
+//! A node's metadata is `zarr.json` (v3), else `.zarray` or `.zgroup` with `.zattrs` (v2).
+//! Children come from consolidated metadata when the group has it (v3 inline
+//! `consolidated_metadata`, v2 `.zmetadata`) — one read for the whole tree, and the only way on
+//! stores that cannot list (HTTP) — else from listing the store.
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+
+use crate::array::ZarrArray;
+use crate::metadata::{self, GroupMetadata, NodeMetadata};
+use crate::store::ZarrStore;
+use crate::{Error, Result};
+
+/// An open group.
+#[derive(Debug, Clone)]
+pub struct ZarrGroup {
+    store: ZarrStore,
+    path: String,
+    meta: GroupMetadata,
+}
+
+/// An array or a group.
+#[derive(Debug, Clone)]
+pub enum Node {
+    /// An array.
+    Array(ZarrArray),
+    /// A group.
+    Group(ZarrGroup),
+}
+
+impl Node {
+    /// Open the node at a location (see [`ZarrStore::open`]).
+    pub async fn open(location: &str) -> Result<Node> {
+        let store = ZarrStore::open(location)?;
+        Node::open_store(store, "").await
+    }
+
+    /// Open the node at the root of `store`; `path` names it in messages.
+    pub async fn open_store(store: ZarrStore, path: &str) -> Result<Node> {
+        let display = if path.is_empty() {
+            store.location().to_string()
+        } else {
+            path.to_string()
+        };
+        if let Some(bytes) = store.get_opt("zarr.json").await? {
+            return Ok(match metadata::parse_v3(&display, &bytes)? {
+                NodeMetadata::Array(m) => Node::Array(ZarrArray::new(store, display, *m)),
+                NodeMetadata::Group(meta) => Node::Group(ZarrGroup {
+                    store,
+                    path: display,
+                    meta,
+                }),
+            });
+        }
+        if let Some(zarray) = store.get_opt(".zarray").await? {
+            let zattrs = store.get_opt(".zattrs").await?;
+            let m = metadata::parse_v2_array(&display, &zarray, zattrs.as_deref())?;
+            return Ok(Node::Array(ZarrArray::new(store, display, m)));
+        }
+        if let Some(zgroup) = store.get_opt(".zgroup").await? {
+            let zattrs = store.get_opt(".zattrs").await?;
+            let mut meta = metadata::parse_v2_group(&display, &zgroup, zattrs.as_deref())?;
+            if let Some(zmeta) = store.get_opt(".zmetadata").await? {
+                meta.consolidated = Some(metadata::parse_v2_consolidated(&display, &zmeta)?);
+            }
+            return Ok(Node::Group(ZarrGroup {
+                store,
+                path: display,
+                meta,
+            }));
+        }
+        Err(Error::NodeNotFound { path: display })
+    }
+
+    /// The node's path (for messages).
+    pub fn path(&self) -> &str {
+        match self {
+            Node::Array(a) => a.path(),
+            Node::Group(g) => &g.path,
+        }
+    }
+}
+
+impl ZarrGroup {
+    /// The group's metadata.
+    pub fn metadata(&self) -> &GroupMetadata {
+        &self.meta
+    }
+
+    /// The group's path (for messages).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The store, rooted at the group.
+    pub fn store(&self) -> &ZarrStore {
+        &self.store
+    }
+
+    fn node_from_meta(&self, relative: &str, meta: &NodeMetadata) -> Node {
+        let store = self.store.child(relative);
+        let path = metadata::join_path(&self.path, relative);
+        match meta {
+            NodeMetadata::Array(m) => Node::Array(ZarrArray::new(store, path, (**m).clone())),
+            NodeMetadata::Group(g) => {
+                // A child group keeps the part of the consolidated tree below it.
+                let prefix = format!("{relative}/");
+                let consolidated = self.meta.consolidated.as_ref().map(|all| {
+                    all.iter()
+                        .filter_map(|(p, m)| p.strip_prefix(&prefix).map(|rest| (rest.to_string(), m.clone())))
+                        .collect()
+                });
+                Node::Group(ZarrGroup {
+                    store,
+                    path,
+                    meta: GroupMetadata {
+                        zarr_format: g.zarr_format,
+                        attributes: g.attributes.clone(),
+                        consolidated,
+                    },
+                })
+            }
+        }
+    }
+
+    /// The immediate children, sorted by name.
+    pub async fn children(&self) -> Result<Vec<(String, Node)>> {
+        if let Some(all) = &self.meta.consolidated {
+            return Ok(all
+                .iter()
+                .filter(|(p, _)| !p.contains('/'))
+                .map(|(p, m)| (p.clone(), self.node_from_meta(p, m)))
+                .collect());
+        }
+        let mut out = Vec::new();
+        for name in self.store.list_children("").await? {
+            match Node::open_store(self.store.child(&name), &metadata::join_path(&self.path, &name)).await {
+                Ok(node) => out.push((name, node)),
+                Err(Error::NodeNotFound { .. }) => {} // a directory that is not a zarr node
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// A child by relative path (`a` or `a/b`).
+    pub async fn child(&self, relative: &str) -> Result<Node> {
+        let relative = relative.trim_matches('/');
+        if let Some(all) = &self.meta.consolidated {
+            if let Some((_, m)) = all.iter().find(|(p, _)| p == relative) {
+                return Ok(self.node_from_meta(relative, m));
+            }
+            return Err(Error::NodeNotFound {
+                path: metadata::join_path(&self.path, relative),
+            });
+        }
+        Node::open_store(self.store.child(relative), &metadata::join_path(&self.path, relative)).await
+    }
+
+    /// Every descendant, depth first, with its path relative to this group.
+    pub fn walk(&self) -> BoxFuture<'_, Result<Vec<(String, Node)>>> {
+        async move {
+            let mut out = Vec::new();
+            for (name, node) in self.children().await? {
+                let sub = match &node {
+                    Node::Group(g) => Some(g.walk().await?),
+                    Node::Array(_) => None,
+                };
+                out.push((name.clone(), node));
+                for (p, n) in sub.into_iter().flatten() {
+                    out.push((format!("{name}/{p}"), n));
+                }
+            }
+            Ok(out)
+        }
+        .boxed()
+    }
+}

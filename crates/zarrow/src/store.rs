@@ -1,0 +1,247 @@
+//! Locations → object stores.
+//!
+//! A location names a zarr node: a local path (`data/pbmc.zarr/obs`), `file://`, `memory://`
+//! (a process-wide in-memory store, for tests), `s3://`, `gs://`, `az://`/`abfs://`, or
+//! `http(s)://`. Cloud credentials and endpoints come from the environment, as datafusion-cli
+//! takes them (`AWS_*`, `GOOGLE_*`, `AZURE_*`). The result is a [`ZarrStore`]: an
+//! `object_store` plus the path of the node inside it.
+
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use url::Url;
+
+use crate::{Error, Result};
+
+/// An object store and the path of a zarr node within it.
+#[derive(Debug, Clone)]
+pub struct ZarrStore {
+    store: Arc<dyn ObjectStore>,
+    root: Path,
+    location: String,
+}
+
+/// The process-wide store behind `memory://` locations.
+pub fn memory_store() -> Arc<InMemory> {
+    static STORE: OnceLock<Arc<InMemory>> = OnceLock::new();
+    STORE.get_or_init(|| Arc::new(InMemory::new())).clone()
+}
+
+impl ZarrStore {
+    /// A store at `root` inside an existing object store.
+    pub fn new(store: Arc<dyn ObjectStore>, root: impl Into<Path>) -> Self {
+        let root = root.into();
+        ZarrStore {
+            location: root.to_string(),
+            store,
+            root,
+        }
+    }
+
+    /// Open a location (see the module docs).
+    pub fn open(location: &str) -> Result<Self> {
+        let err = |message: String| Error::Location {
+            location: location.to_string(),
+            message,
+        };
+        let trimmed = location.trim_end_matches('/');
+        let (store, root): (Arc<dyn ObjectStore>, Path) = match Url::parse(trimmed) {
+            Ok(url) if url.scheme().len() > 1 => match url.scheme() {
+                "file" => {
+                    let path = url
+                        .to_file_path()
+                        .map_err(|_| err("not a local file path".into()))?;
+                    local(&path.to_string_lossy()).map_err(err)?
+                }
+                "memory" => {
+                    let path = format!("{}{}", url.host_str().unwrap_or(""), url.path());
+                    (memory_store() as Arc<dyn ObjectStore>, Path::from(path.trim_matches('/')))
+                }
+                #[cfg(feature = "cloud")]
+                "s3" | "s3a" | "gs" | "gcs" | "az" | "abfs" | "abfss" | "azure" | "http" | "https" => {
+                    cloud::open(&url).map_err(err)?
+                }
+                #[cfg(not(feature = "cloud"))]
+                "s3" | "s3a" | "gs" | "gcs" | "az" | "abfs" | "abfss" | "azure" | "http" | "https" => {
+                    return Err(err("cloud stores need zarrow built with the `cloud` feature".into()))
+                }
+                other => return Err(err(format!("unsupported scheme '{other}'"))),
+            },
+            // No scheme (or a Windows drive letter): a local path.
+            _ => local(trimmed).map_err(err)?,
+        };
+        Ok(ZarrStore {
+            store,
+            root,
+            location: trimmed.to_string(),
+        })
+    }
+
+    /// The object store.
+    pub fn object_store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The node's path in the object store.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The location as given.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The same store rooted at a child node.
+    pub fn child(&self, relative: &str) -> ZarrStore {
+        let root = self.key(relative);
+        ZarrStore {
+            store: self.store.clone(),
+            location: format!("{}/{}", self.location, relative.trim_matches('/')),
+            root,
+        }
+    }
+
+    /// The object path of `relative` below the root.
+    pub fn key(&self, relative: &str) -> Path {
+        let mut path = self.root.clone();
+        for part in relative.split('/').filter(|p| !p.is_empty()) {
+            path = path.join(part);
+        }
+        path
+    }
+
+    /// Get an object; `Ok(None)` if it does not exist.
+    pub async fn get_opt(&self, relative: &str) -> Result<Option<Bytes>> {
+        let path = self.key(relative);
+        match self.store.get(&path).await {
+            Ok(r) => r.bytes().await.map(Some).map_err(|source| store_err(&path, source)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(source) => Err(store_err(&path, source)),
+        }
+    }
+
+    /// Get a byte range of an object: `(bytes, object size)`; `Ok(None)` if it does not exist.
+    pub async fn get_range_opt(&self, relative: &str, range: GetRange) -> Result<Option<(Bytes, u64)>> {
+        let path = self.key(relative);
+        let opts = GetOptions {
+            range: Some(range),
+            ..Default::default()
+        };
+        match self.store.get_opts(&path, opts).await {
+            Ok(r) => {
+                let size = r.meta.size;
+                let bytes = r.bytes().await.map_err(|source| store_err(&path, source))?;
+                Ok(Some((bytes, size)))
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(source) => Err(store_err(&path, source)),
+        }
+    }
+
+    /// Get several ranges of one object (coalesced by the store).
+    pub async fn get_ranges(&self, relative: &str, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Bytes>> {
+        let path = self.key(relative);
+        self.store
+            .get_ranges(&path, ranges)
+            .await
+            .map_err(|source| store_err(&path, source))
+    }
+
+    /// Put an object (used by the writer).
+    pub async fn put(&self, relative: &str, bytes: Bytes) -> Result<()> {
+        let path = self.key(relative);
+        self.store
+            .put(&path, bytes.into())
+            .await
+            .map(|_| ())
+            .map_err(|source| store_err(&path, source))
+    }
+
+    /// Immediate child names (common prefixes) below `relative`.
+    pub async fn list_children(&self, relative: &str) -> Result<Vec<String>> {
+        let path = self.key(relative);
+        let listing = self
+            .store
+            .list_with_delimiter(Some(&path))
+            .await
+            .map_err(|source| store_err(&path, source))?;
+        let mut names: Vec<String> = listing
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+}
+
+fn store_err(path: &Path, source: object_store::Error) -> Error {
+    Error::Store {
+        path: path.to_string(),
+        source,
+    }
+}
+
+fn local(path: &str) -> std::result::Result<(Arc<dyn ObjectStore>, Path), String> {
+    let abs = std::path::absolute(path).map_err(|e| format!("cannot resolve path: {e}"))?;
+    let fs = object_store::local::LocalFileSystem::new();
+    let root = Path::from_absolute_path(&abs).map_err(|e| e.to_string())?;
+    Ok((Arc::new(fs), root))
+}
+
+#[cfg(feature = "cloud")]
+mod cloud {
+    use super::*;
+
+    /// Build a cloud store for the bucket/container/host of `url`, configured from the
+    /// environment; the URL path is the node path inside it.
+    pub(super) fn open(url: &Url) -> std::result::Result<(Arc<dyn ObjectStore>, Path), String> {
+        let path = Path::from(url.path().trim_matches('/'));
+        let store: Arc<dyn ObjectStore> = match url.scheme() {
+            "s3" | "s3a" => {
+                let bucket = url.host_str().ok_or("s3 URL without a bucket")?;
+                let mut b = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
+                if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") {
+                    b = b.with_endpoint(endpoint.clone());
+                    if endpoint.starts_with("http://") {
+                        b = b.with_allow_http(true);
+                    }
+                }
+                Arc::new(b.build().map_err(|e| e.to_string())?)
+            }
+            "gs" | "gcs" => {
+                let bucket = url.host_str().ok_or("gs URL without a bucket")?;
+                Arc::new(
+                    object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                        .with_bucket_name(bucket)
+                        .build()
+                        .map_err(|e| e.to_string())?,
+                )
+            }
+            "az" | "abfs" | "abfss" | "azure" => Arc::new(
+                object_store::azure::MicrosoftAzureBuilder::from_env()
+                    .with_url(url.as_str())
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            ),
+            "http" | "https" => {
+                let base = format!("{}://{}", url.scheme(), url.authority());
+                Arc::new(
+                    object_store::http::HttpBuilder::new()
+                        .with_url(base)
+                        .with_client_options(
+                            object_store::ClientOptions::new().with_allow_http(true),
+                        )
+                        .build()
+                        .map_err(|e| e.to_string())?,
+                )
+            }
+            other => return Err(format!("unsupported scheme '{other}'")),
+        };
+        Ok((store, path))
+    }
+}

@@ -1,0 +1,9 @@
+//! Integration tests over fixtures written by zarr-python, xarray, anndata and zarrs.
+//!
+//! `tests/fixtures/data/expected_*.json` hold, per array, the values the writer's own reader
+//! returns; [`fixtures`] compares zarrow's output with every one of them.
+
+mod bad_input;
+mod common;
+mod fixtures;
+mod zero_copy;
