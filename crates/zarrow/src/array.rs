@@ -192,10 +192,7 @@ impl ZarrArray {
                 };
                 match index.entries.get(inner).copied().flatten() {
                     None => Ok(None),
-                    Some((offset, nbytes)) => {
-                        let mut parts = self.store.get_ranges(&loc.key, &[offset..offset + nbytes]).await?;
-                        Ok(parts.pop())
-                    }
+                    Some((offset, nbytes)) => self.store.get_range(&loc.key, offset..offset + nbytes).await.map(Some),
                 }
             }
         }

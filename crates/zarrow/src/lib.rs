@@ -26,6 +26,7 @@ pub mod node;
 pub mod options;
 pub mod reader;
 pub mod store;
+pub mod writer;
 
 pub use array::ZarrArray;
 pub use error::{ChunkError, Error, Result};
@@ -37,3 +38,4 @@ pub use reader::{
     ZarrRecordBatchStreamBuilder,
 };
 pub use store::ZarrStore;
+pub use writer::{write_array, write_group, ZarrWriteOptions};

@@ -142,6 +142,15 @@ impl ZarrStore {
         }
     }
 
+    /// Get one byte range of an object.
+    pub async fn get_range(&self, relative: &str, range: std::ops::Range<u64>) -> Result<Bytes> {
+        let path = self.key(relative);
+        self.store
+            .get_range(&path, range)
+            .await
+            .map_err(|source| store_err(&path, source))
+    }
+
     /// Get several ranges of one object (coalesced by the store).
     pub async fn get_ranges(&self, relative: &str, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Bytes>> {
         let path = self.key(relative);

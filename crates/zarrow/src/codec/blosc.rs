@@ -164,8 +164,9 @@ pub(crate) fn decompress(input: &[u8], max_size: usize) -> Result<Vec<u8>, Chunk
     // SAFETY: the header was validated above: c-blosc's decompression checks every block
     // offset and block length against the header's compressed size, which equals
     // `input.len()`, so it reads only within `input`. It writes at most `destsize` = `nbytes`
-    // bytes to `out`, whose capacity is at least `nbytes`. Source and destination do not overlap (`out`
-    // is a fresh allocation). One internal thread: no thread pool, no global state.
+    // bytes to `out`, whose capacity is at least `nbytes`. Source and destination do not
+    // overlap (`out` is a fresh allocation). One internal thread: no thread pool, no global
+    // state.
     let written = unsafe {
         blosc_decompress_ctx(
             input.as_ptr().cast::<c_void>(),

@@ -150,7 +150,7 @@ fn complex<T: ArrowPrimitiveType>(buf: &Bytes, n: usize) -> ArrayRef {
 fn time(buf: &Bytes, n: usize, factor: i64, unit: TimeUnit, is_ts: bool) -> Result<ArrayRef, ChunkError> {
     let raw = vlen::scalar_buffer::<i64>(buf);
     debug_assert_eq!(raw.len(), n);
-    let has_nat = raw.iter().any(|v| *v == i64::MIN);
+    let has_nat = raw.contains(&i64::MIN);
     let nulls = has_nat.then(|| NullBuffer::from_iter(raw.iter().map(|v| *v != i64::MIN)));
     let values = if factor == 1 {
         raw
