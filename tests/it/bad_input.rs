@@ -82,7 +82,6 @@ async fn corrupt_vlen_utf8_chunks() {
 
     let mut count = good.clone();
     count[0] = 3;
-    assert!(matches!(f.chunk_error("s", "c/0").await, ChunkError::Truncated(_)) || true);
     f.put("s/c/0", count).await;
     assert!(matches!(f.chunk_error("s", "c/0").await, ChunkError::ItemCount { expected: 4, found: 3 }));
 

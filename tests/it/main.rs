@@ -6,4 +6,5 @@
 mod bad_input;
 mod common;
 mod fixtures;
+mod python_roundtrip;
 mod zero_copy;
