@@ -25,7 +25,10 @@ impl Fixture {
     }
 
     async fn put(&self, key: &str, bytes: Vec<u8>) {
-        self.mem.put(&format!("bad/{key}").into(), Bytes::from(bytes).into()).await.unwrap();
+        self.mem
+            .put(&format!("bad/{key}").into(), Bytes::from(bytes).into())
+            .await
+            .unwrap();
     }
 
     async fn put_json(&self, key: &str, v: serde_json::Value) {
@@ -42,10 +45,17 @@ impl Fixture {
     /// Read chunk 0 and return the error, checking it names the array and chunk.
     async fn chunk_error(&self, path: &str, chunk_key: &str) -> ChunkError {
         let array = self.open(path).await.unwrap();
-        let err = array.read_chunk(&[0], &ZarrReadOptions::default()).await.unwrap_err();
+        let err = array
+            .read_chunk(&[0], &ZarrReadOptions::default())
+            .await
+            .unwrap_err();
         let msg = err.to_string();
         match err {
-            Error::Chunk { array, chunk, source } => {
+            Error::Chunk {
+                array,
+                chunk,
+                source,
+            } => {
                 assert_eq!(array, path, "{msg}");
                 assert!(chunk.starts_with(chunk_key), "{msg}");
                 assert!(msg.contains(path) && msg.contains(chunk_key), "{msg}");
@@ -68,7 +78,9 @@ async fn write(f: &Fixture, path: &str, enc: VlenEncoding, compression: Compress
         write_empty_chunks: true,
         ..Default::default()
     };
-    zarrow::write_array(&f.store, path, &words(), &[4], &opts).await.unwrap();
+    zarrow::write_array(&f.store, path, &words(), &[4], &opts)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -78,55 +90,98 @@ async fn corrupt_vlen_utf8_chunks() {
     let good = encode::vlen_numcodecs(&words()).unwrap();
 
     f.put("s/c/0", good[..good.len() - 2].to_vec()).await;
-    assert!(matches!(f.chunk_error("s", "c/0").await, ChunkError::Truncated(_)));
+    assert!(matches!(
+        f.chunk_error("s", "c/0").await,
+        ChunkError::Truncated(_)
+    ));
 
     let mut count = good.clone();
     count[0] = 3;
     f.put("s/c/0", count).await;
-    assert!(matches!(f.chunk_error("s", "c/0").await, ChunkError::ItemCount { expected: 4, found: 3 }));
+    assert!(matches!(
+        f.chunk_error("s", "c/0").await,
+        ChunkError::ItemCount {
+            expected: 4,
+            found: 3
+        }
+    ));
 
     let mut huge = good.clone();
     huge[4..8].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
     f.put("s/c/0", huge).await;
-    assert!(matches!(f.chunk_error("s", "c/0").await, ChunkError::Truncated(_)));
+    assert!(matches!(
+        f.chunk_error("s", "c/0").await,
+        ChunkError::Truncated(_)
+    ));
 
     let mut utf8 = good.clone();
     let last = utf8.len() - 1;
     utf8[last] = 0xff;
     f.put("s/c/0", utf8).await;
-    assert!(matches!(f.chunk_error("s", "c/0").await, ChunkError::Utf8 { element: 3 }));
+    assert!(matches!(
+        f.chunk_error("s", "c/0").await,
+        ChunkError::Utf8 { element: 3 }
+    ));
 }
 
 #[tokio::test]
 async fn corrupt_arrow_vlen_offsets() {
     let f = Fixture::new();
-    write(&f, "a", VlenEncoding::ArrowVlen { large: false }, Compression::None).await;
+    write(
+        &f,
+        "a",
+        VlenEncoding::ArrowVlen { large: false },
+        Compression::None,
+    )
+    .await;
     let good = encode::arrow_vlen(&words(), false).unwrap();
 
     let mut decreasing = good.clone();
     decreasing[8..12].copy_from_slice(&0i32.to_le_bytes());
     f.put("a/c/0", decreasing).await;
-    assert!(matches!(f.chunk_error("a", "c/0").await, ChunkError::Offsets(_)));
+    assert!(matches!(
+        f.chunk_error("a", "c/0").await,
+        ChunkError::Offsets(_)
+    ));
 
     let mut past_end = good.clone();
     past_end[16..20].copy_from_slice(&1_000_000i32.to_le_bytes());
     f.put("a/c/0", past_end).await;
-    assert!(matches!(f.chunk_error("a", "c/0").await, ChunkError::Offsets(_)));
+    assert!(matches!(
+        f.chunk_error("a", "c/0").await,
+        ChunkError::Offsets(_)
+    ));
 }
 
 #[tokio::test]
 async fn broken_compression_stream() {
     let f = Fixture::new();
     write(&f, "z", VlenEncoding::Numcodecs, Compression::Zstd(3)).await;
-    let stored = f.mem.get(&"bad/z/c/0".into()).await.unwrap().bytes().await.unwrap();
+    let stored = f
+        .mem
+        .get(&"bad/z/c/0".into())
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
     let mut broken = stored.to_vec();
     let n = broken.len();
     broken.truncate(n - 3);
     f.put("z/c/0", broken).await;
     let e = f.chunk_error("z", "c/0").await;
-    assert!(matches!(e, ChunkError::Codec { codec: "zstd", .. } | ChunkError::Truncated(_)), "{e}");
+    assert!(
+        matches!(
+            e,
+            ChunkError::Codec { codec: "zstd", .. } | ChunkError::Truncated(_)
+        ),
+        "{e}"
+    );
     f.put("z/c/0", b"not zstd at all".to_vec()).await;
-    assert!(matches!(f.chunk_error("z", "c/0").await, ChunkError::Codec { .. }));
+    assert!(matches!(
+        f.chunk_error("z", "c/0").await,
+        ChunkError::Codec { .. }
+    ));
 }
 
 fn array_meta(codecs: serde_json::Value, data_type: &str) -> serde_json::Value {
@@ -141,14 +196,30 @@ fn array_meta(codecs: serde_json::Value, data_type: &str) -> serde_json::Value {
 #[tokio::test]
 async fn checksum_mismatch() {
     let f = Fixture::new();
-    f.put_json("k/zarr.json", array_meta(json!([{"name": "vlen-utf8"}, {"name": "crc32c"}]), "string")).await;
-    let mut stored = BytesToBytes::Crc32c.encode(&encode::vlen_numcodecs(&words()).unwrap()).unwrap();
+    f.put_json(
+        "k/zarr.json",
+        array_meta(json!([{"name": "vlen-utf8"}, {"name": "crc32c"}]), "string"),
+    )
+    .await;
+    let mut stored = BytesToBytes::Crc32c
+        .encode(&encode::vlen_numcodecs(&words()).unwrap())
+        .unwrap();
     let array = f.open("k").await.unwrap();
     f.put("k/c/0", stored.clone()).await;
-    assert_eq!(array.read_chunk(&[0], &ZarrReadOptions::default()).await.unwrap().len(), 4);
+    assert_eq!(
+        array
+            .read_chunk(&[0], &ZarrReadOptions::default())
+            .await
+            .unwrap()
+            .len(),
+        4
+    );
     stored[6] ^= 1;
     f.put("k/c/0", stored).await;
-    assert!(matches!(f.chunk_error("k", "c/0").await, ChunkError::Checksum { .. }));
+    assert!(matches!(
+        f.chunk_error("k", "c/0").await,
+        ChunkError::Checksum { .. }
+    ));
 }
 
 fn sharded_meta() -> serde_json::Value {
@@ -176,20 +247,33 @@ async fn bad_shard_index() {
     let good_index = BytesToBytes::Crc32c.encode(&index).unwrap();
     f.put("sh/c/0", [&inner0[..], &good_index].concat()).await;
     let array = f.open("sh").await.unwrap();
-    let values = array.read_chunk(&[1], &ZarrReadOptions::default()).await.unwrap();
+    let values = array
+        .read_chunk(&[1], &ZarrReadOptions::default())
+        .await
+        .unwrap();
     assert_eq!(values.len(), 2, "absent inner chunk reads as fill");
 
     // An entry pointing past the shard.
     let mut bad = index.clone();
     bad[8..16].copy_from_slice(&1_000u64.to_le_bytes());
-    f.put("sh/c/0", [&inner0[..], &BytesToBytes::Crc32c.encode(&bad).unwrap()].concat()).await;
-    assert!(matches!(f.chunk_error("sh", "c/0").await, ChunkError::ShardIndex(_)));
+    f.put(
+        "sh/c/0",
+        [&inner0[..], &BytesToBytes::Crc32c.encode(&bad).unwrap()].concat(),
+    )
+    .await;
+    assert!(matches!(
+        f.chunk_error("sh", "c/0").await,
+        ChunkError::ShardIndex(_)
+    ));
 
     // A corrupted index checksum.
     let mut flipped = good_index.clone();
     flipped[0] ^= 1;
     f.put("sh/c/0", [&inner0[..], &flipped].concat()).await;
-    assert!(matches!(f.chunk_error("sh", "c/0").await, ChunkError::Checksum { .. }));
+    assert!(matches!(
+        f.chunk_error("sh", "c/0").await,
+        ChunkError::Checksum { .. }
+    ));
 
     // A shard shorter than its index.
     f.put("sh/c/0", vec![1, 2, 3]).await;
@@ -200,18 +284,39 @@ async fn bad_shard_index() {
 #[tokio::test]
 async fn bad_metadata() {
     let f = Fixture::new();
-    f.put("j/zarr.json", b"{\"zarr_format\": 3, ".to_vec()).await;
+    f.put("j/zarr.json", b"{\"zarr_format\": 3, ".to_vec())
+        .await;
     let e = f.open("j").await.unwrap_err();
-    assert!(matches!(e, Error::Metadata { .. }) && e.to_string().contains('j'), "{e}");
+    assert!(
+        matches!(e, Error::Metadata { .. }) && e.to_string().contains('j'),
+        "{e}"
+    );
 
-    f.put_json("t/zarr.json", array_meta(json!([{"name": "bytes"}]), "float8_e4m3")).await;
+    f.put_json(
+        "t/zarr.json",
+        array_meta(json!([{"name": "bytes"}]), "float8_e4m3"),
+    )
+    .await;
     let e = f.open("t").await.unwrap_err();
-    assert!(matches!(e, Error::UnsupportedDataType { ref array, .. } if array == "t"), "{e}");
+    assert!(
+        matches!(e, Error::UnsupportedDataType { ref array, .. } if array == "t"),
+        "{e}"
+    );
     assert!(e.to_string().contains("supported"), "{e}");
 
-    f.put_json("c/zarr.json", array_meta(json!([{"name": "vlen-utf8"}, {"name": "snappy_v9"}]), "string")).await;
+    f.put_json(
+        "c/zarr.json",
+        array_meta(
+            json!([{"name": "vlen-utf8"}, {"name": "snappy_v9"}]),
+            "string",
+        ),
+    )
+    .await;
     let e = f.open("c").await.unwrap_err();
-    assert!(matches!(e, Error::UnsupportedCodec { ref codec, .. } if codec == "snappy_v9"), "{e}");
+    assert!(
+        matches!(e, Error::UnsupportedCodec { ref codec, .. } if codec == "snappy_v9"),
+        "{e}"
+    );
 
     let mut ext = array_meta(json!([{"name": "vlen-utf8"}]), "string");
     ext["spatial_index"] = json!({"must_understand": true, "configuration": {}});
@@ -227,7 +332,9 @@ async fn bad_metadata() {
 #[tokio::test]
 async fn failing_store() {
     let missing_dir = std::env::temp_dir().join("zarrow-no-such-dir-for-tests");
-    let e = ZarrArray::open(missing_dir.to_str().unwrap()).await.unwrap_err();
+    let e = ZarrArray::open(missing_dir.to_str().unwrap())
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::NodeNotFound { .. }), "{e}");
     let e = zarrow::ZarrStore::open("ftp://example.invalid/x").unwrap_err();
     assert!(matches!(e, Error::Location { .. }), "{e}");

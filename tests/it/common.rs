@@ -10,7 +10,9 @@ use zarrow::{StringType, ZarrReadOptions, ZarrRecordBatchReaderBuilder};
 
 /// The fixture data directory.
 pub fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join("data")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join("data")
 }
 
 /// Every entry of every `expected_*.json` (those listing arrays).
@@ -30,7 +32,11 @@ pub fn expected_entries() -> Vec<Value> {
     for f in files {
         let v: Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
         if let Value::Array(entries) = v {
-            out.extend(entries.into_iter().filter(|e| e.get("values").is_some() && e.get("store").is_some()));
+            out.extend(
+                entries
+                    .into_iter()
+                    .filter(|e| e.get("values").is_some() && e.get("store").is_some()),
+            );
         }
     }
     out
@@ -46,7 +52,10 @@ pub fn location(store: &str, path: &str) -> String {
 }
 
 /// Read a whole array through the record batch reader and return its values in C order.
-pub fn read_c_order(location: &str, string_type: StringType) -> zarrow::Result<(Vec<u64>, ArrayRef)> {
+pub fn read_c_order(
+    location: &str,
+    string_type: StringType,
+) -> zarrow::Result<(Vec<u64>, ArrayRef)> {
     let builder = ZarrRecordBatchReaderBuilder::try_new(location)?
         .with_options(ZarrReadOptions::default().with_string_type(string_type))
         .with_batch_size(7); // small batches exercise splitting
@@ -59,9 +68,12 @@ pub fn read_c_order(location: &str, string_type: StringType) -> zarrow::Result<(
         let batch = batch?;
         for row in 0..batch.num_rows() {
             let mut flat = 0u64;
-            for d in 0..ndim {
-                let idx = batch.column(d).as_primitive::<arrow::datatypes::Int64Type>().value(row) as u64;
-                flat = flat * shape[d] + idx;
+            for (d, extent) in shape.iter().enumerate() {
+                let idx = batch
+                    .column(d)
+                    .as_primitive::<arrow::datatypes::Int64Type>()
+                    .value(row) as u64;
+                flat = flat * extent + idx;
             }
             positions.push(flat as u32);
         }
@@ -71,10 +83,18 @@ pub fn read_c_order(location: &str, string_type: StringType) -> zarrow::Result<(
     let all = arrow::compute::concat(&refs)?;
     // Scatter back to C order: `order[flat] = row`.
     let total: u64 = shape.iter().product();
-    assert_eq!(positions.len() as u64, total, "{location}: every element exactly once");
+    assert_eq!(
+        positions.len() as u64,
+        total,
+        "{location}: every element exactly once"
+    );
     let mut order = vec![u32::MAX; total as usize];
     for (row, flat) in positions.iter().enumerate() {
-        assert_eq!(order[*flat as usize], u32::MAX, "{location}: element {flat} twice");
+        assert_eq!(
+            order[*flat as usize],
+            u32::MAX,
+            "{location}: element {flat} twice"
+        );
         order[*flat as usize] = row as u32;
     }
     let idx = arrow::array::UInt32Array::from(order);
@@ -109,34 +129,94 @@ pub fn json_value(array: &dyn Array, i: usize, kind: &str) -> Value {
         DataType::BinaryView => b64(array.as_binary_view().value(i)),
         DataType::FixedSizeBinary(_) => b64(array.as_fixed_size_binary().value(i)),
         DataType::Boolean => Value::Bool(array.as_boolean().value(i)),
-        DataType::Int8 => array.as_primitive::<arrow::datatypes::Int8Type>().value(i).into(),
-        DataType::Int16 => array.as_primitive::<arrow::datatypes::Int16Type>().value(i).into(),
-        DataType::Int32 => array.as_primitive::<arrow::datatypes::Int32Type>().value(i).into(),
-        DataType::Int64 => array.as_primitive::<arrow::datatypes::Int64Type>().value(i).into(),
-        DataType::UInt8 => array.as_primitive::<arrow::datatypes::UInt8Type>().value(i).into(),
-        DataType::UInt16 => array.as_primitive::<arrow::datatypes::UInt16Type>().value(i).into(),
-        DataType::UInt32 => array.as_primitive::<arrow::datatypes::UInt32Type>().value(i).into(),
-        DataType::UInt64 => array.as_primitive::<arrow::datatypes::UInt64Type>().value(i).into(),
-        DataType::Float16 => float_json(array.as_primitive::<arrow::datatypes::Float16Type>().value(i).to_f64()),
-        DataType::Float32 => float_json(array.as_primitive::<arrow::datatypes::Float32Type>().value(i) as f64),
-        DataType::Float64 => float_json(array.as_primitive::<arrow::datatypes::Float64Type>().value(i)),
+        DataType::Int8 => array
+            .as_primitive::<arrow::datatypes::Int8Type>()
+            .value(i)
+            .into(),
+        DataType::Int16 => array
+            .as_primitive::<arrow::datatypes::Int16Type>()
+            .value(i)
+            .into(),
+        DataType::Int32 => array
+            .as_primitive::<arrow::datatypes::Int32Type>()
+            .value(i)
+            .into(),
+        DataType::Int64 => array
+            .as_primitive::<arrow::datatypes::Int64Type>()
+            .value(i)
+            .into(),
+        DataType::UInt8 => array
+            .as_primitive::<arrow::datatypes::UInt8Type>()
+            .value(i)
+            .into(),
+        DataType::UInt16 => array
+            .as_primitive::<arrow::datatypes::UInt16Type>()
+            .value(i)
+            .into(),
+        DataType::UInt32 => array
+            .as_primitive::<arrow::datatypes::UInt32Type>()
+            .value(i)
+            .into(),
+        DataType::UInt64 => array
+            .as_primitive::<arrow::datatypes::UInt64Type>()
+            .value(i)
+            .into(),
+        DataType::Float16 => float_json(
+            array
+                .as_primitive::<arrow::datatypes::Float16Type>()
+                .value(i)
+                .to_f64(),
+        ),
+        DataType::Float32 => float_json(
+            array
+                .as_primitive::<arrow::datatypes::Float32Type>()
+                .value(i) as f64,
+        ),
+        DataType::Float64 => float_json(
+            array
+                .as_primitive::<arrow::datatypes::Float64Type>()
+                .value(i),
+        ),
         DataType::Struct(_) => {
             let s = array.as_struct();
-            Value::Array(vec![json_value(s.column(0).as_ref(), i, kind), json_value(s.column(1).as_ref(), i, kind)])
+            Value::Array(vec![
+                json_value(s.column(0).as_ref(), i, kind),
+                json_value(s.column(1).as_ref(), i, kind),
+            ])
         }
         DataType::Timestamp(unit, _) | DataType::Duration(unit) => {
             let raw = match (array.data_type(), unit) {
-                (DataType::Timestamp(..), TimeUnit::Second) => array.as_primitive::<arrow::datatypes::TimestampSecondType>().value(i),
-                (DataType::Timestamp(..), TimeUnit::Millisecond) => array.as_primitive::<arrow::datatypes::TimestampMillisecondType>().value(i),
-                (DataType::Timestamp(..), TimeUnit::Microsecond) => array.as_primitive::<arrow::datatypes::TimestampMicrosecondType>().value(i),
-                (DataType::Timestamp(..), TimeUnit::Nanosecond) => array.as_primitive::<arrow::datatypes::TimestampNanosecondType>().value(i),
-                (_, TimeUnit::Second) => array.as_primitive::<arrow::datatypes::DurationSecondType>().value(i),
-                (_, TimeUnit::Millisecond) => array.as_primitive::<arrow::datatypes::DurationMillisecondType>().value(i),
-                (_, TimeUnit::Microsecond) => array.as_primitive::<arrow::datatypes::DurationMicrosecondType>().value(i),
-                (_, TimeUnit::Nanosecond) => array.as_primitive::<arrow::datatypes::DurationNanosecondType>().value(i),
+                (DataType::Timestamp(..), TimeUnit::Second) => array
+                    .as_primitive::<arrow::datatypes::TimestampSecondType>()
+                    .value(i),
+                (DataType::Timestamp(..), TimeUnit::Millisecond) => array
+                    .as_primitive::<arrow::datatypes::TimestampMillisecondType>()
+                    .value(i),
+                (DataType::Timestamp(..), TimeUnit::Microsecond) => array
+                    .as_primitive::<arrow::datatypes::TimestampMicrosecondType>()
+                    .value(i),
+                (DataType::Timestamp(..), TimeUnit::Nanosecond) => array
+                    .as_primitive::<arrow::datatypes::TimestampNanosecondType>()
+                    .value(i),
+                (_, TimeUnit::Second) => array
+                    .as_primitive::<arrow::datatypes::DurationSecondType>()
+                    .value(i),
+                (_, TimeUnit::Millisecond) => array
+                    .as_primitive::<arrow::datatypes::DurationMillisecondType>()
+                    .value(i),
+                (_, TimeUnit::Microsecond) => array
+                    .as_primitive::<arrow::datatypes::DurationMicrosecondType>()
+                    .value(i),
+                (_, TimeUnit::Nanosecond) => array
+                    .as_primitive::<arrow::datatypes::DurationNanosecondType>()
+                    .value(i),
             };
             // The fixture counts in the numpy unit; zarrow scales D/h/m/W to seconds.
-            let np_unit = kind.split('[').nth(1).map(|u| u.trim_end_matches(']')).unwrap_or("s");
+            let np_unit = kind
+                .split('[')
+                .nth(1)
+                .map(|u| u.trim_end_matches(']'))
+                .unwrap_or("s");
             let factor = match np_unit {
                 "W" => 7 * 86_400,
                 "D" => 86_400,
@@ -153,12 +233,16 @@ pub fn json_value(array: &dyn Array, i: usize, kind: &str) -> Value {
 /// Compare expected JSON values (fixture encoding) with what zarrow read.
 pub fn values_equal(expected: &Value, actual: &Value) -> bool {
     match (expected, actual) {
-        (Value::Number(a), Value::Number(b)) => match (a.as_i64(), b.as_i64(), a.as_u64(), b.as_u64()) {
-            (Some(x), Some(y), _, _) => x == y,
-            (_, _, Some(x), Some(y)) => x == y,
-            _ => a.as_f64() == b.as_f64(),
-        },
-        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| values_equal(x, y)),
+        (Value::Number(a), Value::Number(b)) => {
+            match (a.as_i64(), b.as_i64(), a.as_u64(), b.as_u64()) {
+                (Some(x), Some(y), _, _) => x == y,
+                (_, _, Some(x), Some(y)) => x == y,
+                _ => a.as_f64() == b.as_f64(),
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| values_equal(x, y))
+        }
         (Value::String(a), Value::String(b)) if a == "nan" || a == "NaN" => b == "NaN",
         _ => expected == actual,
     }

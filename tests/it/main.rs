@@ -7,4 +7,5 @@ mod bad_input;
 mod common;
 mod fixtures;
 mod python_roundtrip;
+mod remote;
 mod zero_copy;

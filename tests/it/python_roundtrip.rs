@@ -9,8 +9,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, LargeStringArray, StringArray,
-    StringViewArray, TimestampNanosecondArray,
+    Array, ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, LargeStringArray,
+    StringArray, StringViewArray, TimestampNanosecondArray,
 };
 use serde_json::{json, Value};
 use zarrow::writer::{Compression, VlenEncoding, ZarrWriteOptions};
@@ -25,9 +25,15 @@ fn python() -> Option<PathBuf> {
         return Some(venv);
     }
     if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("CI=true but {} is missing: .ci/run must run tests/fixtures/setup_venvs.sh", venv.display());
+        panic!(
+            "CI=true but {} is missing: .ci/run must run tests/fixtures/setup_venvs.sh",
+            venv.display()
+        );
     }
-    eprintln!("skipping: no zarr-python venv at {} (run tests/fixtures/setup_venvs.sh)", venv.display());
+    eprintln!(
+        "skipping: no zarr-python venv at {} (run tests/fixtures/setup_venvs.sh)",
+        venv.display()
+    );
     None
 }
 
@@ -40,7 +46,15 @@ struct Case {
 }
 
 fn cases() -> Vec<Case> {
-    let labels: Vec<String> = (0..23).map(|i| if (10..20).contains(&i) { String::new() } else { format!("lbl-{i}-ñ🦀") }).collect();
+    let labels: Vec<String> = (0..23)
+        .map(|i| {
+            if (10..20).contains(&i) {
+                String::new()
+            } else {
+                format!("lbl-{i}-ñ🦀")
+            }
+        })
+        .collect();
     let chunked = |c: u64| ZarrWriteOptions {
         chunk_shape: Some(vec![c]),
         ..Default::default()
@@ -60,7 +74,13 @@ fn cases() -> Vec<Case> {
         Case {
             path: "strings_large_nulls_fill",
             shape: vec![5],
-            values: Arc::new(LargeStringArray::from(vec![Some("a"), None, Some("c"), None, Some("")])),
+            values: Arc::new(LargeStringArray::from(vec![
+                Some("a"),
+                None,
+                Some("c"),
+                None,
+                Some(""),
+            ])),
             opts: ZarrWriteOptions {
                 fill_value: Some(json!("missing")),
                 ..chunked(2)
@@ -70,7 +90,9 @@ fn cases() -> Vec<Case> {
         Case {
             path: "strings_view_2d_gzip",
             shape: vec![3, 4],
-            values: Arc::new(StringViewArray::from_iter_values((0..12).map(|i| format!("cell {i} with a longer tail"))),),
+            values: Arc::new(StringViewArray::from_iter_values(
+                (0..12).map(|i| format!("cell {i} with a longer tail")),
+            )),
             opts: ZarrWriteOptions {
                 chunk_shape: Some(vec![2, 3]),
                 compression: Compression::Gzip(5),
@@ -81,7 +103,12 @@ fn cases() -> Vec<Case> {
         Case {
             path: "bytes",
             shape: vec![4],
-            values: Arc::new(BinaryArray::from(vec![&b"\x00\x01"[..], b"", b"\xff\xfe\xfd", b"plain"])),
+            values: Arc::new(BinaryArray::from(vec![
+                &b"\x00\x01"[..],
+                b"",
+                b"\xff\xfe\xfd",
+                b"plain",
+            ])),
             opts: chunked(3),
             kind: "binary",
         },
@@ -98,7 +125,12 @@ fn cases() -> Vec<Case> {
         Case {
             path: "float64",
             shape: vec![4],
-            values: Arc::new(Float64Array::from(vec![1.5, f64::NAN, f64::INFINITY, -0.25])),
+            values: Arc::new(Float64Array::from(vec![
+                1.5,
+                f64::NAN,
+                f64::INFINITY,
+                -0.25,
+            ])),
             opts: chunked(4),
             kind: "float64",
         },
@@ -112,7 +144,11 @@ fn cases() -> Vec<Case> {
         Case {
             path: "datetime_ns",
             shape: vec![3],
-            values: Arc::new(TimestampNanosecondArray::from(vec![Some(1_600_000_000_000_000_000), None, Some(0)])),
+            values: Arc::new(TimestampNanosecondArray::from(vec![
+                Some(1_600_000_000_000_000_000),
+                None,
+                Some(0),
+            ])),
             opts: chunked(2),
             kind: "datetime64[ns]",
         },
@@ -125,22 +161,33 @@ async fn zarr_python_reads_what_zarrow_writes() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("written.zarr");
     let store = ZarrStore::open(root.to_str().unwrap()).unwrap();
-    zarrow::write_group(&store, "", &Default::default()).await.unwrap();
+    zarrow::write_group(&store, "", &Default::default())
+        .await
+        .unwrap();
     let cases = cases();
     for c in &cases {
-        zarrow::write_array(&store, c.path, c.values.as_ref(), &c.shape, &c.opts).await.unwrap();
+        zarrow::write_array(&store, c.path, c.values.as_ref(), &c.shape, &c.opts)
+            .await
+            .unwrap();
     }
     // The arrow_vlen layout is zarrow's own; zarr-python does not know it, so only check that
     // zarrow reads it back (below) and leave it out of the zarr-python comparison.
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join("read_back.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join("read_back.py");
     let mut cmd = Command::new(&python);
     cmd.arg(&script).arg(&root);
     for c in &cases {
         cmd.arg(c.path);
     }
     let out = cmd.output().expect("run read_back.py");
-    assert!(out.status.success(), "read_back.py failed: {}", String::from_utf8_lossy(&out.stderr));
-    let entries: Vec<Value> = serde_json::from_slice(&out.stdout).expect("read_back.py prints JSON");
+    assert!(
+        out.status.success(),
+        "read_back.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entries: Vec<Value> =
+        serde_json::from_slice(&out.stdout).expect("read_back.py prints JSON");
     for c in &cases {
         let e = entries
             .iter()
@@ -155,7 +202,11 @@ async fn zarr_python_reads_what_zarrow_writes() {
                 // Nulls are written as the fill value.
                 want = fill.clone().unwrap_or(json!(""));
             }
-            assert!(values_equal(py, &want), "{}[{i}]: zarr-python read {py}, zarrow wrote {want}", c.path);
+            assert!(
+                values_equal(py, &want),
+                "{}[{i}]: zarr-python read {py}, zarrow wrote {want}",
+                c.path
+            );
         }
     }
 }
@@ -167,9 +218,13 @@ fn zarrow_reads_what_it_writes() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = ZarrStore::open(dir.path().to_str().unwrap()).unwrap();
-    for (i, enc) in [VlenEncoding::Numcodecs, VlenEncoding::ArrowVlen { large: false }, VlenEncoding::ArrowVlen { large: true }]
-        .into_iter()
-        .enumerate()
+    for (i, enc) in [
+        VlenEncoding::Numcodecs,
+        VlenEncoding::ArrowVlen { large: false },
+        VlenEncoding::ArrowVlen { large: true },
+    ]
+    .into_iter()
+    .enumerate()
     {
         for c in cases() {
             let path = format!("{i}_{}", c.path);
@@ -177,9 +232,18 @@ fn zarrow_reads_what_it_writes() {
                 vlen_encoding: enc,
                 ..c.opts.clone()
             };
-            rt.block_on(zarrow::write_array(&store, &path, c.values.as_ref(), &c.shape, &opts)).unwrap();
+            rt.block_on(zarrow::write_array(
+                &store,
+                &path,
+                c.values.as_ref(),
+                &c.shape,
+                &opts,
+            ))
+            .unwrap();
             let loc = dir.path().join(&path);
-            let (_, got) = crate::common::read_c_order(loc.to_str().unwrap(), zarrow::StringType::Utf8).unwrap();
+            let (_, got) =
+                crate::common::read_c_order(loc.to_str().unwrap(), zarrow::StringType::Utf8)
+                    .unwrap();
             for j in 0..c.values.len() {
                 let mut want = json_value(c.values.as_ref(), j, c.kind);
                 if want.is_null() && c.kind == "utf8" {

@@ -41,20 +41,53 @@ async fn arrow_vlen_from_store_copies_nothing() {
             vlen_encoding: VlenEncoding::ArrowVlen { large },
             ..Default::default()
         };
-        zarrow::write_array(&store, path, &labels(), &[1000], &opts).await.unwrap();
+        zarrow::write_array(&store, path, &labels(), &[1000], &opts)
+            .await
+            .unwrap();
         let array = open(&store, path).await;
-        let stored = mem.get(&format!("zc/{path}/c/1").into()).await.unwrap().bytes().await.unwrap();
-        let t = if large { StringType::LargeUtf8 } else { StringType::Utf8 };
-        let got = array.read_chunk(&[1], &ZarrReadOptions::default().with_string_type(t)).await.unwrap();
+        let stored = mem
+            .get(&format!("zc/{path}/c/1").into())
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        let t = if large {
+            StringType::LargeUtf8
+        } else {
+            StringType::Utf8
+        };
+        let got = array
+            .read_chunk(&[1], &ZarrReadOptions::default().with_string_type(t))
+            .await
+            .unwrap();
         let data = got.to_data();
         assert_eq!(got.len(), 400);
-        assert!(inside(data.buffers()[0].as_ptr(), data.buffers()[0].len(), &stored), "offsets were copied");
-        assert!(inside(data.buffers()[1].as_ptr(), data.buffers()[1].len(), &stored), "string data was copied");
+        assert!(
+            inside(data.buffers()[0].as_ptr(), data.buffers()[0].len(), &stored),
+            "offsets were copied"
+        );
+        assert!(
+            inside(data.buffers()[1].as_ptr(), data.buffers()[1].len(), &stored),
+            "string data was copied"
+        );
         // The edge chunk (200 of 400 elements) is a slice of the same buffers.
-        let stored = mem.get(&format!("zc/{path}/c/2").into()).await.unwrap().bytes().await.unwrap();
-        let edge = array.read_chunk(&[2], &ZarrReadOptions::default().with_string_type(t)).await.unwrap();
+        let stored = mem
+            .get(&format!("zc/{path}/c/2").into())
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        let edge = array
+            .read_chunk(&[2], &ZarrReadOptions::default().with_string_type(t))
+            .await
+            .unwrap();
         assert_eq!(edge.len(), 200);
-        assert!(inside(edge.to_data().buffers()[1].as_ptr(), 1, &stored), "edge chunk data was copied");
+        assert!(
+            inside(edge.to_data().buffers()[1].as_ptr(), 1, &stored),
+            "edge chunk data was copied"
+        );
     }
 }
 
@@ -67,10 +100,24 @@ async fn vlen_utf8_views_from_store_copy_nothing() {
         chunk_shape: Some(vec![500]),
         ..Default::default()
     };
-    zarrow::write_array(&store, "v", &labels(), &[1000], &opts).await.unwrap();
+    zarrow::write_array(&store, "v", &labels(), &[1000], &opts)
+        .await
+        .unwrap();
     let array = open(&store, "v").await;
-    let stored = mem.get(&"zcv/v/c/0".into()).await.unwrap().bytes().await.unwrap();
-    let got = array.read_chunk(&[0], &ZarrReadOptions::default().with_string_type(StringType::View)).await.unwrap();
+    let stored = mem
+        .get(&"zcv/v/c/0".into())
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let got = array
+        .read_chunk(
+            &[0],
+            &ZarrReadOptions::default().with_string_type(StringType::View),
+        )
+        .await
+        .unwrap();
     let views = got.as_string_view();
     assert_eq!(views.value(3), "label-3-ü");
     assert_eq!(views.data_buffers().len(), 1);
@@ -81,18 +128,43 @@ async fn vlen_utf8_views_from_store_copy_nothing() {
 /// when the index lies at an aligned address (else only the offsets are copied).
 #[tokio::test]
 async fn zarrs_vlen_fixture_is_zero_copy() {
-    for (name, width, index_at) in [("strings_default", 8usize, Some(8usize)), ("strings_uint32_index", 4, None)] {
-        let array = ZarrArray::open(&location("zarrs_vlen.zarr", name)).await.unwrap();
-        let stored = array.fetch_chunk(&[0]).await.unwrap().expect("chunk 0 is stored");
+    for (name, width, index_at) in [
+        ("strings_default", 8usize, Some(8usize)),
+        ("strings_uint32_index", 4, None),
+    ] {
+        let array = ZarrArray::open(&location("zarrs_vlen.zarr", name))
+            .await
+            .unwrap();
+        let stored = array
+            .fetch_chunk(&[0])
+            .await
+            .unwrap()
+            .expect("chunk 0 is stored");
         // uint64 offsets stay in place as LargeUtf8's int64; uint32 as Utf8's int32.
-        let t = if width == 8 { StringType::LargeUtf8 } else { StringType::Utf8 };
-        let got = array.decode_chunk(&[0], Some(stored.clone()), &ZarrReadOptions::default().with_string_type(t)).unwrap();
+        let t = if width == 8 {
+            StringType::LargeUtf8
+        } else {
+            StringType::Utf8
+        };
+        let got = array
+            .decode_chunk(
+                &[0],
+                Some(stored.clone()),
+                &ZarrReadOptions::default().with_string_type(t),
+            )
+            .unwrap();
         let data = got.to_data();
-        assert!(inside(data.buffers()[1].as_ptr(), data.buffers()[1].len(), &stored), "{name}: data was copied");
+        assert!(
+            inside(data.buffers()[1].as_ptr(), data.buffers()[1].len(), &stored),
+            "{name}: data was copied"
+        );
         // Index at the end: it starts after the data, before the 8-byte length.
         let index_pos = index_at.unwrap_or(stored.len() - 8 - 11 * width);
-        let aligned = (stored.as_ptr() as usize + index_pos) % width == 0;
+        let aligned = (stored.as_ptr() as usize + index_pos).is_multiple_of(width);
         let offsets_in_chunk = inside(data.buffers()[0].as_ptr(), data.buffers()[0].len(), &stored);
-        assert_eq!(offsets_in_chunk, aligned, "{name}: aligned offsets are used in place, misaligned copied");
+        assert_eq!(
+            offsets_in_chunk, aligned,
+            "{name}: aligned offsets are used in place, misaligned copied"
+        );
     }
 }

@@ -192,14 +192,23 @@ impl ZarrArray {
                 };
                 match index.entries.get(inner).copied().flatten() {
                     None => Ok(None),
-                    Some((offset, nbytes)) => self.store.get_range(&loc.key, offset..offset + nbytes).await.map(Some),
+                    Some((offset, nbytes)) => self
+                        .store
+                        .get_range(&loc.key, offset..offset + nbytes)
+                        .await
+                        .map(Some),
                 }
             }
         }
     }
 
     async fn shard_index(&self, loc: &ChunkLocation) -> Result<Arc<Option<ShardIndex>>> {
-        if let Some(hit) = self.shard_indexes.lock().ok().and_then(|m| m.get(&loc.key).cloned()) {
+        if let Some(hit) = self
+            .shard_indexes
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&loc.key).cloned())
+        {
             return Ok(hit);
         }
         let Some(s) = self.meta.sharding() else {
@@ -222,14 +231,23 @@ impl ZarrArray {
             Err(Error::Store { source, .. }) if is_range_error(&source) => {
                 return Err(self.chunk_error(
                     loc,
-                    ChunkError::ShardIndex(format!("shard is shorter than its {index_size}-byte index")),
+                    ChunkError::ShardIndex(format!(
+                        "shard is shorter than its {index_size}-byte index"
+                    )),
                 ))
             }
             Err(e) => return Err(e),
             Ok(None) => None,
             Ok(Some((bytes, size))) => Some(
-                parse_shard_index(&s.index_codecs, bytes, n as usize, index_size, size, s.index_location)
-                    .map_err(|e| self.chunk_error(loc, e))?,
+                parse_shard_index(
+                    &s.index_codecs,
+                    bytes,
+                    n as usize,
+                    index_size,
+                    size,
+                    s.index_location,
+                )
+                .map_err(|e| self.chunk_error(loc, e))?,
             ),
         };
         let index = Arc::new(index);
@@ -241,12 +259,22 @@ impl ZarrArray {
 
     /// Decode stored bytes of the read unit at `coords` (or the fill value for `None`) into
     /// its in-bounds elements in C order.
-    pub fn decode_chunk(&self, coords: &[u64], stored: Option<Bytes>, opts: &ZarrReadOptions) -> Result<ArrayRef> {
+    pub fn decode_chunk(
+        &self,
+        coords: &[u64],
+        stored: Option<Bytes>,
+        opts: &ZarrReadOptions,
+    ) -> Result<ArrayRef> {
         let valid = self.chunk_valid_shape(coords)?;
         let loc = || self.chunk_location(coords);
         let meta = &self.meta;
         let result = match stored {
-            None => fill_array(&meta.data_type, &meta.fill_value, valid.iter().product::<u64>() as usize, opts),
+            None => fill_array(
+                &meta.data_type,
+                &meta.fill_value,
+                valid.iter().product::<u64>() as usize,
+                opts,
+            ),
             Some(bytes) => {
                 let chunk_shape = meta.read_chunk_shape();
                 let n: u64 = chunk_shape.iter().product();
@@ -277,7 +305,11 @@ impl ZarrArray {
     }
 
     /// Read several read units, `opts.concurrency` at a time, in the order given.
-    pub async fn read_chunks(&self, coords: &[Vec<u64>], opts: &ZarrReadOptions) -> Result<Vec<ArrayRef>> {
+    pub async fn read_chunks(
+        &self,
+        coords: &[Vec<u64>],
+        opts: &ZarrReadOptions,
+    ) -> Result<Vec<ArrayRef>> {
         futures::stream::iter(coords.iter().map(|c| self.read_chunk(c, opts)))
             .buffered(opts.concurrency.max(1))
             .try_collect()
@@ -336,7 +368,11 @@ fn parse_shard_index(
     }
     let raw = decode_bytes(chain, bytes, n * 16)?;
     if raw.len() != n * 16 {
-        return Err(ChunkError::ShardIndex(format!("decoded index is {} bytes, expected {}", raw.len(), n * 16)));
+        return Err(ChunkError::ShardIndex(format!(
+            "decoded index is {} bytes, expected {}",
+            raw.len(),
+            n * 16
+        )));
     }
     let (data_start, data_end) = match location {
         IndexLocation::Start => (index_size, shard_size),

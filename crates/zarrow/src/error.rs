@@ -110,7 +110,11 @@ impl Error {
     }
 
     /// A metadata error.
-    pub fn metadata(path: impl Into<String>, key: impl Into<String>, message: impl fmt::Display) -> Self {
+    pub fn metadata(
+        path: impl Into<String>,
+        key: impl Into<String>,
+        message: impl fmt::Display,
+    ) -> Self {
         Error::Metadata {
             path: path.into(),
             key: key.into(),

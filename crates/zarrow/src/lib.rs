@@ -25,7 +25,9 @@ pub mod metadata;
 pub mod node;
 pub mod options;
 pub mod reader;
+pub mod region;
 pub mod store;
+pub mod table;
 pub mod writer;
 
 pub use array::ZarrArray;

@@ -109,7 +109,10 @@ impl ZarrGroup {
                 let prefix = format!("{relative}/");
                 let consolidated = self.meta.consolidated.as_ref().map(|all| {
                     all.iter()
-                        .filter_map(|(p, m)| p.strip_prefix(&prefix).map(|rest| (rest.to_string(), m.clone())))
+                        .filter_map(|(p, m)| {
+                            p.strip_prefix(&prefix)
+                                .map(|rest| (rest.to_string(), m.clone()))
+                        })
                         .collect()
                 });
                 Node::Group(ZarrGroup {
@@ -136,7 +139,12 @@ impl ZarrGroup {
         }
         let mut out = Vec::new();
         for name in self.store.list_children("").await? {
-            match Node::open_store(self.store.child(&name), &metadata::join_path(&self.path, &name)).await {
+            match Node::open_store(
+                self.store.child(&name),
+                &metadata::join_path(&self.path, &name),
+            )
+            .await
+            {
                 Ok(node) => out.push((name, node)),
                 Err(Error::NodeNotFound { .. }) => {} // a directory that is not a zarr node
                 Err(e) => return Err(e),
@@ -156,7 +164,11 @@ impl ZarrGroup {
                 path: metadata::join_path(&self.path, relative),
             });
         }
-        Node::open_store(self.store.child(relative), &metadata::join_path(&self.path, relative)).await
+        Node::open_store(
+            self.store.child(relative),
+            &metadata::join_path(&self.path, relative),
+        )
+        .await
     }
 
     /// Every descendant, depth first, with its path relative to this group.

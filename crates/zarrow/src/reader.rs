@@ -151,12 +151,20 @@ impl ZarrRecordBatchStreamBuilder {
         self.options.string_type.check_available()?;
         let full = self.full_schema();
         let ndim = self.array.shape().len();
-        let projection: Vec<usize> = self.projection.clone().unwrap_or_else(|| (0..=ndim).collect());
+        let projection: Vec<usize> = self
+            .projection
+            .clone()
+            .unwrap_or_else(|| (0..=ndim).collect());
         if let Some(bad) = projection.iter().find(|&&i| i > ndim) {
-            return Err(Error::InvalidArgument(format!("projection index {bad} out of range")));
+            return Err(Error::InvalidArgument(format!(
+                "projection index {bad} out of range"
+            )));
         }
         let schema: SchemaRef = Arc::new(full.project(&projection)?);
-        let chunks = self.chunks.clone().unwrap_or_else(|| self.array.all_chunks());
+        let chunks = self
+            .chunks
+            .clone()
+            .unwrap_or_else(|| self.array.all_chunks());
         // Decide up front which chunks a limit needs, and how many rows of the last one.
         let mut plan: Vec<(Vec<u64>, usize)> = Vec::with_capacity(chunks.len());
         let mut remaining = self.limit.unwrap_or(usize::MAX);
@@ -189,7 +197,13 @@ impl ZarrRecordBatchStreamBuilder {
                     let index = index_columns(&array, &coords)?;
                     let columns: Vec<ArrayRef> = projection
                         .iter()
-                        .map(|&i| if i < ndim { index[i].clone() } else { values.clone().unwrap_or_else(|| index[0].clone()) })
+                        .map(|&i| {
+                            if i < ndim {
+                                index[i].clone()
+                            } else {
+                                values.clone().unwrap_or_else(|| index[0].clone())
+                            }
+                        })
                         .collect();
                     let rows = index.first().map_or(1, |a| a.len());
                     let batch = RecordBatch::try_new_with_options(
@@ -214,7 +228,10 @@ impl ZarrRecordBatchStreamBuilder {
                 Err(e) => futures::stream::iter(vec![Err(e)]).boxed(),
             })
             .boxed();
-        Ok(ZarrRecordBatchStream { schema, inner: stream })
+        Ok(ZarrRecordBatchStream {
+            schema,
+            inner: stream,
+        })
     }
 }
 
@@ -226,7 +243,9 @@ pub struct ZarrRecordBatchStream {
 
 impl std::fmt::Debug for ZarrRecordBatchStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ZarrRecordBatchStream").field("schema", &self.schema).finish()
+        f.debug_struct("ZarrRecordBatchStream")
+            .field("schema", &self.schema)
+            .finish()
     }
 }
 

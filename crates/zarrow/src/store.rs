@@ -58,15 +58,20 @@ impl ZarrStore {
                 }
                 "memory" => {
                     let path = format!("{}{}", url.host_str().unwrap_or(""), url.path());
-                    (memory_store() as Arc<dyn ObjectStore>, Path::from(path.trim_matches('/')))
+                    (
+                        memory_store() as Arc<dyn ObjectStore>,
+                        Path::from(path.trim_matches('/')),
+                    )
                 }
                 #[cfg(feature = "cloud")]
-                "s3" | "s3a" | "gs" | "gcs" | "az" | "abfs" | "abfss" | "azure" | "http" | "https" => {
-                    cloud::open(&url).map_err(err)?
-                }
+                "s3" | "s3a" | "gs" | "gcs" | "az" | "abfs" | "abfss" | "azure" | "http"
+                | "https" => cloud::open(&url).map_err(err)?,
                 #[cfg(not(feature = "cloud"))]
-                "s3" | "s3a" | "gs" | "gcs" | "az" | "abfs" | "abfss" | "azure" | "http" | "https" => {
-                    return Err(err("cloud stores need zarrow built with the `cloud` feature".into()))
+                "s3" | "s3a" | "gs" | "gcs" | "az" | "abfs" | "abfss" | "azure" | "http"
+                | "https" => {
+                    return Err(err(
+                        "cloud stores need zarrow built with the `cloud` feature".into(),
+                    ))
                 }
                 other => return Err(err(format!("unsupported scheme '{other}'"))),
             },
@@ -118,14 +123,22 @@ impl ZarrStore {
     pub async fn get_opt(&self, relative: &str) -> Result<Option<Bytes>> {
         let path = self.key(relative);
         match self.store.get(&path).await {
-            Ok(r) => r.bytes().await.map(Some).map_err(|source| store_err(&path, source)),
+            Ok(r) => r
+                .bytes()
+                .await
+                .map(Some)
+                .map_err(|source| store_err(&path, source)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(source) => Err(store_err(&path, source)),
         }
     }
 
     /// Get a byte range of an object: `(bytes, object size)`; `Ok(None)` if it does not exist.
-    pub async fn get_range_opt(&self, relative: &str, range: GetRange) -> Result<Option<(Bytes, u64)>> {
+    pub async fn get_range_opt(
+        &self,
+        relative: &str,
+        range: GetRange,
+    ) -> Result<Option<(Bytes, u64)>> {
         let path = self.key(relative);
         let opts = GetOptions {
             range: Some(range),
@@ -152,7 +165,11 @@ impl ZarrStore {
     }
 
     /// Get several ranges of one object (coalesced by the store).
-    pub async fn get_ranges(&self, relative: &str, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Bytes>> {
+    pub async fn get_ranges(
+        &self,
+        relative: &str,
+        ranges: &[std::ops::Range<u64>],
+    ) -> Result<Vec<Bytes>> {
         let path = self.key(relative);
         self.store
             .get_ranges(&path, ranges)

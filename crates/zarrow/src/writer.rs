@@ -71,9 +71,21 @@ pub mod encode {
     /// The items of a string or binary array as byte slices (`None` for nulls).
     pub fn byte_items(values: &dyn Array) -> Result<Vec<Option<&[u8]>>> {
         Ok(match values.data_type() {
-            ArrowType::Utf8 => values.as_string::<i32>().iter().map(|o| o.map(str::as_bytes)).collect(),
-            ArrowType::LargeUtf8 => values.as_string::<i64>().iter().map(|o| o.map(str::as_bytes)).collect(),
-            ArrowType::Utf8View => values.as_string_view().iter().map(|o| o.map(str::as_bytes)).collect(),
+            ArrowType::Utf8 => values
+                .as_string::<i32>()
+                .iter()
+                .map(|o| o.map(str::as_bytes))
+                .collect(),
+            ArrowType::LargeUtf8 => values
+                .as_string::<i64>()
+                .iter()
+                .map(|o| o.map(str::as_bytes))
+                .collect(),
+            ArrowType::Utf8View => values
+                .as_string_view()
+                .iter()
+                .map(|o| o.map(str::as_bytes))
+                .collect(),
             ArrowType::Binary => values.as_binary::<i32>().iter().collect(),
             ArrowType::LargeBinary => values.as_binary::<i64>().iter().collect(),
             ArrowType::BinaryView => values.as_binary_view().iter().collect(),
@@ -86,7 +98,11 @@ pub mod encode {
     }
 
     fn len_u32(len: usize) -> Result<u32> {
-        u32::try_from(len).map_err(|_| Error::InvalidArgument(format!("item of {len} bytes exceeds vlen-utf8's 4 GiB limit")))
+        u32::try_from(len).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "item of {len} bytes exceeds vlen-utf8's 4 GiB limit"
+            ))
+        })
     }
 
     /// A numcodecs `vlen-utf8`/`vlen-bytes` chunk of `values` (nulls as `fill`).
@@ -109,7 +125,9 @@ pub mod encode {
         let data_start = offsets_len.div_ceil(64) * 64;
         let total: usize = items.iter().map(|i| i.unwrap_or(fill).len()).sum();
         if !large && total > i32::MAX as usize {
-            return Err(Error::InvalidArgument("chunk exceeds int32 offsets: use large offsets".into()));
+            return Err(Error::InvalidArgument(
+                "chunk exceeds int32 offsets: use large offsets".into(),
+            ));
         }
         let mut out = vec![0u8; data_start];
         out.reserve(total);
@@ -178,11 +196,17 @@ fn zarr_type(dt: &ArrowType) -> Result<(Value, Value, Option<usize>)> {
             json!(base64::engine::general_purpose::STANDARD.encode(vec![0u8; *n as usize])),
             Some(*n as usize),
         ),
-        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => (json!("string"), json!(""), None),
+        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => {
+            (json!("string"), json!(""), None)
+        }
         ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView => {
             (json!("variable_length_bytes"), json!(""), None)
         }
-        other => return Err(Error::InvalidArgument(format!("cannot write Arrow type {other} to zarr"))),
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "cannot write Arrow type {other} to zarr"
+            )))
+        }
     })
 }
 
@@ -215,21 +239,32 @@ fn fixed_item(values: &dyn Array, i: usize, size: usize) -> Option<Vec<u8>> {
 }
 
 /// Write `values` (C order) as a zarr v3 array of `shape` at `path` below `store`.
-pub async fn write_array(store: &ZarrStore, path: &str, values: &dyn Array, shape: &[u64], opts: &ZarrWriteOptions) -> Result<()> {
+pub async fn write_array(
+    store: &ZarrStore,
+    path: &str,
+    values: &dyn Array,
+    shape: &[u64],
+    opts: &ZarrWriteOptions,
+) -> Result<()> {
     let werr = |message: String| Error::Write {
         path: path.to_string(),
         message,
     };
     let n: u64 = shape.iter().product();
     if n != values.len() as u64 {
-        return Err(werr(format!("{} values do not fill shape {shape:?}", values.len())));
+        return Err(werr(format!(
+            "{} values do not fill shape {shape:?}",
+            values.len()
+        )));
     }
     let chunk_shape = opts
         .chunk_shape
         .clone()
         .unwrap_or_else(|| shape.iter().map(|s| (*s).max(1)).collect());
     if chunk_shape.len() != shape.len() || chunk_shape.contains(&0) {
-        return Err(werr(format!("bad chunk shape {chunk_shape:?} for shape {shape:?}")));
+        return Err(werr(format!(
+            "bad chunk shape {chunk_shape:?} for shape {shape:?}"
+        )));
     }
     if let Some(names) = &opts.dimension_names {
         if names.len() != shape.len() {
@@ -239,16 +274,26 @@ pub async fn write_array(store: &ZarrStore, path: &str, values: &dyn Array, shap
     let (data_type, default_fill, fixed_size) = zarr_type(values.data_type())?;
     let fill_json = opts.fill_value.clone().unwrap_or(default_fill);
     let parsed_type = crate::metadata::data_type::parse_v3_data_type(&data_type).map_err(werr)?;
-    let fill = crate::metadata::data_type::parse_fill_value(&parsed_type, &fill_json, false).map_err(werr)?;
+    let fill = crate::metadata::data_type::parse_fill_value(&parsed_type, &fill_json, false)
+        .map_err(werr)?;
     let compression = match opts.compression {
         Compression::None => None,
-        Compression::Zstd(level) => Some(BytesToBytes::Zstd { level, checksum: false }),
+        Compression::Zstd(level) => Some(BytesToBytes::Zstd {
+            level,
+            checksum: false,
+        }),
         Compression::Gzip(level) => Some(BytesToBytes::Gzip { level }),
     };
-    let mut codecs = vec![match (fixed_size, opts.vlen_encoding, parsed_type == crate::DataType::String) {
+    let mut codecs = vec![match (
+        fixed_size,
+        opts.vlen_encoding,
+        parsed_type == crate::DataType::String,
+    ) {
         (Some(_), _, _) => json!({"name": "bytes", "configuration": {"endian": "little"}}),
         (None, VlenEncoding::Numcodecs, true) => json!({"name": "vlen-utf8", "configuration": {}}),
-        (None, VlenEncoding::Numcodecs, false) => json!({"name": "vlen-bytes", "configuration": {}}),
+        (None, VlenEncoding::Numcodecs, false) => {
+            json!({"name": "vlen-bytes", "configuration": {}})
+        }
         (None, VlenEncoding::ArrowVlen { large }, _) => json!({
             "name": "zarrow.arrow_vlen",
             "configuration": {"offset_type": if large { "int64" } else { "int32" }}
@@ -275,9 +320,15 @@ pub async fn write_array(store: &ZarrStore, path: &str, values: &dyn Array, shap
     let meta_bytes = serde_json::to_vec_pretty(&meta).map_err(|e| werr(e.to_string()))?;
     // The metadata must parse as what we meant: the reader's own parser checks it.
     crate::metadata::parse_v3(path, &meta_bytes)?;
-    array_store.put("zarr.json", Bytes::from(meta_bytes)).await?;
+    array_store
+        .put("zarr.json", Bytes::from(meta_bytes))
+        .await?;
 
-    let grid: Vec<u64> = shape.iter().zip(&chunk_shape).map(|(s, c)| s.div_ceil(*c)).collect();
+    let grid: Vec<u64> = shape
+        .iter()
+        .zip(&chunk_shape)
+        .map(|(s, c)| s.div_ceil(*c))
+        .collect();
     let chunk_len: u64 = chunk_shape.iter().product();
     let key_encoding = crate::metadata::ChunkKeyEncoding::Default { separator: '/' };
     for coords in grid_coords(&grid) {
@@ -303,9 +354,16 @@ pub async fn write_array(store: &ZarrStore, path: &str, values: &dyn Array, shap
         }
         let idx = UInt32Array::from(take);
         let mut chunk: ArrayRef = arrow_select::take::take(values, &idx, None)?;
-        if matches!(chunk.data_type(), ArrowType::Timestamp(..) | ArrowType::Duration(_)) {
+        if matches!(
+            chunk.data_type(),
+            ArrowType::Timestamp(..) | ArrowType::Duration(_)
+        ) {
             // Same i64 layout: read the counts as Int64.
-            let data = chunk.to_data().into_builder().data_type(ArrowType::Int64).build()?;
+            let data = chunk
+                .to_data()
+                .into_builder()
+                .data_type(ArrowType::Int64)
+                .build()?;
             chunk = arrow_array::make_array(data);
         }
         let raw = match fixed_size {
@@ -317,19 +375,25 @@ pub async fn write_array(store: &ZarrStore, path: &str, values: &dyn Array, shap
                         None => out.extend_from_slice(&fill.bytes),
                     }
                 }
-                if !opts.write_empty_chunks && out.chunks_exact(size.max(1)).all(|c| c == &fill.bytes[..]) {
+                if !opts.write_empty_chunks
+                    && out.chunks_exact(size.max(1)).all(|c| c == &fill.bytes[..])
+                {
                     continue;
                 }
                 out
             }
             None => {
                 let items = encode::byte_items(chunk.as_ref())?;
-                if !opts.write_empty_chunks && items.iter().all(|i| i.is_none_or(|b| b == &fill.bytes[..])) {
+                if !opts.write_empty_chunks
+                    && items.iter().all(|i| i.is_none_or(|b| b == &fill.bytes[..]))
+                {
                     continue;
                 }
                 match opts.vlen_encoding {
                     VlenEncoding::Numcodecs => encode::vlen_numcodecs_items(&items, &fill.bytes)?,
-                    VlenEncoding::ArrowVlen { large } => encode::arrow_vlen_items(&items, &fill.bytes, large)?,
+                    VlenEncoding::ArrowVlen { large } => {
+                        encode::arrow_vlen_items(&items, &fill.bytes, large)?
+                    }
                 }
             }
         };
@@ -339,13 +403,19 @@ pub async fn write_array(store: &ZarrStore, path: &str, values: &dyn Array, shap
                 .map_err(|e| Error::chunk(path, key_encoding.key(&coords), e))?,
             None => raw,
         };
-        array_store.put(&key_encoding.key(&coords), Bytes::from(stored)).await?;
+        array_store
+            .put(&key_encoding.key(&coords), Bytes::from(stored))
+            .await?;
     }
     Ok(())
 }
 
 /// Write a v3 group `zarr.json` at `path` below `store`.
-pub async fn write_group(store: &ZarrStore, path: &str, attributes: &Map<String, Value>) -> Result<()> {
+pub async fn write_group(
+    store: &ZarrStore,
+    path: &str,
+    attributes: &Map<String, Value>,
+) -> Result<()> {
     let meta = json!({"zarr_format": 3, "node_type": "group", "attributes": attributes});
     let bytes = serde_json::to_vec_pretty(&meta).map_err(|e| Error::Write {
         path: path.to_string(),

@@ -174,7 +174,11 @@ fn unsupported(codec: &str, reason: impl Into<String>) -> ChainError {
     }
 }
 
-fn parse_index_location(config: Option<&Value>, codec: &str, default: IndexLocation) -> Result<IndexLocation, ChainError> {
+fn parse_index_location(
+    config: Option<&Value>,
+    codec: &str,
+    default: IndexLocation,
+) -> Result<IndexLocation, ChainError> {
     match config.and_then(|c| c.get("index_location")) {
         None => Ok(default),
         Some(Value::String(s)) if s == "end" => Ok(IndexLocation::End),
@@ -185,7 +189,11 @@ fn parse_index_location(config: Option<&Value>, codec: &str, default: IndexLocat
     }
 }
 
-fn codec_list<'a>(config: Option<&'a Value>, key: &str, codec: &str) -> Result<&'a [Value], ChainError> {
+fn codec_list<'a>(
+    config: Option<&'a Value>,
+    key: &str,
+    codec: &str,
+) -> Result<&'a [Value], ChainError> {
     config
         .and_then(|c| c.get(key))
         .and_then(Value::as_array)
@@ -194,7 +202,11 @@ fn codec_list<'a>(config: Option<&'a Value>, key: &str, codec: &str) -> Result<&
 }
 
 /// Parse a v3 `codecs` list for arrays of `data_type` with `ndim` dimensions.
-pub fn parse_v3_chain(codecs: &[Value], data_type: &DataType, ndim: usize) -> Result<CodecChain, ChainError> {
+pub fn parse_v3_chain(
+    codecs: &[Value],
+    data_type: &DataType,
+    ndim: usize,
+) -> Result<CodecChain, ChainError> {
     let mut array_to_array = Vec::new();
     let mut array_to_bytes = None;
     let mut bytes_to_bytes = Vec::new();
@@ -206,7 +218,9 @@ pub fn parse_v3_chain(codecs: &[Value], data_type: &DataType, ndim: usize) -> Re
                     .and_then(Value::as_str)
                     .ok_or_else(|| ChainError::Invalid("codec without a name".into()))?,
                 o.get("configuration"),
-                o.get("must_understand").and_then(Value::as_bool).unwrap_or(true),
+                o.get("must_understand")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true),
             ),
             other => return Err(ChainError::Invalid(format!("bad codec entry {other}"))),
         };
@@ -223,7 +237,9 @@ pub fn parse_v3_chain(codecs: &[Value], data_type: &DataType, ndim: usize) -> Re
                         .ok_or_else(|| ChainError::Invalid("transpose: bad order".into()))?;
                     let mut seen = vec![false; ndim];
                     if order.len() != ndim
-                        || order.iter().any(|&i| i >= ndim || std::mem::replace(&mut seen[i], true))
+                        || order
+                            .iter()
+                            .any(|&i| i >= ndim || std::mem::replace(&mut seen[i], true))
                     {
                         return Err(ChainError::Invalid(format!(
                             "transpose: order {order:?} is not a permutation of {ndim} dimensions"
@@ -233,7 +249,8 @@ pub fn parse_v3_chain(codecs: &[Value], data_type: &DataType, ndim: usize) -> Re
                     continue;
                 }
                 "bytes" | "endian" => {
-                    let endian = match config.and_then(|c| c.get("endian")).and_then(Value::as_str) {
+                    let endian = match config.and_then(|c| c.get("endian")).and_then(Value::as_str)
+                    {
                         None => None,
                         Some("little") => Some(Endian::Little),
                         Some("big") => Some(Endian::Big),
@@ -259,20 +276,35 @@ pub fn parse_v3_chain(codecs: &[Value], data_type: &DataType, ndim: usize) -> Re
                     continue;
                 }
                 "zarrs.vlen" | "https://codec.zarrs.dev/array_to_bytes/vlen" => {
-                    let index_u64 = match config.and_then(|c| c.get("index_data_type")).and_then(Value::as_str) {
+                    let index_u64 = match config
+                        .and_then(|c| c.get("index_data_type"))
+                        .and_then(Value::as_str)
+                    {
                         None | Some("uint64") => true,
                         Some("uint32") => false,
                         Some(other) => {
                             return Err(unsupported(name, format!("index_data_type '{other}'")))
                         }
                     };
-                    let index_type = if index_u64 { DataType::UInt64 } else { DataType::UInt32 };
-                    let index_codecs = parse_v3_chain(codec_list(config, "index_codecs", name)?, &index_type, 1)?;
-                    let data_codecs = parse_v3_chain(codec_list(config, "data_codecs", name)?, &DataType::UInt8, 1)?;
+                    let index_type = if index_u64 {
+                        DataType::UInt64
+                    } else {
+                        DataType::UInt32
+                    };
+                    let index_codecs =
+                        parse_v3_chain(codec_list(config, "index_codecs", name)?, &index_type, 1)?;
+                    let data_codecs = parse_v3_chain(
+                        codec_list(config, "data_codecs", name)?,
+                        &DataType::UInt8,
+                        1,
+                    )?;
                     if !matches!(index_codecs.array_to_bytes, ArrayToBytes::Bytes { .. })
                         || !matches!(data_codecs.array_to_bytes, ArrayToBytes::Bytes { .. })
                     {
-                        return Err(unsupported(name, "index and data chains must use the bytes codec"));
+                        return Err(unsupported(
+                            name,
+                            "index and data chains must use the bytes codec",
+                        ));
                     }
                     array_to_bytes = Some(ArrayToBytes::ZarrsVlen(Box::new(ZarrsVlen {
                         index_codecs,
@@ -284,10 +316,15 @@ pub fn parse_v3_chain(codecs: &[Value], data_type: &DataType, ndim: usize) -> Re
                     continue;
                 }
                 "zarrow.arrow_vlen" => {
-                    let large = match config.and_then(|c| c.get("offset_type")).and_then(Value::as_str) {
+                    let large = match config
+                        .and_then(|c| c.get("offset_type"))
+                        .and_then(Value::as_str)
+                    {
                         None | Some("int32") => false,
                         Some("int64") => true,
-                        Some(other) => return Err(unsupported(name, format!("offset_type '{other}'"))),
+                        Some(other) => {
+                            return Err(unsupported(name, format!("offset_type '{other}'")))
+                        }
                     };
                     array_to_bytes = Some(ArrayToBytes::ArrowVlen { large });
                     continue;
@@ -296,23 +333,31 @@ pub fn parse_v3_chain(codecs: &[Value], data_type: &DataType, ndim: usize) -> Re
                     let chunk_shape = config
                         .and_then(|c| c.get("chunk_shape"))
                         .and_then(Value::as_array)
-                        .ok_or_else(|| ChainError::Invalid("sharding_indexed: no chunk_shape".into()))?
+                        .ok_or_else(|| {
+                            ChainError::Invalid("sharding_indexed: no chunk_shape".into())
+                        })?
                         .iter()
                         .map(|v| v.as_u64().filter(|n| *n > 0))
                         .collect::<Option<Vec<u64>>>()
-                        .ok_or_else(|| ChainError::Invalid("sharding_indexed: bad chunk_shape".into()))?;
+                        .ok_or_else(|| {
+                            ChainError::Invalid("sharding_indexed: bad chunk_shape".into())
+                        })?;
                     if chunk_shape.len() != ndim {
                         return Err(ChainError::Invalid(format!(
                             "sharding_indexed: chunk_shape has {} dimensions, the array {ndim}",
                             chunk_shape.len()
                         )));
                     }
-                    let codecs = parse_v3_chain(codec_list(config, "codecs", name)?, data_type, ndim)?;
+                    let codecs =
+                        parse_v3_chain(codec_list(config, "codecs", name)?, data_type, ndim)?;
                     if matches!(codecs.array_to_bytes, ArrayToBytes::Sharding(_)) {
                         return Err(unsupported(name, "nested sharding"));
                     }
-                    let index_codecs =
-                        parse_v3_chain(codec_list(config, "index_codecs", name)?, &DataType::UInt64, ndim + 1)?;
+                    let index_codecs = parse_v3_chain(
+                        codec_list(config, "index_codecs", name)?,
+                        &DataType::UInt64,
+                        ndim + 1,
+                    )?;
                     if !index_codecs.array_to_array.is_empty()
                         || !matches!(index_codecs.array_to_bytes, ArrayToBytes::Bytes { .. })
                         || index_codecs
@@ -483,7 +528,8 @@ mod tests {
             parse_v3_chain(unknown.as_array().unwrap(), &DataType::String, 1),
             Err(ChainError::Unsupported { .. })
         ));
-        let optional = json!([{"name": "vlen-utf8"}, {"name": "frobnicate", "must_understand": false}]);
+        let optional =
+            json!([{"name": "vlen-utf8"}, {"name": "frobnicate", "must_understand": false}]);
         assert!(parse_v3_chain(optional.as_array().unwrap(), &DataType::String, 1).is_ok());
         let perm = json!([{"name": "transpose", "configuration": {"order": [0, 0]}}, {"name": "bytes", "configuration": {"endian": "little"}}]);
         assert!(parse_v3_chain(perm.as_array().unwrap(), &DataType::Int32, 2).is_err());
@@ -493,8 +539,12 @@ mod tests {
     fn composed_transposes() {
         let chain = CodecChain {
             array_to_array: vec![
-                ArrayToArray::Transpose { order: vec![1, 2, 0] },
-                ArrayToArray::Transpose { order: vec![2, 0, 1] },
+                ArrayToArray::Transpose {
+                    order: vec![1, 2, 0],
+                },
+                ArrayToArray::Transpose {
+                    order: vec![2, 0, 1],
+                },
             ],
             array_to_bytes: ArrayToBytes::Bytes { endian: None },
             bytes_to_bytes: vec![],
@@ -507,7 +557,15 @@ mod tests {
     fn v2_object_chain() {
         let filters = json!([{"id": "vlen-utf8"}]);
         let comp = json!({"id": "zstd", "level": 1});
-        let chain = parse_v2_chain(&DataType::String, Endian::Little, true, 2, Some(&filters), Some(&comp)).unwrap();
+        let chain = parse_v2_chain(
+            &DataType::String,
+            Endian::Little,
+            true,
+            2,
+            Some(&filters),
+            Some(&comp),
+        )
+        .unwrap();
         assert_eq!(chain.array_to_bytes, ArrayToBytes::VlenUtf8);
         assert_eq!(chain.transpose_order(2), Some(vec![1, 0]));
         assert!(parse_v2_chain(&DataType::String, Endian::Little, false, 1, None, None).is_err());

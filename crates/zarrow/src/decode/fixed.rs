@@ -81,7 +81,8 @@ pub(crate) fn decode_fixed(
         DataType::Float64 => Arc::new(primitive::<Float64Type>(&buf, n)),
         DataType::Complex64 => complex::<Float32Type>(&buf, n),
         DataType::Complex128 => complex::<Float64Type>(&buf, n),
-        DataType::DateTime64 { unit, scale_factor } | DataType::TimeDelta64 { unit, scale_factor } => {
+        DataType::DateTime64 { unit, scale_factor }
+        | DataType::TimeDelta64 { unit, scale_factor } => {
             let is_ts = matches!(data_type, DataType::DateTime64 { .. });
             let (arrow_unit, factor) = unit.arrow_unit();
             let factor = factor
@@ -117,7 +118,9 @@ pub(crate) fn decode_fixed(
             )
         }
         DataType::String | DataType::Bytes => {
-            return Err(ChunkError::Invalid("variable-length data with the bytes codec".into()))
+            return Err(ChunkError::Invalid(
+                "variable-length data with the bytes codec".into(),
+            ))
         }
     };
     Ok(array)
@@ -147,7 +150,13 @@ fn complex<T: ArrowPrimitiveType>(buf: &Bytes, n: usize) -> ArrayRef {
 }
 
 /// int64 counts → Timestamp/Duration, NaT (`i64::MIN`) → null, counts scaled by `factor`.
-fn time(buf: &Bytes, n: usize, factor: i64, unit: TimeUnit, is_ts: bool) -> Result<ArrayRef, ChunkError> {
+fn time(
+    buf: &Bytes,
+    n: usize,
+    factor: i64,
+    unit: TimeUnit,
+    is_ts: bool,
+) -> Result<ArrayRef, ChunkError> {
     let raw = vlen::scalar_buffer::<i64>(buf);
     debug_assert_eq!(raw.len(), n);
     let has_nat = raw.contains(&i64::MIN);
@@ -160,22 +169,41 @@ fn time(buf: &Bytes, n: usize, factor: i64, unit: TimeUnit, is_ts: bool) -> Resu
                 if *v == i64::MIN {
                     Ok(0)
                 } else {
-                    v.checked_mul(factor)
-                        .ok_or_else(|| ChunkError::Invalid(format!("time value {v} overflows when scaled to {unit:?}")))
+                    v.checked_mul(factor).ok_or_else(|| {
+                        ChunkError::Invalid(format!(
+                            "time value {v} overflows when scaled to {unit:?}"
+                        ))
+                    })
                 }
             })
             .collect::<Result<Vec<i64>, ChunkError>>()?
             .into()
     };
     Ok(match (is_ts, unit) {
-        (true, TimeUnit::Second) => Arc::new(PrimitiveArray::<TimestampSecondType>::new(values, nulls)),
-        (true, TimeUnit::Millisecond) => Arc::new(PrimitiveArray::<TimestampMillisecondType>::new(values, nulls)),
-        (true, TimeUnit::Microsecond) => Arc::new(PrimitiveArray::<TimestampMicrosecondType>::new(values, nulls)),
-        (true, TimeUnit::Nanosecond) => Arc::new(PrimitiveArray::<TimestampNanosecondType>::new(values, nulls)),
-        (false, TimeUnit::Second) => Arc::new(PrimitiveArray::<DurationSecondType>::new(values, nulls)),
-        (false, TimeUnit::Millisecond) => Arc::new(PrimitiveArray::<DurationMillisecondType>::new(values, nulls)),
-        (false, TimeUnit::Microsecond) => Arc::new(PrimitiveArray::<DurationMicrosecondType>::new(values, nulls)),
-        (false, TimeUnit::Nanosecond) => Arc::new(PrimitiveArray::<DurationNanosecondType>::new(values, nulls)),
+        (true, TimeUnit::Second) => {
+            Arc::new(PrimitiveArray::<TimestampSecondType>::new(values, nulls))
+        }
+        (true, TimeUnit::Millisecond) => Arc::new(PrimitiveArray::<TimestampMillisecondType>::new(
+            values, nulls,
+        )),
+        (true, TimeUnit::Microsecond) => Arc::new(PrimitiveArray::<TimestampMicrosecondType>::new(
+            values, nulls,
+        )),
+        (true, TimeUnit::Nanosecond) => Arc::new(PrimitiveArray::<TimestampNanosecondType>::new(
+            values, nulls,
+        )),
+        (false, TimeUnit::Second) => {
+            Arc::new(PrimitiveArray::<DurationSecondType>::new(values, nulls))
+        }
+        (false, TimeUnit::Millisecond) => Arc::new(PrimitiveArray::<DurationMillisecondType>::new(
+            values, nulls,
+        )),
+        (false, TimeUnit::Microsecond) => Arc::new(PrimitiveArray::<DurationMicrosecondType>::new(
+            values, nulls,
+        )),
+        (false, TimeUnit::Nanosecond) => {
+            Arc::new(PrimitiveArray::<DurationNanosecondType>::new(values, nulls))
+        }
     })
 }
 

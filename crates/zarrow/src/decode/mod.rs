@@ -23,7 +23,11 @@ use crate::options::ZarrReadOptions;
 use vlen::VlenTarget;
 
 /// Run the bytes-to-bytes codecs of `chain` in decode order.
-pub(crate) fn decode_bytes(chain: &CodecChain, mut buf: Bytes, max: usize) -> Result<Bytes, ChunkError> {
+pub(crate) fn decode_bytes(
+    chain: &CodecChain,
+    mut buf: Bytes,
+    max: usize,
+) -> Result<Bytes, ChunkError> {
     for codec in chain.bytes_to_bytes.iter().rev() {
         buf = codec.decode(buf, max)?;
     }
@@ -52,7 +56,9 @@ pub fn decode_chunk(
     };
     let buf = decode_bytes(chain, stored, max)?;
     match &chain.array_to_bytes {
-        ArrayToBytes::Bytes { endian } => fixed::decode_fixed(buf, data_type, *endian, n, opts.string_type),
+        ArrayToBytes::Bytes { endian } => {
+            fixed::decode_fixed(buf, data_type, *endian, n, opts.string_type)
+        }
         ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes => {
             vlen::decode_numcodecs(buf, n, vlen_target(data_type, opts))
         }
@@ -80,14 +86,26 @@ fn decode_zarrs_vlen(
         IndexLocation::Start => (buf.slice(..8), buf.slice(8..)),
         IndexLocation::End => (buf.slice(buf.len() - 8..), buf.slice(..buf.len() - 8)),
     };
-    let index_len = u64::from_le_bytes(len_bytes[..].try_into().map_err(|_| ChunkError::Truncated("index length".into()))?);
+    let index_len = u64::from_le_bytes(
+        len_bytes[..]
+            .try_into()
+            .map_err(|_| ChunkError::Truncated("index length".into()))?,
+    );
     let index_len = usize::try_from(index_len)
         .ok()
         .filter(|l| *l <= rest.len())
-        .ok_or_else(|| ChunkError::Truncated(format!("index length {index_len} exceeds the {}-byte chunk", rest.len())))?;
+        .ok_or_else(|| {
+            ChunkError::Truncated(format!(
+                "index length {index_len} exceeds the {}-byte chunk",
+                rest.len()
+            ))
+        })?;
     let (index, data) = match z.index_location {
         IndexLocation::Start => (rest.slice(..index_len), rest.slice(index_len..)),
-        IndexLocation::End => (rest.slice(rest.len() - index_len..), rest.slice(..rest.len() - index_len)),
+        IndexLocation::End => (
+            rest.slice(rest.len() - index_len..),
+            rest.slice(..rest.len() - index_len),
+        ),
     };
     let width = if z.index_u64 { 8 } else { 4 };
     let index = decode_bytes(&z.index_codecs, index, (n + 1).saturating_mul(width))?;
@@ -106,14 +124,25 @@ fn decode_zarrs_vlen(
 }
 
 /// An array of `n` fill values.
-pub fn fill_array(data_type: &DataType, fill: &FillValue, n: usize, opts: &ZarrReadOptions) -> Result<ArrayRef, ChunkError> {
+pub fn fill_array(
+    data_type: &DataType,
+    fill: &FillValue,
+    n: usize,
+    opts: &ZarrReadOptions,
+) -> Result<ArrayRef, ChunkError> {
     match data_type.fixed_size() {
         Some(size) => {
             let mut buf = Vec::with_capacity(size.saturating_mul(n));
             for _ in 0..n {
                 buf.extend_from_slice(&fill.bytes);
             }
-            fixed::decode_fixed(Bytes::from(buf), data_type, Some(Endian::Little), n, opts.string_type)
+            fixed::decode_fixed(
+                Bytes::from(buf),
+                data_type,
+                Some(Endian::Little),
+                n,
+                opts.string_type,
+            )
         }
         None => vlen::repeat_value(&fill.bytes, n, vlen_target(data_type, opts)),
     }
@@ -153,7 +182,13 @@ impl ChunkSelection {
         }
         let n: u64 = valid_shape.iter().product();
         let c_order = order.is_none();
-        if c_order && valid_shape.iter().zip(chunk_shape).skip(1).all(|(v, c)| v == c) {
+        if c_order
+            && valid_shape
+                .iter()
+                .zip(chunk_shape)
+                .skip(1)
+                .all(|(v, c)| v == c)
+        {
             return ChunkSelection::Prefix(n as usize);
         }
         if n == 0 {
@@ -200,7 +235,8 @@ impl ChunkSelection {
             ChunkSelection::Prefix(n) => Ok(array.slice(0, *n)),
             ChunkSelection::Indices(idx) => {
                 let idx = UInt32Array::from(idx.clone());
-                arrow_select::take::take(&array, &idx, None).map_err(|e| ChunkError::Invalid(e.to_string()))
+                arrow_select::take::take(&array, &idx, None)
+                    .map_err(|e| ChunkError::Invalid(e.to_string()))
             }
         }
     }

@@ -21,7 +21,14 @@ fn opts(t: StringType) -> ZarrReadOptions {
     ZarrReadOptions::default().with_string_type(t)
 }
 
-const WORDS: [&str; 6] = ["alpha", "", "ünïcödé", "🦀", "a much longer string than twelve", "z"];
+const WORDS: [&str; 6] = [
+    "alpha",
+    "",
+    "ünïcödé",
+    "🦀",
+    "a much longer string than twelve",
+    "z",
+];
 
 fn items() -> Vec<Option<&'static [u8]>> {
     WORDS.iter().map(|w| Some(w.as_bytes())).collect()
@@ -29,10 +36,22 @@ fn items() -> Vec<Option<&'static [u8]>> {
 
 fn strings(a: &dyn Array) -> Vec<String> {
     match a.data_type() {
-        arrow_schema::DataType::Utf8 => a.as_string::<i32>().iter().map(|s| s.unwrap().to_string()).collect(),
-        arrow_schema::DataType::LargeUtf8 => a.as_string::<i64>().iter().map(|s| s.unwrap().to_string()).collect(),
+        arrow_schema::DataType::Utf8 => a
+            .as_string::<i32>()
+            .iter()
+            .map(|s| s.unwrap().to_string())
+            .collect(),
+        arrow_schema::DataType::LargeUtf8 => a
+            .as_string::<i64>()
+            .iter()
+            .map(|s| s.unwrap().to_string())
+            .collect(),
         #[cfg(feature = "utf8view")]
-        arrow_schema::DataType::Utf8View => a.as_string_view().iter().map(|s| s.unwrap().to_string()).collect(),
+        arrow_schema::DataType::Utf8View => a
+            .as_string_view()
+            .iter()
+            .map(|s| s.unwrap().to_string())
+            .collect(),
         other => panic!("not a string array: {other}"),
     }
 }
@@ -56,7 +75,14 @@ fn inside(ptr: *const u8, len: usize, outer: &Bytes) -> bool {
 fn numcodecs_strings_every_type() {
     let chunk = Bytes::from(encode::vlen_numcodecs_items(&items(), b"").unwrap());
     for t in string_types() {
-        let a = decode_chunk(&chain(ArrayToBytes::VlenUtf8), &DataType::String, 6, chunk.clone(), &opts(t)).unwrap();
+        let a = decode_chunk(
+            &chain(ArrayToBytes::VlenUtf8),
+            &DataType::String,
+            6,
+            chunk.clone(),
+            &opts(t),
+        )
+        .unwrap();
         assert_eq!(strings(a.as_ref()), WORDS, "{t:?}");
     }
 }
@@ -65,13 +91,30 @@ fn numcodecs_strings_every_type() {
 fn arrow_layout_is_zero_copy() {
     for large in [false, true] {
         let chunk = Bytes::from(encode::arrow_vlen_items(&items(), b"", large).unwrap());
-        let t = if large { StringType::LargeUtf8 } else { StringType::Utf8 };
-        let a = decode_chunk(&chain(ArrayToBytes::ArrowVlen { large }), &DataType::String, 6, chunk.clone(), &opts(t)).unwrap();
+        let t = if large {
+            StringType::LargeUtf8
+        } else {
+            StringType::Utf8
+        };
+        let a = decode_chunk(
+            &chain(ArrayToBytes::ArrowVlen { large }),
+            &DataType::String,
+            6,
+            chunk.clone(),
+            &opts(t),
+        )
+        .unwrap();
         assert_eq!(strings(a.as_ref()), WORDS);
         let data = a.to_data();
         // Offsets and data are slices of the chunk itself.
-        assert!(inside(data.buffers()[0].as_ptr(), data.buffers()[0].len(), &chunk), "offsets copied");
-        assert!(inside(data.buffers()[1].as_ptr(), data.buffers()[1].len(), &chunk), "data copied");
+        assert!(
+            inside(data.buffers()[0].as_ptr(), data.buffers()[0].len(), &chunk),
+            "offsets copied"
+        );
+        assert!(
+            inside(data.buffers()[1].as_ptr(), data.buffers()[1].len(), &chunk),
+            "data copied"
+        );
     }
 }
 
@@ -82,22 +125,46 @@ fn misaligned_arrow_layout_copies_offsets_only() {
     padded.extend_from_slice(&raw);
     let chunk = Bytes::from(padded).slice(1..);
     assert_ne!(chunk.as_ptr().align_offset(4), 0);
-    let a = decode_chunk(&chain(ArrayToBytes::ArrowVlen { large: false }), &DataType::String, 6, chunk.clone(), &opts(StringType::Utf8)).unwrap();
+    let a = decode_chunk(
+        &chain(ArrayToBytes::ArrowVlen { large: false }),
+        &DataType::String,
+        6,
+        chunk.clone(),
+        &opts(StringType::Utf8),
+    )
+    .unwrap();
     assert_eq!(strings(a.as_ref()), WORDS);
     let data = a.to_data();
-    assert!(!inside(data.buffers()[0].as_ptr(), 4, &chunk), "offsets must be an aligned copy");
-    assert!(inside(data.buffers()[1].as_ptr(), data.buffers()[1].len(), &chunk), "data must not be copied");
+    assert!(
+        !inside(data.buffers()[0].as_ptr(), 4, &chunk),
+        "offsets must be an aligned copy"
+    );
+    assert!(
+        inside(data.buffers()[1].as_ptr(), data.buffers()[1].len(), &chunk),
+        "data must not be copied"
+    );
 }
 
 #[cfg(feature = "utf8view")]
 #[test]
 fn numcodecs_views_point_into_the_chunk() {
     let chunk = Bytes::from(encode::vlen_numcodecs_items(&items(), b"").unwrap());
-    let a = decode_chunk(&chain(ArrayToBytes::VlenUtf8), &DataType::String, 6, chunk.clone(), &opts(StringType::View)).unwrap();
+    let a = decode_chunk(
+        &chain(ArrayToBytes::VlenUtf8),
+        &DataType::String,
+        6,
+        chunk.clone(),
+        &opts(StringType::View),
+    )
+    .unwrap();
     let v = a.as_string_view();
     assert_eq!(v.data_buffers().len(), 1);
     let buf = &v.data_buffers()[0];
-    assert_eq!(buf.as_ptr(), chunk.as_ptr(), "the view buffer is the chunk itself");
+    assert_eq!(
+        buf.as_ptr(),
+        chunk.as_ptr(),
+        "the view buffer is the chunk itself"
+    );
     assert_eq!(buf.len(), chunk.len());
 }
 
@@ -111,7 +178,10 @@ fn zarrs_chunk(index_u64: bool, at_start: bool) -> (ZarrsVlen, Bytes) {
     let index: Vec<u8> = if index_u64 {
         offsets.iter().flat_map(|o| o.to_le_bytes()).collect()
     } else {
-        offsets.iter().flat_map(|o| (*o as u32).to_le_bytes()).collect()
+        offsets
+            .iter()
+            .flat_map(|o| (*o as u32).to_le_bytes())
+            .collect()
     };
     let len = (index.len() as u64).to_le_bytes();
     let chunk = if at_start {
@@ -123,7 +193,11 @@ fn zarrs_chunk(index_u64: bool, at_start: bool) -> (ZarrsVlen, Bytes) {
         index_codecs: CodecChain::plain(),
         data_codecs: CodecChain::plain(),
         index_u64,
-        index_location: if at_start { IndexLocation::Start } else { IndexLocation::End },
+        index_location: if at_start {
+            IndexLocation::Start
+        } else {
+            IndexLocation::End
+        },
     };
     (z, Bytes::from(chunk))
 }
@@ -132,16 +206,37 @@ fn zarrs_chunk(index_u64: bool, at_start: bool) -> (ZarrsVlen, Bytes) {
 fn zarrs_vlen_is_zero_copy() {
     for (u64_index, at_start) in [(true, true), (false, false), (true, false), (false, true)] {
         let (z, chunk) = zarrs_chunk(u64_index, at_start);
-        let t = if u64_index { StringType::LargeUtf8 } else { StringType::Utf8 };
-        let a = decode_chunk(&chain(ArrayToBytes::ZarrsVlen(Box::new(z))), &DataType::String, 6, chunk.clone(), &opts(t)).unwrap();
+        let t = if u64_index {
+            StringType::LargeUtf8
+        } else {
+            StringType::Utf8
+        };
+        let a = decode_chunk(
+            &chain(ArrayToBytes::ZarrsVlen(Box::new(z))),
+            &DataType::String,
+            6,
+            chunk.clone(),
+            &opts(t),
+        )
+        .unwrap();
         assert_eq!(strings(a.as_ref()), WORDS);
         let data = a.to_data();
-        assert!(inside(data.buffers()[1].as_ptr(), data.buffers()[1].len(), &chunk), "data copied");
+        assert!(
+            inside(data.buffers()[1].as_ptr(), data.buffers()[1].len(), &chunk),
+            "data copied"
+        );
     }
 }
 
 fn numcodecs_err(chunk: Vec<u8>, n: usize, t: StringType) -> crate::ChunkError {
-    decode_chunk(&chain(ArrayToBytes::VlenUtf8), &DataType::String, n, Bytes::from(chunk), &opts(t)).unwrap_err()
+    decode_chunk(
+        &chain(ArrayToBytes::VlenUtf8),
+        &DataType::String,
+        n,
+        Bytes::from(chunk),
+        &opts(t),
+    )
+    .unwrap_err()
 }
 
 #[test]
@@ -151,31 +246,60 @@ fn numcodecs_malformed() {
         // Truncated anywhere.
         for cut in [0, 3, 5, 9, good.len() - 1] {
             let e = numcodecs_err(good[..cut].to_vec(), 6, t);
-            assert!(matches!(e, ChunkError::Truncated(_) | ChunkError::ItemCount { .. }), "cut {cut}: {e}");
+            assert!(
+                matches!(e, ChunkError::Truncated(_) | ChunkError::ItemCount { .. }),
+                "cut {cut}: {e}"
+            );
         }
         // Wrong item count.
-        assert!(matches!(numcodecs_err(good.clone(), 7, t), ChunkError::ItemCount { expected: 7, found: 6 }));
+        assert!(matches!(
+            numcodecs_err(good.clone(), 7, t),
+            ChunkError::ItemCount {
+                expected: 7,
+                found: 6
+            }
+        ));
         // A huge count must not allocate: it is rejected against the buffer size.
         let mut huge = good.clone();
         huge[..4].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(matches!(numcodecs_err(huge, u32::MAX as usize, t), ChunkError::Truncated(_)));
+        assert!(matches!(
+            numcodecs_err(huge, u32::MAX as usize, t),
+            ChunkError::Truncated(_)
+        ));
         // A huge item length.
         let mut long = good.clone();
         long[4..8].copy_from_slice(&(u32::MAX - 1).to_le_bytes());
-        assert!(matches!(numcodecs_err(long, 6, t), ChunkError::Truncated(_)));
+        assert!(matches!(
+            numcodecs_err(long, 6, t),
+            ChunkError::Truncated(_)
+        ));
         // Trailing garbage.
         let mut trailing = good.clone();
         trailing.push(0);
-        assert!(matches!(numcodecs_err(trailing, 6, t), ChunkError::Invalid(_)));
+        assert!(matches!(
+            numcodecs_err(trailing, 6, t),
+            ChunkError::Invalid(_)
+        ));
         // Invalid UTF-8 (a lone continuation byte) in element 2.
-        let bad = vec![Some(&b"ok"[..]), Some(b"fine"), Some(b"\x80bad"), Some(b"x")];
+        let bad = vec![
+            Some(&b"ok"[..]),
+            Some(b"fine"),
+            Some(b"\x80bad"),
+            Some(b"x"),
+        ];
         let chunk = encode::vlen_numcodecs_items(&bad, b"").unwrap();
-        assert!(matches!(numcodecs_err(chunk, 4, t), ChunkError::Utf8 { element: 2 }), "{t:?}");
+        assert!(
+            matches!(numcodecs_err(chunk, 4, t), ChunkError::Utf8 { element: 2 }),
+            "{t:?}"
+        );
         // A multi-byte character split across two elements: each string alone is invalid even
         // though the concatenation is valid UTF-8.
         let split = vec![Some(&"é".as_bytes()[..1]), Some(&"é".as_bytes()[1..])];
         let chunk = encode::vlen_numcodecs_items(&split, b"").unwrap();
-        assert!(matches!(numcodecs_err(chunk, 2, t), ChunkError::Utf8 { .. }), "{t:?}");
+        assert!(
+            matches!(numcodecs_err(chunk, 2, t), ChunkError::Utf8 { .. }),
+            "{t:?}"
+        );
     }
 }
 
@@ -183,12 +307,26 @@ fn numcodecs_malformed() {
 fn binary_accepts_any_bytes() {
     let bad = vec![Some(&b"\xff\x00"[..]), Some(b"")];
     let chunk = Bytes::from(encode::vlen_numcodecs_items(&bad, b"").unwrap());
-    let a = decode_chunk(&chain(ArrayToBytes::VlenBytes), &DataType::Bytes, 2, chunk, &opts(StringType::Utf8)).unwrap();
+    let a = decode_chunk(
+        &chain(ArrayToBytes::VlenBytes),
+        &DataType::Bytes,
+        2,
+        chunk,
+        &opts(StringType::Utf8),
+    )
+    .unwrap();
     assert_eq!(a.as_binary::<i32>().value(0), b"\xff\x00");
 }
 
 fn arrow_err(chunk: Vec<u8>, n: usize) -> ChunkError {
-    decode_chunk(&chain(ArrayToBytes::ArrowVlen { large: false }), &DataType::String, n, Bytes::from(chunk), &opts(StringType::Utf8)).unwrap_err()
+    decode_chunk(
+        &chain(ArrayToBytes::ArrowVlen { large: false }),
+        &DataType::String,
+        n,
+        Bytes::from(chunk),
+        &opts(StringType::Utf8),
+    )
+    .unwrap_err()
 }
 
 fn set_offset(chunk: &mut [u8], i: usize, v: i32) {
@@ -212,9 +350,15 @@ fn arrow_layout_malformed() {
     set_offset(&mut split, 3, 12); // "ünïcödé" starts at 5: ü n ï c take 5..11, ö is 11..13
     let e = arrow_err(split, 6);
     assert!(matches!(e, ChunkError::Utf8 { element: 2 }), "{e}");
-    assert!(matches!(arrow_err(good[..10].to_vec(), 6), ChunkError::Truncated(_)));
+    assert!(matches!(
+        arrow_err(good[..10].to_vec(), 6),
+        ChunkError::Truncated(_)
+    ));
     // Too many elements for the chunk: the offsets cannot be there.
-    assert!(matches!(arrow_err(good.clone(), 1_000_000), ChunkError::Truncated(_)));
+    assert!(matches!(
+        arrow_err(good.clone(), 1_000_000),
+        ChunkError::Truncated(_)
+    ));
 }
 
 #[test]
@@ -224,12 +368,26 @@ fn zarrs_vlen_malformed() {
     // Index length larger than the chunk.
     let mut bad = chunk.to_vec();
     bad[..8].copy_from_slice(&u64::MAX.to_le_bytes());
-    let e = decode_chunk(&c, &DataType::String, 6, Bytes::from(bad), &opts(StringType::Utf8)).unwrap_err();
+    let e = decode_chunk(
+        &c,
+        &DataType::String,
+        6,
+        Bytes::from(bad),
+        &opts(StringType::Utf8),
+    )
+    .unwrap_err();
     assert!(matches!(e, ChunkError::Truncated(_)), "{e}");
     // Offset above i64::MAX (as uint64) is rejected, not wrapped.
     let mut bad = chunk.to_vec();
     bad[8 + 8..8 + 16].copy_from_slice(&u64::MAX.to_le_bytes());
-    let e = decode_chunk(&c, &DataType::String, 6, Bytes::from(bad), &opts(StringType::Utf8)).unwrap_err();
+    let e = decode_chunk(
+        &c,
+        &DataType::String,
+        6,
+        Bytes::from(bad),
+        &opts(StringType::Utf8),
+    )
+    .unwrap_err();
     assert!(matches!(e, ChunkError::Offsets(_)), "{e}");
     // Wrong element count.
     let e = decode_chunk(&c, &DataType::String, 5, chunk, &opts(StringType::Utf8)).unwrap_err();
@@ -239,36 +397,89 @@ fn zarrs_vlen_malformed() {
 #[test]
 fn compressed_chunks_and_corrupt_streams() {
     let raw = encode::vlen_numcodecs_items(&items(), b"").unwrap();
-    let zstd = BytesToBytes::Zstd { level: 3, checksum: false };
+    let zstd = BytesToBytes::Zstd {
+        level: 3,
+        checksum: false,
+    };
     let c = CodecChain {
         array_to_array: vec![],
         array_to_bytes: ArrayToBytes::VlenUtf8,
         bytes_to_bytes: vec![zstd.clone(), BytesToBytes::Crc32c],
     };
-    let stored = BytesToBytes::Crc32c.encode(&zstd.encode(&raw).unwrap()).unwrap();
-    let a = decode_chunk(&c, &DataType::String, 6, Bytes::from(stored.clone()), &opts(StringType::Utf8)).unwrap();
+    let stored = BytesToBytes::Crc32c
+        .encode(&zstd.encode(&raw).unwrap())
+        .unwrap();
+    let a = decode_chunk(
+        &c,
+        &DataType::String,
+        6,
+        Bytes::from(stored.clone()),
+        &opts(StringType::Utf8),
+    )
+    .unwrap();
     assert_eq!(strings(a.as_ref()), WORDS);
     let mut flipped = stored.clone();
     flipped[5] ^= 0x40;
-    let e = decode_chunk(&c, &DataType::String, 6, Bytes::from(flipped), &opts(StringType::Utf8)).unwrap_err();
+    let e = decode_chunk(
+        &c,
+        &DataType::String,
+        6,
+        Bytes::from(flipped),
+        &opts(StringType::Utf8),
+    )
+    .unwrap_err();
     assert!(matches!(e, ChunkError::Checksum { .. }), "{e}");
     let c_no_crc = CodecChain {
         bytes_to_bytes: vec![zstd.clone()],
         ..c.clone()
     };
     let compressed = zstd.encode(&raw).unwrap();
-    let e = decode_chunk(&c_no_crc, &DataType::String, 6, Bytes::from(compressed[..compressed.len() / 2].to_vec()), &opts(StringType::Utf8)).unwrap_err();
-    assert!(matches!(e, ChunkError::Codec { .. } | ChunkError::Truncated(_)), "{e}");
+    let e = decode_chunk(
+        &c_no_crc,
+        &DataType::String,
+        6,
+        Bytes::from(compressed[..compressed.len() / 2].to_vec()),
+        &opts(StringType::Utf8),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, ChunkError::Codec { .. } | ChunkError::Truncated(_)),
+        "{e}"
+    );
 }
 
 #[test]
 fn fixed_sizes_are_checked() {
-    let c = chain(ArrayToBytes::Bytes { endian: Some(crate::metadata::Endian::Little) });
-    let e = decode_chunk(&c, &DataType::Int32, 4, Bytes::from(vec![0u8; 15]), &opts(StringType::Utf8)).unwrap_err();
-    assert!(matches!(e, ChunkError::Size { expected: 16, found: 15 }));
+    let c = chain(ArrayToBytes::Bytes {
+        endian: Some(crate::metadata::Endian::Little),
+    });
+    let e = decode_chunk(
+        &c,
+        &DataType::Int32,
+        4,
+        Bytes::from(vec![0u8; 15]),
+        &opts(StringType::Utf8),
+    )
+    .unwrap_err();
+    assert!(matches!(
+        e,
+        ChunkError::Size {
+            expected: 16,
+            found: 15
+        }
+    ));
     // Big-endian is swapped.
-    let be = chain(ArrayToBytes::Bytes { endian: Some(crate::metadata::Endian::Big) });
-    let a = decode_chunk(&be, &DataType::Int32, 2, Bytes::from(vec![0, 0, 1, 2, 0xff, 0xff, 0xff, 0xfe]), &opts(StringType::Utf8)).unwrap();
+    let be = chain(ArrayToBytes::Bytes {
+        endian: Some(crate::metadata::Endian::Big),
+    });
+    let a = decode_chunk(
+        &be,
+        &DataType::Int32,
+        2,
+        Bytes::from(vec![0, 0, 1, 2, 0xff, 0xff, 0xff, 0xfe]),
+        &opts(StringType::Utf8),
+    )
+    .unwrap();
     let v = a.as_primitive::<arrow_array::types::Int32Type>();
     assert_eq!(v.values().to_vec(), vec![258, -2]);
 }
@@ -277,31 +488,58 @@ fn fixed_sizes_are_checked() {
 fn aligned_numbers_are_zero_copy() {
     let values: Vec<u8> = (0..64u64).flat_map(|v| v.to_le_bytes()).collect();
     let chunk = Bytes::from(values);
-    let c = chain(ArrayToBytes::Bytes { endian: Some(crate::metadata::Endian::Little) });
-    let a = decode_chunk(&c, &DataType::UInt64, 64, chunk.clone(), &opts(StringType::Utf8)).unwrap();
+    let c = chain(ArrayToBytes::Bytes {
+        endian: Some(crate::metadata::Endian::Little),
+    });
+    let a = decode_chunk(
+        &c,
+        &DataType::UInt64,
+        64,
+        chunk.clone(),
+        &opts(StringType::Utf8),
+    )
+    .unwrap();
     assert_eq!(a.to_data().buffers()[0].as_ptr(), chunk.as_ptr());
 }
 
 #[test]
 fn utf32_invalid_code_point() {
-    let c = chain(ArrayToBytes::Bytes { endian: Some(crate::metadata::Endian::Little) });
+    let c = chain(ArrayToBytes::Bytes {
+        endian: Some(crate::metadata::Endian::Little),
+    });
     let mut buf = Vec::new();
     buf.extend_from_slice(&('a' as u32).to_le_bytes());
     buf.extend_from_slice(&0u32.to_le_bytes());
     buf.extend_from_slice(&0xD800u32.to_le_bytes()); // a surrogate
     buf.extend_from_slice(&0u32.to_le_bytes());
-    let e = decode_chunk(&c, &DataType::FixedUtf32 { length_bytes: 8 }, 2, Bytes::from(buf), &opts(StringType::Utf8)).unwrap_err();
+    let e = decode_chunk(
+        &c,
+        &DataType::FixedUtf32 { length_bytes: 8 },
+        2,
+        Bytes::from(buf),
+        &opts(StringType::Utf8),
+    )
+    .unwrap_err();
     assert!(matches!(e, ChunkError::Utf8 { element: 1 }), "{e}");
 }
 
 #[test]
 fn selection_prefix_and_indices() {
     // 1-D edge: a prefix.
-    assert_eq!(ChunkSelection::new(&[10], &[3], None), ChunkSelection::Prefix(3));
+    assert_eq!(
+        ChunkSelection::new(&[10], &[3], None),
+        ChunkSelection::Prefix(3)
+    );
     // 2-D edge in the first dimension only: still a prefix.
-    assert_eq!(ChunkSelection::new(&[4, 3], &[2, 3], None), ChunkSelection::Prefix(6));
+    assert_eq!(
+        ChunkSelection::new(&[4, 3], &[2, 3], None),
+        ChunkSelection::Prefix(6)
+    );
     // Edge in the last dimension: gather.
-    assert_eq!(ChunkSelection::new(&[2, 3], &[2, 2], None), ChunkSelection::Indices(vec![0, 1, 3, 4]));
+    assert_eq!(
+        ChunkSelection::new(&[2, 3], &[2, 2], None),
+        ChunkSelection::Indices(vec![0, 1, 3, 4])
+    );
     // Transposed (F order) 2x3 chunk, full: element (r, c) is stored at c*2 + r.
     assert_eq!(
         ChunkSelection::new(&[2, 3], &[2, 3], Some(&[1, 0])),

@@ -15,9 +15,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{
-    ArrayRef, GenericBinaryArray, GenericStringArray, OffsetSizeTrait,
-};
+use arrow_array::{ArrayRef, GenericBinaryArray, GenericStringArray, OffsetSizeTrait};
 use arrow_buffer::{ArrowNativeType, Buffer, OffsetBuffer, ScalarBuffer};
 use bytes::Bytes;
 
@@ -55,7 +53,9 @@ fn validate_utf8<O: ArrowNativeType>(offsets: &[O], data: &[u8]) -> Result<(), C
             Err(e) => first + e.valid_up_to(),
             Ok(_) => first,
         };
-        let element = offsets.partition_point(|o| o.as_usize() <= valid_up_to).saturating_sub(1);
+        let element = offsets
+            .partition_point(|o| o.as_usize() <= valid_up_to)
+            .saturating_sub(1);
         return Err(ChunkError::Utf8 {
             element: element as u64,
         });
@@ -72,7 +72,11 @@ fn validate_utf8<O: ArrowNativeType>(offsets: &[O], data: &[u8]) -> Result<(), C
 }
 
 /// Check offsets: `n + 1` of them, non-negative, non-decreasing, last within `data_len`.
-fn validate_offsets<O: ArrowNativeType + PartialOrd>(offsets: &[O], n: usize, data_len: usize) -> Result<(), ChunkError> {
+fn validate_offsets<O: ArrowNativeType + PartialOrd>(
+    offsets: &[O],
+    n: usize,
+    data_len: usize,
+) -> Result<(), ChunkError> {
     if offsets.len() != n + 1 {
         return Err(ChunkError::ItemCount {
             expected: n as u64,
@@ -118,7 +122,11 @@ pub(crate) fn scalar_buffer<T: ArrowNativeType>(bytes: &Bytes) -> ScalarBuffer<T
 /// Build the requested array from validated-or-not offsets and data.
 ///
 /// `offsets` must already satisfy [`validate_offsets`]; this validates UTF-8 for strings.
-fn from_offsets<O: OffsetSizeTrait>(offsets: ScalarBuffer<O>, data: Buffer, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+fn from_offsets<O: OffsetSizeTrait>(
+    offsets: ScalarBuffer<O>,
+    data: Buffer,
+    target: VlenTarget,
+) -> Result<ArrayRef, ChunkError> {
     if target.utf8 {
         validate_utf8(&offsets, &data)?;
     }
@@ -136,7 +144,9 @@ fn from_offsets<O: OffsetSizeTrait>(offsets: ScalarBuffer<O>, data: Buffer, targ
 }
 
 /// Re-type offsets (a copy of the offsets only) when the widths differ.
-fn convert_offsets<I: OffsetSizeTrait, O: OffsetSizeTrait>(offsets: ScalarBuffer<I>) -> Result<ScalarBuffer<O>, ChunkError> {
+fn convert_offsets<I: OffsetSizeTrait, O: OffsetSizeTrait>(
+    offsets: ScalarBuffer<I>,
+) -> Result<ScalarBuffer<O>, ChunkError> {
     if std::mem::size_of::<I>() == std::mem::size_of::<O>() {
         // Same width: both are i32 or both i64, so the bytes (and their alignment) carry over.
         let len = offsets.len();
@@ -155,7 +165,11 @@ fn convert_offsets<I: OffsetSizeTrait, O: OffsetSizeTrait>(offsets: ScalarBuffer
         .into())
 }
 
-fn build_offset_array<O: OffsetSizeTrait>(offsets: ScalarBuffer<O>, data: Buffer, utf8: bool) -> ArrayRef {
+fn build_offset_array<O: OffsetSizeTrait>(
+    offsets: ScalarBuffer<O>,
+    data: Buffer,
+    utf8: bool,
+) -> ArrayRef {
     // SAFETY: callers pass offsets checked by `validate_offsets` (n+1 values, non-negative,
     // non-decreasing, last <= data.len()), so they form a valid OffsetBuffer.
     let offsets = unsafe { OffsetBuffer::new_unchecked(offsets) };
@@ -170,19 +184,31 @@ fn build_offset_array<O: OffsetSizeTrait>(offsets: ScalarBuffer<O>, data: Buffer
 }
 
 #[cfg(feature = "utf8view")]
-fn views_from_offsets<O: OffsetSizeTrait>(offsets: &[O], data: Buffer, utf8: bool) -> Result<ArrayRef, ChunkError> {
+fn views_from_offsets<O: OffsetSizeTrait>(
+    offsets: &[O],
+    data: Buffer,
+    utf8: bool,
+) -> Result<ArrayRef, ChunkError> {
     let mut views = Vec::with_capacity(offsets.len().saturating_sub(1));
     check_view_buffer(&data)?;
     for w in offsets.windows(2) {
         let (start, end) = (w[0].as_usize(), w[1].as_usize());
         // Offsets fit u32: the buffer is at most u32::MAX bytes (checked above).
-        views.push(arrow_array::builder::make_view(&data[start..end], 0, start as u32));
+        views.push(arrow_array::builder::make_view(
+            &data[start..end],
+            0,
+            start as u32,
+        ));
     }
     Ok(build_view_array(views, data, utf8))
 }
 
 #[cfg(not(feature = "utf8view"))]
-fn views_from_offsets<O: OffsetSizeTrait>(_: &[O], _: Buffer, _: bool) -> Result<ArrayRef, ChunkError> {
+fn views_from_offsets<O: OffsetSizeTrait>(
+    _: &[O],
+    _: Buffer,
+    _: bool,
+) -> Result<ArrayRef, ChunkError> {
     Err(view_unavailable())
 }
 
@@ -217,7 +243,11 @@ fn build_view_array(views: Vec<u128>, data: Buffer, utf8: bool) -> ArrayRef {
 }
 
 /// Decode a numcodecs `vlen-utf8` / `vlen-bytes` chunk holding `n` items.
-pub(crate) fn decode_numcodecs(buf: Bytes, n: usize, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+pub(crate) fn decode_numcodecs(
+    buf: Bytes,
+    n: usize,
+    target: VlenTarget,
+) -> Result<ArrayRef, ChunkError> {
     let count = read_u32(&buf, 0).ok_or_else(|| truncated("no item count header"))?;
     if count as usize != n {
         return Err(ChunkError::ItemCount {
@@ -228,7 +258,11 @@ pub(crate) fn decode_numcodecs(buf: Bytes, n: usize, target: VlenTarget) -> Resu
     // Every item needs at least its 4-byte length: a count the buffer cannot hold is rejected
     // before anything is allocated for it.
     if n.checked_mul(4).is_none_or(|need| need > buf.len() - 4) {
-        return Err(truncated(format!("{n} items need at least {} bytes, chunk has {}", n.saturating_mul(4) + 4, buf.len())));
+        return Err(truncated(format!(
+            "{n} items need at least {} bytes, chunk has {}",
+            n.saturating_mul(4) + 4,
+            buf.len()
+        )));
     }
     if target.repr == StringType::View {
         return numcodecs_views(buf, n, target.utf8);
@@ -240,17 +274,26 @@ pub(crate) fn decode_numcodecs(buf: Bytes, n: usize, target: VlenTarget) -> Resu
 }
 
 /// The one copy of the Utf8 path: item bytes appended to a new data buffer, offsets rebuilt.
-fn numcodecs_compact<O: OffsetSizeTrait>(buf: &[u8], n: usize, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+fn numcodecs_compact<O: OffsetSizeTrait>(
+    buf: &[u8],
+    n: usize,
+    target: VlenTarget,
+) -> Result<ArrayRef, ChunkError> {
     let mut offsets: Vec<O> = Vec::with_capacity(n + 1);
     let mut data: Vec<u8> = Vec::with_capacity(buf.len() - 4 - 4 * n);
     offsets.push(O::usize_as(0));
     let mut pos = 4usize;
     for i in 0..n {
-        let len = read_u32(buf, pos).ok_or_else(|| truncated(format!("item {i}: length header past the end")))? as usize;
+        let len = read_u32(buf, pos)
+            .ok_or_else(|| truncated(format!("item {i}: length header past the end")))?
+            as usize;
         pos += 4;
-        let item = buf
-            .get(pos..pos + len)
-            .ok_or_else(|| truncated(format!("item {i}: {len} bytes announced, {} left", buf.len() - pos)))?;
+        let item = buf.get(pos..pos + len).ok_or_else(|| {
+            truncated(format!(
+                "item {i}: {len} bytes announced, {} left",
+                buf.len() - pos
+            ))
+        })?;
         data.extend_from_slice(item);
         pos += len;
         offsets.push(O::usize_as(data.len()));
@@ -280,11 +323,16 @@ fn numcodecs_views(buf: Bytes, n: usize, utf8: bool) -> Result<ArrayRef, ChunkEr
     let mut views = Vec::with_capacity(n);
     let mut pos = 4usize;
     for i in 0..n {
-        let len = read_u32(bytes, pos).ok_or_else(|| truncated(format!("item {i}: length header past the end")))? as usize;
+        let len = read_u32(bytes, pos)
+            .ok_or_else(|| truncated(format!("item {i}: length header past the end")))?
+            as usize;
         pos += 4;
-        let item = bytes
-            .get(pos..pos + len)
-            .ok_or_else(|| truncated(format!("item {i}: {len} bytes announced, {} left", bytes.len() - pos)))?;
+        let item = bytes.get(pos..pos + len).ok_or_else(|| {
+            truncated(format!(
+                "item {i}: {len} bytes announced, {} left",
+                bytes.len() - pos
+            ))
+        })?;
         if utf8 && !all_ascii && simdutf8::basic::from_utf8(item).is_err() {
             return Err(ChunkError::Utf8 { element: i as u64 });
         }
@@ -307,7 +355,12 @@ fn numcodecs_views(_: Bytes, _: usize, _: bool) -> Result<ArrayRef, ChunkError> 
 }
 
 /// Decode a `zarrow.arrow_vlen` chunk: `n + 1` offsets, zero padding to 64 bytes, data.
-pub(crate) fn decode_arrow_layout(buf: Bytes, n: usize, large: bool, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+pub(crate) fn decode_arrow_layout(
+    buf: Bytes,
+    n: usize,
+    large: bool,
+    target: VlenTarget,
+) -> Result<ArrayRef, ChunkError> {
     let width = if large { 8 } else { 4 };
     let offsets_len = (n + 1)
         .checked_mul(width)
@@ -341,7 +394,13 @@ pub(crate) fn decode_arrow_layout(buf: Bytes, n: usize, large: bool, target: Vle
 }
 
 /// Decode `zarrs.vlen` offsets (already through their codec chain, little-endian) and data.
-pub(crate) fn decode_index_and_data(index: Bytes, data: Bytes, n: usize, index_u64: bool, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+pub(crate) fn decode_index_and_data(
+    index: Bytes,
+    data: Bytes,
+    n: usize,
+    index_u64: bool,
+    target: VlenTarget,
+) -> Result<ArrayRef, ChunkError> {
     if index_u64 {
         if index.len() != (n + 1) * 8 {
             return Err(ChunkError::Offsets(format!(
@@ -370,7 +429,11 @@ pub(crate) fn decode_index_and_data(index: Bytes, data: Bytes, n: usize, index_u
 }
 
 /// An array of `n` copies of `value` (fill values of missing chunks).
-pub(crate) fn repeat_value(value: &[u8], n: usize, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+pub(crate) fn repeat_value(
+    value: &[u8],
+    n: usize,
+    target: VlenTarget,
+) -> Result<ArrayRef, ChunkError> {
     let total = value
         .len()
         .checked_mul(n)
@@ -384,7 +447,9 @@ pub(crate) fn repeat_value(value: &[u8], n: usize, target: VlenTarget) -> Result
     }
     if target.repr == StringType::Utf8 {
         if total > i32::MAX as usize {
-            return Err(ChunkError::TooLarge("fill values exceed 32-bit offsets".into()));
+            return Err(ChunkError::TooLarge(
+                "fill values exceed 32-bit offsets".into(),
+            ));
         }
         let o32: Vec<i32> = offsets.iter().map(|&o| o as i32).collect();
         return from_offsets::<i32>(ScalarBuffer::from(o32), Buffer::from_vec(data), target);
@@ -394,7 +459,11 @@ pub(crate) fn repeat_value(value: &[u8], n: usize, target: VlenTarget) -> Result
 
 /// Build the requested array from `(start, len)` items of `data` — for the fixed-width string
 /// kinds, whose items are trimmed slices.
-pub(crate) fn from_items(data: Buffer, items: &[(usize, usize)], target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+pub(crate) fn from_items(
+    data: Buffer,
+    items: &[(usize, usize)],
+    target: VlenTarget,
+) -> Result<ArrayRef, ChunkError> {
     if target.repr == StringType::View {
         #[cfg(feature = "utf8view")]
         {
@@ -422,7 +491,9 @@ pub(crate) fn from_items(data: Buffer, items: &[(usize, usize)], target: VlenTar
     }
     if target.repr == StringType::Utf8 {
         if total > i32::MAX as usize {
-            return Err(ChunkError::TooLarge("chunk exceeds 32-bit offsets: read it as large_utf8".into()));
+            return Err(ChunkError::TooLarge(
+                "chunk exceeds 32-bit offsets: read it as large_utf8".into(),
+            ));
         }
         let o32: Vec<i32> = offsets.iter().map(|&o| o as i32).collect();
         return from_offsets::<i32>(ScalarBuffer::from(o32), Buffer::from_vec(out), target);

@@ -275,7 +275,11 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, String> {
             .ok_or_else(|| format!("{name}: time unit '{unit_str}' is not supported"))?;
         let scale_factor = config
             .and_then(|c| c.get("scale_factor"))
-            .map(|v| v.as_i64().filter(|n| *n > 0).ok_or("scale_factor must be a positive integer"))
+            .map(|v| {
+                v.as_i64()
+                    .filter(|n| *n > 0)
+                    .ok_or("scale_factor must be a positive integer")
+            })
             .transpose()?
             .unwrap_or(1);
         Ok(if is_datetime {
@@ -306,7 +310,9 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, String> {
         "fixed_length_utf32" => {
             let n = length_bytes()?;
             if n % 4 != 0 {
-                return Err(format!("fixed_length_utf32: length_bytes {n} is not a multiple of 4"));
+                return Err(format!(
+                    "fixed_length_utf32: length_bytes {n} is not a multiple of 4"
+                ));
             }
             DataType::FixedUtf32 { length_bytes: n }
         }
@@ -340,7 +346,11 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), String> {
         Some(c @ ('<' | '>' | '|' | '=')) => (c, &dtype[1..]),
         _ => ('|', dtype),
     };
-    let endian = if order == '>' { Endian::Big } else { Endian::Little };
+    let endian = if order == '>' {
+        Endian::Big
+    } else {
+        Endian::Little
+    };
     let kind = rest.chars().next().ok_or("empty dtype")?;
     let tail = &rest[1..];
     let size = |t: &str| -> Result<usize, String> {
@@ -388,8 +398,9 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), String> {
                     .parse::<i64>()
                     .map_err(|_| format!("dtype '{dtype}': bad unit multiple"))?
             };
-            let unit = NpTimeUnit::parse(unit_str)
-                .ok_or_else(|| format!("dtype '{dtype}': time unit '{unit_str}' is not supported"))?;
+            let unit = NpTimeUnit::parse(unit_str).ok_or_else(|| {
+                format!("dtype '{dtype}': time unit '{unit_str}' is not supported")
+            })?;
             if kind == 'M' {
                 DataType::DateTime64 { unit, scale_factor }
             } else {
@@ -402,7 +413,9 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), String> {
             if n == 0 {
                 return Err(format!("dtype '{dtype}': zero length"));
             }
-            DataType::FixedUtf32 { length_bytes: n * 4 }
+            DataType::FixedUtf32 {
+                length_bytes: n * 4,
+            }
         }
         'S' => {
             let n = size(tail)?;
@@ -606,7 +619,12 @@ pub fn parse_fill_value(data_type: &DataType, json: &Value, v2: bool) -> Result<
             raw.resize(*length_bytes, 0);
             raw
         }
-        (dt, v) => return Err(format!("fill value {v} does not fit data type {}", dt.name())),
+        (dt, v) => {
+            return Err(format!(
+                "fill value {v} does not fit data type {}",
+                dt.name()
+            ))
+        }
     };
     Ok(FillValue::new(bytes, json.clone()))
 }
@@ -618,8 +636,14 @@ mod tests {
 
     #[test]
     fn v2_dtypes() {
-        assert_eq!(parse_v2_dtype("<i8").unwrap(), (DataType::Int64, Endian::Little));
-        assert_eq!(parse_v2_dtype(">i4").unwrap(), (DataType::Int32, Endian::Big));
+        assert_eq!(
+            parse_v2_dtype("<i8").unwrap(),
+            (DataType::Int64, Endian::Little)
+        );
+        assert_eq!(
+            parse_v2_dtype(">i4").unwrap(),
+            (DataType::Int32, Endian::Big)
+        );
         assert_eq!(parse_v2_dtype("|b1").unwrap().0, DataType::Bool);
         assert_eq!(
             parse_v2_dtype(">U10").unwrap(),
@@ -649,8 +673,14 @@ mod tests {
 
     #[test]
     fn v3_data_types() {
-        assert_eq!(parse_v3_data_type(&json!("string")).unwrap(), DataType::String);
-        assert_eq!(parse_v3_data_type(&json!("bytes")).unwrap(), DataType::Bytes);
+        assert_eq!(
+            parse_v3_data_type(&json!("string")).unwrap(),
+            DataType::String
+        );
+        assert_eq!(
+            parse_v3_data_type(&json!("bytes")).unwrap(),
+            DataType::Bytes
+        );
         assert_eq!(
             parse_v3_data_type(
                 &json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 48}})
@@ -662,7 +692,10 @@ mod tests {
             &json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 5}})
         )
         .is_err());
-        assert_eq!(parse_v3_data_type(&json!("float8")).unwrap_err(), UNSUPPORTED);
+        assert_eq!(
+            parse_v3_data_type(&json!("float8")).unwrap_err(),
+            UNSUPPORTED
+        );
     }
 
     #[test]
@@ -683,8 +716,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(&*f.bytes, b"ab\0\0");
-        let f = parse_fill_value(&DataType::FixedUtf32 { length_bytes: 8 }, &json!("é"), false)
-            .unwrap();
+        let f = parse_fill_value(
+            &DataType::FixedUtf32 { length_bytes: 8 },
+            &json!("é"),
+            false,
+        )
+        .unwrap();
         assert_eq!(&*f.bytes, &[0xe9, 0, 0, 0, 0, 0, 0, 0]);
     }
 }

@@ -166,8 +166,8 @@ fn chain_error(array: &str, e: ChainError, key: &str) -> Error {
 }
 
 fn parse_json(path: &str, key: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| Error::metadata(path, key, format!("not valid JSON: {e}")))?;
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|e| Error::metadata(path, key, format!("not valid JSON: {e}")))?;
     match value {
         Value::Object(o) => Ok(o),
         _ => Err(Error::metadata(path, key, "not a JSON object")),
@@ -232,10 +232,12 @@ fn parse_v3_value(path: &str, doc: &Map<String, Value>) -> Result<NodeMetadata> 
         Some("group") => {
             let consolidated = match doc.get("consolidated_metadata") {
                 Some(Value::Object(cm)) => {
-                    let entries = cm
-                        .get("metadata")
-                        .and_then(Value::as_object)
-                        .ok_or_else(|| Error::metadata(path, KEY, "consolidated_metadata without metadata"))?;
+                    let entries =
+                        cm.get("metadata")
+                            .and_then(Value::as_object)
+                            .ok_or_else(|| {
+                                Error::metadata(path, KEY, "consolidated_metadata without metadata")
+                            })?;
                     let mut nodes = Vec::with_capacity(entries.len());
                     for (child, meta) in entries {
                         let child_path = join_path(path, child);
@@ -255,12 +257,22 @@ fn parse_v3_value(path: &str, doc: &Map<String, Value>) -> Result<NodeMetadata> 
                 consolidated,
             }))
         }
-        Some("array") => Ok(NodeMetadata::Array(Box::new(parse_v3_array(path, doc, attributes)?))),
-        other => Err(Error::metadata(path, KEY, format!("bad node_type {other:?}"))),
+        Some("array") => Ok(NodeMetadata::Array(Box::new(parse_v3_array(
+            path, doc, attributes,
+        )?))),
+        other => Err(Error::metadata(
+            path,
+            KEY,
+            format!("bad node_type {other:?}"),
+        )),
     }
 }
 
-fn parse_v3_array(path: &str, doc: &Map<String, Value>, attributes: Map<String, Value>) -> Result<ArrayMetadata> {
+fn parse_v3_array(
+    path: &str,
+    doc: &Map<String, Value>,
+    attributes: Map<String, Value>,
+) -> Result<ArrayMetadata> {
     const KEY: &str = "zarr.json";
     for (k, v) in doc {
         if !V3_ARRAY_KEYS.contains(&k.as_str()) {
@@ -276,7 +288,8 @@ fn parse_v3_array(path: &str, doc: &Map<String, Value>, attributes: Map<String, 
             });
         }
     }
-    let shape = as_u64_vec(doc.get("shape")).ok_or_else(|| Error::metadata(path, KEY, "shape missing or not a list of integers"))?;
+    let shape = as_u64_vec(doc.get("shape"))
+        .ok_or_else(|| Error::metadata(path, KEY, "shape missing or not a list of integers"))?;
     let grid = doc
         .get("chunk_grid")
         .ok_or_else(|| Error::metadata(path, KEY, "chunk_grid missing"))?;
@@ -289,7 +302,9 @@ fn parse_v3_array(path: &str, doc: &Map<String, Value>, attributes: Map<String, 
         });
     }
     let chunk_shape = as_u64_vec(grid.get("configuration").and_then(|c| c.get("chunk_shape")))
-        .ok_or_else(|| Error::metadata(path, KEY, "chunk_grid.configuration.chunk_shape missing"))?;
+        .ok_or_else(|| {
+            Error::metadata(path, KEY, "chunk_grid.configuration.chunk_shape missing")
+        })?;
     let data_type_json = doc
         .get("data_type")
         .ok_or_else(|| Error::metadata(path, KEY, "data_type missing"))?;
@@ -307,7 +322,8 @@ fn parse_v3_array(path: &str, doc: &Map<String, Value>, attributes: Map<String, 
         .get("codecs")
         .and_then(Value::as_array)
         .ok_or_else(|| Error::metadata(path, KEY, "codecs missing"))?;
-    let codecs = parse_v3_chain(codecs, &data_type, shape.len()).map_err(|e| chain_error(path, e, KEY))?;
+    let codecs =
+        parse_v3_chain(codecs, &data_type, shape.len()).map_err(|e| chain_error(path, e, KEY))?;
     let fill_json = doc.get("fill_value").cloned().unwrap_or(Value::Null);
     let fill_value = data_type::parse_fill_value(&data_type, &fill_json, false)
         .map_err(|msg| Error::metadata(path, KEY, format!("fill_value: {msg}")))?;
@@ -321,12 +337,20 @@ fn parse_v3_array(path: &str, doc: &Map<String, Value>, attributes: Map<String, 
             None => Ok(default),
             Some("/") => Ok('/'),
             Some(".") => Ok('.'),
-            Some(other) => Err(Error::metadata(path, KEY, format!("bad separator '{other}'"))),
+            Some(other) => Err(Error::metadata(
+                path,
+                KEY,
+                format!("bad separator '{other}'"),
+            )),
         }
     };
     let chunk_key_encoding = match cke.and_then(|c| c.get("name")).and_then(Value::as_str) {
-        None | Some("default") => ChunkKeyEncoding::Default { separator: sep('/')? },
-        Some("v2") => ChunkKeyEncoding::V2 { separator: sep('.')? },
+        None | Some("default") => ChunkKeyEncoding::Default {
+            separator: sep('/')?,
+        },
+        Some("v2") => ChunkKeyEncoding::V2 {
+            separator: sep('.')?,
+        },
         Some(other) => {
             return Err(Error::UnsupportedCodec {
                 array: path.to_string(),
@@ -337,7 +361,12 @@ fn parse_v3_array(path: &str, doc: &Map<String, Value>, attributes: Map<String, 
     };
     let dimension_names = match doc.get("dimension_names") {
         None | Some(Value::Null) => None,
-        Some(Value::Array(names)) => Some(names.iter().map(|n| n.as_str().map(str::to_string)).collect()),
+        Some(Value::Array(names)) => Some(
+            names
+                .iter()
+                .map(|n| n.as_str().map(str::to_string))
+                .collect(),
+        ),
         Some(_) => return Err(Error::metadata(path, KEY, "dimension_names is not a list")),
     };
     let meta = ArrayMetadata {
@@ -361,7 +390,10 @@ fn validate_array(path: &str, key: &str, meta: ArrayMetadata) -> Result<ArrayMet
         return Err(Error::metadata(
             path,
             key,
-            format!("chunk shape {:?} does not match shape {:?}", meta.chunk_shape, meta.shape),
+            format!(
+                "chunk shape {:?} does not match shape {:?}",
+                meta.chunk_shape, meta.shape
+            ),
         ));
     }
     if meta.chunk_shape.contains(&0) {
@@ -369,11 +401,20 @@ fn validate_array(path: &str, key: &str, meta: ArrayMetadata) -> Result<ArrayMet
     }
     if let Some(names) = &meta.dimension_names {
         if names.len() != ndim {
-            return Err(Error::metadata(path, key, "dimension_names length differs from shape"));
+            return Err(Error::metadata(
+                path,
+                key,
+                "dimension_names length differs from shape",
+            ));
         }
     }
     if let Some(s) = meta.sharding() {
-        if meta.chunk_shape.iter().zip(&s.chunk_shape).any(|(o, i)| o % i != 0) {
+        if meta
+            .chunk_shape
+            .iter()
+            .zip(&s.chunk_shape)
+            .any(|(o, i)| o % i != 0)
+        {
             return Err(Error::metadata(
                 path,
                 key,
@@ -396,7 +437,11 @@ fn validate_array(path: &str, key: &str, meta: ArrayMetadata) -> Result<ArrayMet
         .iter()
         .try_fold(1u64, |acc, &c| acc.checked_mul(c));
     if elements.is_none_or(|n| n > u32::MAX as u64) {
-        return Err(Error::metadata(path, key, "chunk has more than 2^32 elements"));
+        return Err(Error::metadata(
+            path,
+            key,
+            "chunk has more than 2^32 elements",
+        ));
     }
     Ok(meta)
 }
@@ -411,19 +456,35 @@ pub fn parse_v2_array(path: &str, zarray: &[u8], zattrs: Option<&[u8]>) -> Resul
     parse_v2_array_value(path, &doc, attributes)
 }
 
-fn parse_v2_array_value(path: &str, doc: &Map<String, Value>, attributes: Map<String, Value>) -> Result<ArrayMetadata> {
+fn parse_v2_array_value(
+    path: &str,
+    doc: &Map<String, Value>,
+    attributes: Map<String, Value>,
+) -> Result<ArrayMetadata> {
     const KEY: &str = ".zarray";
     match doc.get("zarr_format").and_then(Value::as_u64) {
         Some(2) => {}
-        other => return Err(Error::metadata(path, KEY, format!("zarr_format must be 2, found {other:?}"))),
+        other => {
+            return Err(Error::metadata(
+                path,
+                KEY,
+                format!("zarr_format must be 2, found {other:?}"),
+            ))
+        }
     }
-    let shape = as_u64_vec(doc.get("shape")).ok_or_else(|| Error::metadata(path, KEY, "shape missing"))?;
-    let chunk_shape = as_u64_vec(doc.get("chunks")).ok_or_else(|| Error::metadata(path, KEY, "chunks missing"))?;
-    let dtype_json = doc.get("dtype").ok_or_else(|| Error::metadata(path, KEY, "dtype missing"))?;
-    let dtype_str = dtype_json.as_str().ok_or_else(|| Error::UnsupportedDataType {
-        array: path.to_string(),
-        data_type: format!("{dtype_json} (structured dtypes are not supported)"),
-    })?;
+    let shape =
+        as_u64_vec(doc.get("shape")).ok_or_else(|| Error::metadata(path, KEY, "shape missing"))?;
+    let chunk_shape = as_u64_vec(doc.get("chunks"))
+        .ok_or_else(|| Error::metadata(path, KEY, "chunks missing"))?;
+    let dtype_json = doc
+        .get("dtype")
+        .ok_or_else(|| Error::metadata(path, KEY, "dtype missing"))?;
+    let dtype_str = dtype_json
+        .as_str()
+        .ok_or_else(|| Error::UnsupportedDataType {
+            array: path.to_string(),
+            data_type: format!("{dtype_json} (structured dtypes are not supported)"),
+        })?;
     let (mut data_type, endian) = data_type::parse_v2_dtype(dtype_str).map_err(|msg| {
         if msg == data_type::UNSUPPORTED {
             Error::UnsupportedDataType {
@@ -439,8 +500,15 @@ fn parse_v2_array_value(path: &str, doc: &Map<String, Value>, attributes: Map<St
         Some("F") => true,
         Some(other) => return Err(Error::metadata(path, KEY, format!("bad order '{other}'"))),
     };
-    let codecs = parse_v2_chain(&data_type, endian, order_f, shape.len(), doc.get("filters"), doc.get("compressor"))
-        .map_err(|e| chain_error(path, e, KEY))?;
+    let codecs = parse_v2_chain(
+        &data_type,
+        endian,
+        order_f,
+        shape.len(),
+        doc.get("filters"),
+        doc.get("compressor"),
+    )
+    .map_err(|e| chain_error(path, e, KEY))?;
     if codecs.array_to_bytes == ArrayToBytes::VlenBytes {
         data_type = DataType::Bytes;
     }
@@ -450,11 +518,23 @@ fn parse_v2_array_value(path: &str, doc: &Map<String, Value>, attributes: Map<St
     let separator = match doc.get("dimension_separator").and_then(Value::as_str) {
         None | Some(".") => '.',
         Some("/") => '/',
-        Some(other) => return Err(Error::metadata(path, KEY, format!("bad dimension_separator '{other}'"))),
+        Some(other) => {
+            return Err(Error::metadata(
+                path,
+                KEY,
+                format!("bad dimension_separator '{other}'"),
+            ))
+        }
     };
-    let dimension_names = attributes.get("_ARRAY_DIMENSIONS").and_then(Value::as_array).map(|names| {
-        names.iter().map(|n| n.as_str().map(str::to_string)).collect::<Vec<_>>()
-    });
+    let dimension_names = attributes
+        .get("_ARRAY_DIMENSIONS")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .map(|n| n.as_str().map(str::to_string))
+                .collect::<Vec<_>>()
+        });
     let dimension_names = dimension_names.filter(|n| n.len() == shape.len());
     let meta = ArrayMetadata {
         zarr_format: 2,
@@ -475,7 +555,13 @@ pub fn parse_v2_group(path: &str, zgroup: &[u8], zattrs: Option<&[u8]>) -> Resul
     let doc = parse_json(path, ".zgroup", zgroup)?;
     match doc.get("zarr_format").and_then(Value::as_u64) {
         Some(2) => {}
-        other => return Err(Error::metadata(path, ".zgroup", format!("zarr_format must be 2, found {other:?}"))),
+        other => {
+            return Err(Error::metadata(
+                path,
+                ".zgroup",
+                format!("zarr_format must be 2, found {other:?}"),
+            ))
+        }
     }
     let attributes = match zattrs {
         Some(b) => parse_json(path, ".zattrs", b)?,
@@ -508,7 +594,11 @@ pub fn parse_v2_consolidated(path: &str, bytes: &[u8]) -> Result<Vec<(String, No
         let attrs = || -> Result<Map<String, Value>> {
             match meta.get(&format!("{node}/.zattrs")) {
                 Some(Value::Object(o)) => Ok(o.clone()),
-                Some(_) => Err(Error::metadata(path, KEY, format!("{node}/.zattrs is not an object"))),
+                Some(_) => Err(Error::metadata(
+                    path,
+                    KEY,
+                    format!("{node}/.zattrs is not an object"),
+                )),
                 None => Ok(Map::new()),
             }
         };
@@ -554,7 +644,10 @@ mod tests {
 
     #[test]
     fn chunk_keys() {
-        assert_eq!(ChunkKeyEncoding::Default { separator: '/' }.key(&[1, 2]), "c/1/2");
+        assert_eq!(
+            ChunkKeyEncoding::Default { separator: '/' }.key(&[1, 2]),
+            "c/1/2"
+        );
         assert_eq!(ChunkKeyEncoding::Default { separator: '.' }.key(&[]), "c");
         assert_eq!(ChunkKeyEncoding::V2 { separator: '.' }.key(&[1, 2]), "1.2");
         assert_eq!(ChunkKeyEncoding::V2 { separator: '/' }.key(&[]), "0");
@@ -579,7 +672,10 @@ mod tests {
         let doc = br#"{"zarr_format":3,"node_type":"array","shape":[10],"data_type":"int8",
             "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[4]}},
             "fill_value":0,"codecs":[{"name":"bytes"}],"frobnicate":{"must_understand":true}}"#;
-        assert!(matches!(parse_v3("a", doc), Err(Error::MustUnderstand { .. })));
+        assert!(matches!(
+            parse_v3("a", doc),
+            Err(Error::MustUnderstand { .. })
+        ));
         let doc = br#"{"zarr_format":3,"node_type":"array","shape":[10],"data_type":"int8",
             "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[4]}},
             "fill_value":0,"codecs":[{"name":"bytes"}],"frobnicate":{"must_understand":false}}"#;
@@ -588,14 +684,22 @@ mod tests {
 
     #[test]
     fn v2_object_fill_values() {
-        for (fill, expected) in [("0", &b"0"[..]), ("\"0\"", b"0"), ("\"\"", b""), ("null", b"")] {
+        for (fill, expected) in [
+            ("0", &b"0"[..]),
+            ("\"0\"", b"0"),
+            ("\"\"", b""),
+            ("null", b""),
+        ] {
             let doc = format!(
                 r#"{{"zarr_format":2,"shape":[3],"chunks":[2],"dtype":"|O","order":"C",
                 "fill_value":{fill},"filters":[{{"id":"vlen-utf8"}}],"compressor":null}}"#
             );
             let m = parse_v2_array("a", doc.as_bytes(), None).unwrap();
             assert_eq!(&*m.fill_value.bytes, expected, "fill {fill}");
-            assert_eq!(m.chunk_key_encoding, ChunkKeyEncoding::V2 { separator: '.' });
+            assert_eq!(
+                m.chunk_key_encoding,
+                ChunkKeyEncoding::V2 { separator: '.' }
+            );
         }
     }
 
