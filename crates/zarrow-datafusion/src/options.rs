@@ -1,0 +1,195 @@
+//! Table options (`CREATE EXTERNAL TABLE … OPTIONS`, `register_zarr`) and the session
+//! settings under `zarrow.` (`SET zarrow.string_type = 'view'`) that give their defaults.
+
+use std::collections::HashMap;
+
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::extensions_options;
+use datafusion::config::ConfigExtension;
+use datafusion::error::{DataFusionError, Result};
+use zarrow::table::TableOptions;
+use zarrow::{StringType, ZarrReadOptions};
+
+use crate::error::to_datafusion_error;
+
+extensions_options! {
+    /// Session settings of zarrow (`SET zarrow.<key> = …`), the defaults of every zarr table
+    /// created afterwards; `concurrency` applies to every scan.
+    pub struct ZarrConfig {
+        /// How strings are read: utf8, large_utf8 or view
+        pub string_type: String, default = "utf8".to_string()
+        /// Elements equal to the array's fill value become NULL
+        pub fill_as_null: bool, default = false
+        /// Apply the CF conventions (time units, scale_factor/add_offset, _FillValue → NULL)
+        pub decode_cf: bool, default = false
+        /// Chunk reads in flight at once per partition
+        pub concurrency: usize, default = 8
+    }
+}
+
+impl ConfigExtension for ZarrConfig {
+    const PREFIX: &'static str = "zarrow";
+}
+
+impl ZarrConfig {
+    /// The settings of a session (the defaults when the extension is not registered).
+    pub fn from_config_options(options: &ConfigOptions) -> ZarrConfig {
+        options
+            .extensions
+            .get::<ZarrConfig>()
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// How a zarr node becomes a table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ZarrTableOptions {
+    /// The Arrow type of strings (and, following it, of bytes).
+    pub string_type: StringType,
+    /// Elements equal to the array's fill value become NULL.
+    pub fill_as_null: bool,
+    /// Apply the CF conventions xarray writes: time `units: "<unit> since <date>"` →
+    /// Timestamp, `scale_factor`/`add_offset`, `_FillValue`/`missing_value` → NULL.
+    pub decode_cf: bool,
+    /// For a group: build the table from these child arrays only (resolves ties between
+    /// different dimension sets). Coordinates of the table's dimensions are always added.
+    pub arrays: Option<Vec<String>>,
+}
+
+/// The option keys, as written in `OPTIONS (…)` (also accepted with a `format.` or
+/// `zarrow.` prefix).
+const KEYS: &[&str] = &["string_type", "fill_as_null", "decode_cf", "arrays"];
+
+fn parse_bool(key: &str, value: &str) -> Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        other => Err(DataFusionError::Configuration(format!(
+            "zarr option '{key}': expected true or false, found '{other}'"
+        ))),
+    }
+}
+
+impl ZarrTableOptions {
+    /// Parse table options: `string_type` (utf8, large_utf8, view), `fill_as_null`,
+    /// `decode_cf` (true/false), `arrays` (comma-separated child array names). Keys may carry a
+    /// `format.` or `zarrow.` prefix (DataFusion adds `format.` to unqualified keys); any
+    /// other key is an error.
+    pub fn from_options(options: &HashMap<String, String>) -> Result<Self> {
+        ZarrTableOptions::default().with_options(options)
+    }
+
+    /// The defaults a session's `zarrow.*` settings give.
+    pub fn from_config(config: &ZarrConfig) -> Result<Self> {
+        Ok(ZarrTableOptions {
+            string_type: StringType::parse(&config.string_type).map_err(to_datafusion_error)?,
+            fill_as_null: config.fill_as_null,
+            decode_cf: config.decode_cf,
+            arrays: None,
+        })
+    }
+
+    /// These options with `options` (see [`Self::from_options`]) applied on top.
+    pub fn with_options(mut self, options: &HashMap<String, String>) -> Result<Self> {
+        let mut sorted: Vec<_> = options.iter().collect();
+        sorted.sort();
+        for (key, value) in sorted {
+            let lower = key.to_ascii_lowercase();
+            let bare = lower
+                .strip_prefix("format.")
+                .or_else(|| lower.strip_prefix("zarrow."))
+                .unwrap_or(&lower);
+            match bare {
+                "string_type" => {
+                    self.string_type =
+                        StringType::parse(value.trim()).map_err(to_datafusion_error)?
+                }
+                "fill_as_null" => self.fill_as_null = parse_bool(bare, value)?,
+                "decode_cf" => self.decode_cf = parse_bool(bare, value)?,
+                "arrays" => {
+                    let names: Vec<String> = value
+                        .split(',')
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                        .collect();
+                    self.arrays = (!names.is_empty()).then_some(names);
+                }
+                _ => {
+                    return Err(DataFusionError::Configuration(format!(
+                        "unknown zarr table option '{key}'; expected one of {}",
+                        KEYS.join(", ")
+                    )))
+                }
+            }
+        }
+        Ok(self)
+    }
+
+    /// Set the string type.
+    pub fn with_string_type(mut self, string_type: StringType) -> Self {
+        self.string_type = string_type;
+        self
+    }
+
+    /// Set `fill_as_null`.
+    pub fn with_fill_as_null(mut self, on: bool) -> Self {
+        self.fill_as_null = on;
+        self
+    }
+
+    /// Set `decode_cf`.
+    pub fn with_decode_cf(mut self, on: bool) -> Self {
+        self.decode_cf = on;
+        self
+    }
+
+    /// Set the arrays a group table is built from.
+    pub fn with_arrays(mut self, arrays: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.arrays = Some(arrays.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The core crate's table options (reads with default concurrency; scans set their own).
+    pub fn to_table_options(&self) -> TableOptions {
+        TableOptions {
+            read: ZarrReadOptions::default().with_string_type(self.string_type),
+            fill_as_null: self.fill_as_null,
+            decode_cf: self.decode_cf,
+            arrays: self.arrays.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_options() {
+        let map: HashMap<String, String> = [
+            ("format.fill_as_null", "true"),
+            ("string_type", "large_utf8"),
+            ("arrays", "temperature, flag"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let o = ZarrTableOptions::from_options(&map).unwrap();
+        assert!(o.fill_as_null);
+        assert!(!o.decode_cf);
+        assert_eq!(o.string_type, StringType::LargeUtf8);
+        assert_eq!(
+            o.arrays,
+            Some(vec!["temperature".to_string(), "flag".to_string()])
+        );
+        let bad: HashMap<String, String> = [("format.bogus".to_string(), "1".to_string())].into();
+        let err = ZarrTableOptions::from_options(&bad)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown zarr table option 'format.bogus'"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,93 @@
+//! Wiring: a session with the `ZARR` table factory, zarr URL tables and the `zarrow.*`
+//! settings, and [`SessionContextZarrExt::register_zarr`] for contexts of your own.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::catalog::{DynamicFileCatalog, UrlTableFactory};
+use datafusion::dataframe::DataFrame;
+use datafusion::error::Result;
+use datafusion::execution::{SessionState, SessionStateBuilder};
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use crate::factory::{ZarrTableFactory, ZarrUrlTableFactory};
+use crate::options::{ZarrConfig, ZarrTableOptions};
+use crate::table::ZarrTable;
+
+/// Zarr on a [`SessionContext`], as `register_parquet` / `read_parquet` are for Parquet.
+#[async_trait]
+pub trait SessionContextZarrExt {
+    /// Register the zarr node at `location` as table `name`.
+    async fn register_zarr(
+        &self,
+        name: &str,
+        location: &str,
+        options: ZarrTableOptions,
+    ) -> Result<()>;
+
+    /// A DataFrame over the zarr node at `location`.
+    async fn read_zarr(&self, location: &str, options: ZarrTableOptions) -> Result<DataFrame>;
+}
+
+#[async_trait]
+impl SessionContextZarrExt for SessionContext {
+    async fn register_zarr(
+        &self,
+        name: &str,
+        location: &str,
+        options: ZarrTableOptions,
+    ) -> Result<()> {
+        let table = ZarrTable::try_new_with_session(&self.state(), location, options).await?;
+        self.register_table(name, Arc::new(table))?;
+        Ok(())
+    }
+
+    async fn read_zarr(&self, location: &str, options: ZarrTableOptions) -> Result<DataFrame> {
+        let table = ZarrTable::try_new_with_session(&self.state(), location, options).await?;
+        self.read_table(Arc::new(table))
+    }
+}
+
+/// A session state with DataFusion's defaults, the `ZARR` table factory and the `zarrow.*`
+/// settings (URL tables need a context: see [`zarr_session_context`]).
+pub fn zarr_session_state(config: SessionConfig) -> SessionState {
+    let config = if config.options().extensions.get::<ZarrConfig>().is_some() {
+        config
+    } else {
+        config.with_option_extension(ZarrConfig::default())
+    };
+    let mut state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .build();
+    state
+        .table_factories_mut()
+        .insert("ZARR".to_string(), Arc::new(ZarrTableFactory));
+    state
+}
+
+/// A context with everything zarrow adds: `STORED AS ZARR`, `FROM 'x.zarr/node'` (other
+/// files as datafusion-cli reads them) and `SET zarrow.…`.
+pub fn zarr_session_context(config: SessionConfig) -> SessionContext {
+    enable_zarr_url_table(SessionContext::new_with_state(zarr_session_state(config)))
+}
+
+/// `ctx` with URL tables: zarr locations through [`ZarrUrlTableFactory`], other files as
+/// `SessionContext::enable_url_table` reads them.
+pub fn enable_zarr_url_table(ctx: SessionContext) -> SessionContext {
+    let current = ctx.state().catalog_list().clone();
+    let factory = Arc::new(ZarrUrlTableFactory::default());
+    let catalog_list = Arc::new(DynamicFileCatalog::new(
+        current,
+        factory.clone() as Arc<dyn UrlTableFactory>,
+    ));
+    let session_id = ctx.session_id();
+    let ctx: SessionContext = ctx
+        .into_state_builder()
+        .with_session_id(session_id)
+        .with_catalog_list(catalog_list)
+        .build()
+        .into();
+    factory.bind(&ctx);
+    ctx
+}

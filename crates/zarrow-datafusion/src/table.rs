@@ -1,0 +1,201 @@
+//! [`ZarrTable`]: a zarr array or group as a DataFusion `TableProvider`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::stats::Precision;
+use datafusion::common::Statistics;
+use datafusion::error::Result;
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::ExecutionPlan;
+use object_store::path::Path;
+use object_store::ObjectStore;
+use zarrow::region::ChunkCache;
+use zarrow::table::{ColumnRole, TableModel};
+use zarrow::{Node, ZarrReadOptions, ZarrStore};
+
+use crate::error::to_datafusion_error;
+use crate::exec::ZarrScanExec;
+use crate::options::{ZarrConfig, ZarrTableOptions};
+use crate::pruning;
+
+/// The decoded read units a scan keeps for arrays read by more than one chunk of rows.
+const SCAN_CACHE_BYTES: usize = 64 << 20;
+
+/// A zarr array or group as a table (rows are the cells of its dimensions; see
+/// [`zarrow::table`] for which arrays become which columns).
+#[derive(Debug, Clone)]
+pub struct ZarrTable {
+    location: String,
+    model: Arc<TableModel>,
+    options: ZarrTableOptions,
+}
+
+impl ZarrTable {
+    /// Open the node at `location` (a local path, `file://`, `memory://`, or a cloud URL with
+    /// credentials from the environment).
+    pub async fn try_new(location: &str, options: ZarrTableOptions) -> Result<Self> {
+        let node = Node::open(location).await.map_err(to_datafusion_error)?;
+        Self::from_node(location, node, options).await
+    }
+
+    /// Open the node at the root of `store` (e.g. `ZarrStore::new(object_store, "data/x.zarr")`).
+    pub async fn try_new_with_store(store: ZarrStore, options: ZarrTableOptions) -> Result<Self> {
+        let location = store.location().to_string();
+        let node = Node::open_store(store, "")
+            .await
+            .map_err(to_datafusion_error)?;
+        Self::from_node(&location, node, options).await
+    }
+
+    /// Open `location` through the object stores registered in the session's runtime (as
+    /// datafusion-cli registers `s3://…` with its credentials), falling back to
+    /// [`Self::try_new`].
+    pub async fn try_new_with_session(
+        state: &dyn Session,
+        location: &str,
+        options: ZarrTableOptions,
+    ) -> Result<Self> {
+        if let Some(store) = registered_store(state, location) {
+            let node = Node::open_store(store, location)
+                .await
+                .map_err(to_datafusion_error)?;
+            return Self::from_node(location, node, options).await;
+        }
+        Self::try_new(location, options).await
+    }
+
+    async fn from_node(location: &str, node: Node, options: ZarrTableOptions) -> Result<Self> {
+        let model = TableModel::from_node(node, options.to_table_options())
+            .await
+            .map_err(to_datafusion_error)?;
+        Ok(ZarrTable {
+            location: location.trim_end_matches('/').to_string(),
+            model: Arc::new(model),
+            options,
+        })
+    }
+
+    /// Child arrays (and groups) that are not columns, with the reason.
+    pub fn left_out(&self) -> &[(String, String)] {
+        self.model.left_out()
+    }
+
+    /// The table model (dimensions, columns, chunk grid).
+    pub fn model(&self) -> &Arc<TableModel> {
+        &self.model
+    }
+
+    /// The options the table was opened with.
+    pub fn options(&self) -> &ZarrTableOptions {
+        &self.options
+    }
+
+    /// The location the table was opened from.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Whether every column `expr` refers to is a dimension or coordinate column (the
+    /// filters chunks can be pruned by).
+    fn prunable(&self, expr: &Expr) -> bool {
+        let refs = expr.column_refs();
+        !refs.is_empty()
+            && refs.iter().all(|c| {
+                self.model.columns().iter().any(|col| {
+                    col.name == c.name
+                        && matches!(col.role, ColumnRole::Index(_) | ColumnRole::Coordinate(_))
+                })
+            })
+    }
+}
+
+/// A `ZarrStore` over an object store the session has registered for `location`'s scheme
+/// and authority (not for local paths and `memory://`, which zarrow opens itself).
+fn registered_store(state: &dyn Session, location: &str) -> Option<ZarrStore> {
+    let url = url::Url::parse(location).ok()?;
+    if url.scheme().len() <= 1 || matches!(url.scheme(), "file" | "memory") {
+        return None;
+    }
+    let base = ObjectStoreUrl::parse(format!("{}://{}", url.scheme(), url.authority())).ok()?;
+    let store: Arc<dyn ObjectStore> = state.runtime_env().object_store(&base).ok()?;
+    Some(ZarrStore::new(
+        store,
+        Path::from(url.path().trim_matches('/')),
+    ))
+}
+
+#[async_trait]
+impl TableProvider for ZarrTable {
+    fn schema(&self) -> SchemaRef {
+        self.model.schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let config = ZarrConfig::from_config_options(state.config_options());
+        let read = ZarrReadOptions::default()
+            .with_string_type(self.options.string_type)
+            .with_concurrency(config.concurrency);
+        let projection = projection
+            .cloned()
+            .unwrap_or_else(|| (0..self.model.columns().len()).collect());
+        let all = self.model.all_chunks();
+        let total = all.len();
+        let prunable: Vec<Expr> = filters
+            .iter()
+            .filter(|f| self.prunable(f))
+            .cloned()
+            .collect();
+        // One cache for the whole scan: pruning statistics and every partition share it.
+        let cache = Arc::new(ChunkCache::new(SCAN_CACHE_BYTES));
+        let pruned =
+            pruning::prune_chunks(state, &self.model, &prunable, all, &read, &cache).await?;
+        let exec = ZarrScanExec::try_new(
+            self.location.clone(),
+            self.model.clone(),
+            projection,
+            pruned.kept,
+            total,
+            pruned.predicate,
+            limit,
+            state.config().target_partitions(),
+            read,
+            cache,
+        )?;
+        Ok(Arc::new(exec))
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if self.prunable(f) {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
+    fn statistics(&self) -> Option<Statistics> {
+        let rows = usize::try_from(self.model.num_rows()).ok()?;
+        Some(Statistics::new_unknown(&self.model.schema()).with_num_rows(Precision::Exact(rows)))
+    }
+}
