@@ -1,1 +1,268 @@
-fn main() {}
+//! The `zarrow` command: SQL over Zarr stores, table schemas, hierarchy trees and exports.
+//!
+//! ```text
+//! zarrow sql [--format table|csv|json|ndjson] [--output FILE] "<SQL>[; <SQL> …]"
+//! zarrow schema <location>
+//! zarrow tree <location>
+//! zarrow export <location> --output FILE [--format arrow|arrow-stream|parquet|csv|ndjson] [--query SQL]
+//! ```
+//!
+//! Thin over the two libraries: `tree` uses only the core crate, the others go through a
+//! DataFusion session from `zarrow-datafusion`. Errors print `error: …` and the causes on stderr
+//! and exit with status 1.
+
+mod export;
+mod output;
+mod schema;
+mod sql;
+mod tree;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// SQL over Zarr stores, table schemas, hierarchy trees and exports.
+#[derive(Debug, Parser)]
+#[command(name = "zarrow", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run SQL statements and print each result.
+    ///
+    /// Zarr arrays and groups can be queried by location (`SELECT * FROM 'data/pbmc.zarr/obs'`)
+    /// or registered with `CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '…'`; Parquet, CSV,
+    /// JSON and Arrow files work by location too. `SET zarrow.<option> = …` changes table options.
+    Sql(SqlArgs),
+    /// Print the Arrow schema of the table at a location, then the arrays left out of it.
+    Schema(SchemaArgs),
+    /// Print the hierarchy at a location: groups and arrays with shape, chunks, data type,
+    /// codecs and fill value.
+    Tree(TreeArgs),
+    /// Write the table at a location (or a query's result) to a file, batch by batch.
+    Export(ExportArgs),
+}
+
+/// Table options shared by the commands that build tables.
+#[derive(Debug, Clone, Default, Args)]
+struct TableArgs {
+    /// How strings (and bytes) are represented in Arrow.
+    #[arg(long, value_enum, value_name = "TYPE")]
+    string_type: Option<StringTypeArg>,
+    /// A table option, `key=value`; repeatable. Keys: `string_type`, `fill_as_null=true`
+    /// (fill values become NULL), `decode_cf=true` (CF conventions), `arrays=a,b` (the arrays of
+    /// a group table), `concurrency=N` (chunk reads in flight).
+    #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    options: Vec<(String, String)>,
+}
+
+impl TableArgs {
+    /// The options as the `key → value` map the table provider parses.
+    fn to_map(&self) -> HashMap<String, String> {
+        let mut map: HashMap<String, String> = self.options.iter().cloned().collect();
+        if let Some(t) = self.string_type {
+            map.insert("string_type".into(), t.option_value().into());
+        }
+        map
+    }
+}
+
+/// `--string-type` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum StringTypeArg {
+    /// `Utf8` / `Binary` (i32 offsets), the default.
+    Utf8,
+    /// `LargeUtf8` / `LargeBinary` (i64 offsets).
+    #[value(name = "large_utf8", alias = "large-utf8")]
+    LargeUtf8,
+    /// `Utf8View` / `BinaryView`.
+    View,
+}
+
+impl StringTypeArg {
+    fn option_value(self) -> &'static str {
+        match self {
+            StringTypeArg::Utf8 => "utf8",
+            StringTypeArg::LargeUtf8 => "large_utf8",
+            StringTypeArg::View => "view",
+        }
+    }
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!("expected KEY=VALUE, got '{s}'")),
+    }
+}
+
+#[derive(Debug, Args)]
+struct SqlArgs {
+    /// One or more SQL statements separated by `;`.
+    #[arg(value_name = "SQL")]
+    sql: String,
+    /// Output format.
+    #[arg(long, short = 'f', value_enum, default_value_t = output::SqlFormat::Table)]
+    format: output::SqlFormat,
+    /// Write to this file instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    table: TableArgs,
+}
+
+#[derive(Debug, Args)]
+struct SchemaArgs {
+    /// The array or group: a path, `file://`, `s3://`, `gs://`, `az://` or `http(s)://` URL.
+    location: String,
+    #[command(flatten)]
+    table: TableArgs,
+}
+
+#[derive(Debug, Args)]
+struct TreeArgs {
+    /// The array or group: a path, `file://`, `s3://`, `gs://`, `az://` or `http(s)://` URL.
+    location: String,
+}
+
+#[derive(Debug, Args)]
+struct ExportArgs {
+    /// The array or group to export: a path, `file://`, `s3://`, `gs://`, `az://` or
+    /// `http(s)://` URL. With `--query` it is the table `t`.
+    location: String,
+    /// The file to write (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    output: PathBuf,
+    /// Output format; default from the file extension (.arrow/.feather/.ipc, .arrows,
+    /// .parquet, .csv, .ndjson/.jsonl).
+    #[arg(long, short = 'f', value_enum)]
+    format: Option<export::ExportFormat>,
+    /// Export this query's result instead of the whole table; the table at the location is `t`
+    /// (e.g. `SELECT * FROM t WHERE cell_type = 'B'`).
+    #[arg(long, value_name = "SQL")]
+    query: Option<String>,
+    #[command(flatten)]
+    table: TableArgs,
+}
+
+fn main() -> ExitCode {
+    // Never show a panic as a panic: say it is a bug, on one line, and exit 1 like other errors.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("error: internal error (a bug in zarrow, please report it): {msg}{at}");
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Usage errors exit 1 like every other error; --help and --version exit 0.
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)));
+    match result {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            report(&e);
+            ExitCode::FAILURE
+        }
+        Err(_) => ExitCode::FAILURE,
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async move {
+        match cli.command {
+            Command::Sql(a) => sql::run(a).await,
+            Command::Schema(a) => schema::run(a).await,
+            Command::Tree(a) => tree::run(a).await,
+            Command::Export(a) => export::run(a).await,
+        }
+    })
+}
+
+/// `error: <message>` then `  caused by: <cause>` for each cause that adds something.
+fn report(e: &anyhow::Error) {
+    let mut stderr = std::io::stderr().lock();
+    for (i, line) in error_lines(e).iter().enumerate() {
+        let _ = if i == 0 {
+            writeln!(stderr, "error: {line}")
+        } else {
+            writeln!(stderr, "  caused by: {line}")
+        };
+    }
+}
+
+/// DataFusion and Arrow variants that only put a label before their source's message.
+const WRAPPERS: &[&str] = &[
+    "External error: ",
+    "SQL error: ",
+    "Arrow error: ",
+    "IO error: ",
+    "Object Store error: ",
+    "Parquet error: ",
+];
+
+/// The messages of an error's chain, without repetition: library errors often repeat their
+/// source's text in their own message, or only put a label before it (then the source's own
+/// message is the one kept).
+fn error_lines(e: &anyhow::Error) -> Vec<String> {
+    let messages: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+    let tail = |s: &str| s.split_once(": ").map_or(s, |(_, t)| t).to_string();
+    let mut lines: Vec<String> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        if m.trim().is_empty() {
+            continue;
+        }
+        if let Some(next) = messages.get(i + 1) {
+            let wrapper = WRAPPERS.iter().any(|w| m.starts_with(w));
+            if wrapper
+                && !next.trim().is_empty()
+                && (m.contains(next.as_str()) || m.contains(&tail(next)))
+            {
+                continue;
+            }
+        }
+        if lines.iter().any(|l| l.contains(m.as_str())) {
+            continue;
+        }
+        lines.push(m.clone());
+    }
+    if lines.is_empty() {
+        lines.push(e.to_string());
+    }
+    lines
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.to_string().contains("Broken pipe")
+    })
+}

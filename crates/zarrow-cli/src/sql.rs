@@ -1,0 +1,95 @@
+//! `zarrow sql`: run `;`-separated statements in a zarr-aware DataFusion session and print each
+//! result (statements without columns — `CREATE …`, `SET …` — print nothing).
+
+use anyhow::{bail, Context, Result};
+use datafusion::error::DataFusionError;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::DFParser;
+use datafusion::sql::sqlparser::dialect::dialect_from_str;
+use futures::StreamExt;
+
+use crate::output::{ResultWriter, Sink, SqlFormat};
+use crate::{SqlArgs, TableArgs};
+
+pub(crate) async fn run(args: SqlArgs) -> Result<()> {
+    let ctx = session(&args.table, SessionConfig::new(), false).await?;
+    let state = ctx.state();
+    let dialect_name = state.config().options().sql_parser.dialect;
+    let dialect = dialect_from_str(dialect_name)
+        .with_context(|| format!("unsupported SQL dialect '{dialect_name}'"))?;
+    let statements = DFParser::parse_sql_with_dialect(&args.sql, dialect.as_ref())?;
+    anyhow::ensure!(!statements.is_empty(), "no SQL statement given");
+    let total = statements.len();
+
+    let mut sink = Sink::open(args.output.as_deref())?;
+    let mut printed = 0usize;
+    for (i, statement) in statements.into_iter().enumerate() {
+        // With several statements, say which one failed.
+        let context = |e: DataFusionError| {
+            let e = anyhow::Error::new(e);
+            if total > 1 {
+                e.context(format!("statement {} of {total} failed", i + 1))
+            } else {
+                e
+            }
+        };
+        let plan = ctx
+            .state()
+            .statement_to_plan(statement)
+            .await
+            .map_err(context)?;
+        let df = ctx.execute_logical_plan(plan).await.map_err(context)?;
+        let mut stream = df.execute_stream().await.map_err(context)?;
+        let schema = stream.schema();
+        if schema.fields().is_empty() {
+            while let Some(batch) = stream.next().await {
+                batch.map_err(context)?;
+            }
+            continue;
+        }
+        if printed > 0 && args.format == SqlFormat::Csv {
+            use std::io::Write;
+            writeln!(sink)?;
+        }
+        let mut writer = ResultWriter::new(args.format, schema, &mut sink);
+        while let Some(batch) = stream.next().await {
+            writer.write(&batch.map_err(context)?)?;
+        }
+        writer.finish()?;
+        printed += 1;
+    }
+    sink.finish()
+}
+
+/// A DataFusion session that knows zarr (`STORED AS ZARR`, `FROM '<location>'`, `zarrow.*`
+/// settings), with the command's table options as session settings, so every zarr table the
+/// statements create uses them.
+///
+/// `arrays` names arrays of one group, so it is no session setting: with `per_table_ok` it is
+/// skipped (the caller passes it to its table), else it is an error.
+pub(crate) async fn session(
+    table: &TableArgs,
+    config: SessionConfig,
+    per_table_ok: bool,
+) -> Result<SessionContext> {
+    let ctx = zarrow_datafusion::zarr_session_context(config);
+    let mut options: Vec<(String, String)> = table.to_map().into_iter().collect();
+    options.sort();
+    for (key, value) in options {
+        if key == "arrays" {
+            if per_table_ok {
+                continue;
+            }
+            bail!(
+                "the option 'arrays' applies to one table: use CREATE EXTERNAL TABLE t STORED AS ZARR \
+                 LOCATION '…' OPTIONS ('arrays' '{value}')"
+            );
+        }
+        let sql = format!("SET zarrow.{key} = '{}'", value.replace('\'', "''"));
+        ctx.sql(&sql)
+            .await
+            .map(|_| ())
+            .with_context(|| format!("invalid table option {key}={value}"))?;
+    }
+    Ok(ctx)
+}

@@ -1,0 +1,189 @@
+//! `zarrow tree`: the hierarchy at a location, one line per node, from the core crate alone.
+//!
+//! ```text
+//! pbmc_sample.zarr  group, zarr v3, consolidated
+//! ├── X    float32  [2000, 200]  chunks [250, 200]  bytes → zstd  fill 0.0
+//! └── obs/          dataframe
+//!     └── …
+//! ```
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use zarrow::{Node, ZarrArray, ZarrGroup};
+
+use crate::TreeArgs;
+
+/// One printed line before alignment: tree prefix + name, then the columns.
+struct Line {
+    name: String,
+    columns: Vec<String>,
+}
+
+pub(crate) async fn run(args: TreeArgs) -> Result<()> {
+    let text = render(&args.location).await?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The whole tree as text.
+pub(crate) async fn render(location: &str) -> Result<String> {
+    let node = Node::open(location)
+        .await
+        .with_context(|| format!("cannot open '{location}'"))?;
+    let root_name = display_name(location);
+    let mut lines = Vec::new();
+    match &node {
+        Node::Array(a) => lines.push(Line {
+            name: root_name,
+            columns: array_columns(a),
+        }),
+        Node::Group(g) => {
+            let meta = g.metadata();
+            let mut desc = format!("group, zarr v{}", meta.zarr_format);
+            if meta.consolidated.is_some() {
+                desc.push_str(", consolidated");
+            }
+            if let Some(kind) = encoding_type(g) {
+                desc.push_str(", ");
+                desc.push_str(&kind);
+            }
+            lines.push(Line {
+                name: format!("{root_name}/"),
+                columns: vec![desc],
+            });
+            group_lines(g, String::new(), &mut lines).await?;
+        }
+    }
+    Ok(align(&lines))
+}
+
+/// The last component of a location, for the root line.
+fn display_name(location: &str) -> String {
+    let trimmed = location.trim_end_matches('/');
+    let name = trimmed.rsplit('/').next().unwrap_or(trimmed);
+    if name.is_empty() {
+        trimmed.to_string()
+    } else {
+        name.to_string()
+    }
+}
+
+fn group_lines<'a>(
+    group: &'a ZarrGroup,
+    prefix: String,
+    lines: &'a mut Vec<Line>,
+) -> BoxFuture<'a, Result<()>> {
+    async move {
+        let mut children = group
+            .children()
+            .await
+            .with_context(|| format!("cannot list the children of '{}'", group.path()))?;
+        children.sort_by(|a, b| a.0.cmp(&b.0));
+        let n = children.len();
+        for (i, (name, child)) in children.iter().enumerate() {
+            let last = i + 1 == n;
+            let branch = if last { "└── " } else { "├── " };
+            match child {
+                Node::Array(a) => lines.push(Line {
+                    name: format!("{prefix}{branch}{name}"),
+                    columns: array_columns(a),
+                }),
+                Node::Group(g) => {
+                    lines.push(Line {
+                        name: format!("{prefix}{branch}{name}/"),
+                        columns: encoding_type(g).into_iter().collect(),
+                    });
+                    let deeper = format!("{prefix}{}", if last { "    " } else { "│   " });
+                    group_lines(g, deeper, lines).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+    .boxed()
+}
+
+/// The AnnData-style `encoding-type` attribute of a group (`dataframe`, `categorical`, …).
+fn encoding_type(group: &ZarrGroup) -> Option<String> {
+    group
+        .metadata()
+        .attributes
+        .get("encoding-type")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+}
+
+fn dims(values: &[u64]) -> String {
+    let parts: Vec<String> = values.iter().map(u64::to_string).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// data type, shape, chunks (and inner chunks), codecs, fill value, dimension names.
+fn array_columns(a: &ZarrArray) -> Vec<String> {
+    let m = a.metadata();
+    let mut chunks = format!("chunks {}", dims(&m.chunk_shape));
+    if let Some(s) = m.sharding() {
+        chunks.push_str(&format!(" inner {}", dims(&s.chunk_shape)));
+    }
+    let mut columns = vec![
+        m.data_type.name(),
+        dims(&m.shape),
+        chunks,
+        m.codecs.describe(),
+        format!("fill {}", m.fill_value.json),
+    ];
+    if m.dimension_names
+        .as_ref()
+        .is_some_and(|d| d.iter().any(Option::is_some))
+    {
+        let names: Vec<&str> = (0..m.ndim())
+            .map(|d| m.dimension_name(d).unwrap_or("-"))
+            .collect();
+        columns.push(format!("dims ({})", names.join(", ")));
+    }
+    columns
+}
+
+/// Pad the name and every column but the last to the widest entry of its column.
+fn align(lines: &[Line]) -> String {
+    let name_width = lines
+        .iter()
+        .map(|l| l.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let ncols = lines.iter().map(|l| l.columns.len()).max().unwrap_or(0);
+    let mut widths = vec![0usize; ncols];
+    for l in lines.iter().filter(|l| l.columns.len() > 1) {
+        for (w, c) in widths.iter_mut().zip(&l.columns) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for l in lines {
+        let mut line = format!("{:<name_width$}", l.name);
+        if l.columns.len() <= 1 {
+            // groups: one free-form description
+            if let Some(c) = l.columns.first() {
+                line.push_str("  ");
+                line.push_str(c);
+            }
+        } else {
+            for (i, c) in l.columns.iter().enumerate() {
+                line.push_str("  ");
+                if i + 1 == l.columns.len() {
+                    line.push_str(c);
+                } else {
+                    line.push_str(&format!("{:<w$}", c, w = widths[i]));
+                }
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,810 @@
+//! End-to-end tests of the `zarrow` binary over the fixtures in `tests/fixtures/data/` and the
+//! sample store `data/pbmc_sample.zarr`. Every command, every output format (parsed back), and
+//! errors (exit status 1, `error:` on stderr, never a panic or a backtrace).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::ipc::reader::{FileReader, StreamReader};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde_json::Value;
+
+const OBS: &str = "data/pbmc_sample.zarr/obs";
+const FIXTURES: &str = "tests/fixtures/data";
+
+/// The workspace root: every command runs there, with relative locations.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zarrow"))
+        .args(args)
+        .current_dir(root())
+        // a backtrace must not show up even when asked for
+        .env("RUST_BACKTRACE", "1")
+        .env("RUST_LIB_BACKTRACE", "1")
+        .output()
+        .expect("run zarrow")
+}
+
+/// Run, expect success, return stdout.
+fn ok(args: &[&str]) -> String {
+    let out = run(args);
+    let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "zarrow {args:?} failed ({}):\n{stderr}\n{stdout}",
+        out.status
+    );
+    stdout
+}
+
+/// Run, expect failure with status 1 and a clean `error:` message; return stderr.
+fn fails(args: &[&str]) -> String {
+    let out = run(args);
+    let stderr = String::from_utf8(out.stderr).expect("utf-8 stderr");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "zarrow {args:?}: status {}, stderr:\n{stderr}",
+        out.status
+    );
+    assert!(
+        stderr.starts_with("error: "),
+        "zarrow {args:?}: stderr:\n{stderr}"
+    );
+    for bad in [
+        "panicked",
+        "backtrace",
+        "Backtrace",
+        "RUST_BACKTRACE",
+        "internal error",
+    ] {
+        assert!(
+            !stderr.contains(bad),
+            "zarrow {args:?}: '{bad}' in stderr:\n{stderr}"
+        );
+    }
+    stderr
+}
+
+fn fixture(name: &str) -> String {
+    format!("{FIXTURES}/{name}")
+}
+
+/// Batches as NDJSON text (the format `zarrow sql --format ndjson` prints).
+fn to_ndjson(batches: &[RecordBatch]) -> String {
+    let mut buf = Vec::new();
+    {
+        let mut w = arrow::json::WriterBuilder::new()
+            .with_explicit_nulls(true)
+            .build::<_, arrow::json::writer::LineDelimited>(&mut buf);
+        for b in batches {
+            w.write(b).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    String::from_utf8(buf).unwrap()
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad NDJSON line {l:?}: {e}")))
+        .collect()
+}
+
+// ------------------------------------------------------------------------------------- tree
+
+#[test]
+fn tree_sample_store() {
+    let out = ok(&["tree", "data/pbmc_sample.zarr"]);
+    let first = out.lines().next().unwrap();
+    assert!(first.starts_with("pbmc_sample.zarr/"), "{out}");
+    assert!(first.contains("group, zarr v3, consolidated"), "{out}");
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("no line with {name:?} in\n{out}"))
+            .to_string()
+    };
+    let x = line("── X ");
+    for part in [
+        "float32",
+        "[2000, 200]",
+        "chunks [250, 200]",
+        "bytes → zstd",
+        "fill 0.0",
+    ] {
+        assert!(x.contains(part), "{part:?} not in {x:?}");
+    }
+    assert!(line("── obs/").contains("dataframe"));
+    assert!(line("cell_type/").contains("categorical"));
+    let cats = line("── categories");
+    assert!(
+        cats.starts_with("│   │   ├── categories") || cats.starts_with("│   │   └── categories"),
+        "{cats:?}"
+    );
+    for part in ["string", "[8]", "vlen-utf8 → zstd", "fill \"\""] {
+        assert!(cats.contains(part), "{part:?} not in {cats:?}");
+    }
+    assert!(line("── n_genes/").contains("nullable-integer"));
+    let scalar = line("── description");
+    assert!(
+        scalar.contains("string") && scalar.contains(" [] ") && scalar.contains("chunks []"),
+        "0-d array: {scalar}"
+    );
+    assert!(
+        out.lines().last().unwrap().starts_with("└── varp/"),
+        "{out}"
+    );
+}
+
+#[test]
+fn tree_sharded_and_v2_and_root_array() {
+    let out = ok(&["tree", &fixture("anndata_v3_sharded.zarr/obs")]);
+    let barcode = out.lines().find(|l| l.contains("barcode")).unwrap();
+    assert!(barcode.contains("chunks [20] inner [20]"), "{barcode}");
+    assert!(
+        barcode.contains("sharding_indexed[vlen-utf8 → zstd]"),
+        "{barcode}"
+    );
+
+    let out = ok(&["tree", &fixture("v3_strings.zarr")]);
+    let line = out
+        .lines()
+        .find(|l| l.contains("string_sharded_2d"))
+        .unwrap();
+    assert!(
+        line.contains("[10, 9]") && line.contains("chunks [6, 6] inner [3, 3]"),
+        "{line}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.contains("string_transpose"))
+        .unwrap();
+    assert!(line.contains("transpose → vlen-utf8 → zstd"), "{line}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("string_fill_missing"))
+        .unwrap();
+    assert!(line.contains("fill \"missing\""), "{line}");
+
+    let out = ok(&["tree", &fixture("xarray_v3.zarr")]);
+    let t = out.lines().find(|l| l.contains("temperature")).unwrap();
+    assert!(
+        t.contains("float32") && t.contains("dims (time, station)") && t.contains("fill \"NaN\""),
+        "{t}"
+    );
+
+    let out = ok(&["tree", &fixture("anndata_v2.zarr")]);
+    assert!(out.lines().next().unwrap().contains("zarr v2"), "{out}");
+    assert!(out.contains("categorical"), "{out}");
+
+    let out = ok(&["tree", &fixture("v2_root_array.zarr")]);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.starts_with("v2_root_array.zarr  string  [9]  chunks [3]"),
+        "{out}"
+    );
+
+    let out = ok(&["tree", &fixture("zarrs_vlen.zarr")]);
+    assert!(out.contains("zarrs.vlen"), "{out}");
+}
+
+// ----------------------------------------------------------------------------------- schema
+
+#[test]
+fn schema_of_anndata_obs() {
+    let out = ok(&["schema", OBS]);
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["column", "type", "nullable"]);
+    let rows: Vec<Vec<String>> = out
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let mut parts: Vec<String> = l
+                .split("  ")
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect();
+            parts.truncate(3);
+            parts
+        })
+        .collect();
+    let col = |name: &str| {
+        rows.iter()
+            .find(|r| r[0] == name)
+            .unwrap_or_else(|| panic!("no column {name} in\n{out}"))
+            .clone()
+    };
+    assert_eq!(col("barcode")[1], "Utf8");
+    assert_eq!(col("batch")[1], "Utf8");
+    assert!(
+        col("cell_type")[1].starts_with("Dictionary(Int8, Utf8)"),
+        "{out}"
+    );
+    assert_eq!(col("cell_type")[2], "yes");
+    assert_eq!(col("n_genes")[1], "Int64");
+    assert_eq!(col("n_genes")[2], "yes");
+    assert_eq!(col("pct_mito")[1], "Float64");
+    assert_eq!(col("total_counts")[1], "Float32");
+
+    let view = ok(&["schema", OBS, "--string-type", "view"]);
+    assert!(
+        view.lines()
+            .any(|l| l.starts_with("batch") && l.contains("Utf8View")),
+        "{view}"
+    );
+    let large = ok(&["schema", OBS, "--string-type", "large_utf8"]);
+    assert!(
+        large
+            .lines()
+            .any(|l| l.starts_with("batch") && l.contains("LargeUtf8")),
+        "{large}"
+    );
+    let large = ok(&["schema", OBS, "--option", "string_type=large_utf8"]);
+    assert!(
+        large
+            .lines()
+            .any(|l| l.starts_with("batch") && l.contains("LargeUtf8")),
+        "{large}"
+    );
+}
+
+#[test]
+fn schema_lists_left_out_arrays() {
+    // The root of an AnnData store: X is the table; groups and arrays of other shapes are not.
+    let out = ok(&["schema", "data/pbmc_sample.zarr"]);
+    let (_, left) = out
+        .split_once("\nleft out:\n")
+        .unwrap_or_else(|| panic!("no left-out section:\n{out}"));
+    assert!(!left.trim().is_empty(), "{out}");
+    for line in left.lines() {
+        assert!(line.starts_with("  "), "{line:?}");
+        assert!(
+            line.trim().split_once("  ").is_some(),
+            "no reason in {line:?}"
+        );
+    }
+}
+
+#[test]
+fn schema_of_arrays_and_xarray() {
+    let out = ok(&["schema", &fixture("v3_strings.zarr/string_dimension_names")]);
+    let names: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["row", "col", "string_dimension_names"], "{out}");
+
+    let out = ok(&["schema", &fixture("xarray_v3.zarr")]);
+    for c in ["time", "station", "temperature"] {
+        assert!(out.lines().any(|l| l.starts_with(c)), "{c} missing:\n{out}");
+    }
+    let time = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("time "))
+            .unwrap()
+            .to_string()
+    };
+    assert!(time(&out).contains("Int64"), "{out}");
+    let out = ok(&[
+        "schema",
+        &fixture("xarray_v3.zarr"),
+        "--option",
+        "decode_cf=true",
+    ]);
+    assert!(time(&out).contains("Timestamp"), "{out}");
+}
+
+// -------------------------------------------------------------------------------------- sql
+
+const BY_TYPE: &str = "SELECT cell_type, count(*) AS cells FROM 'data/pbmc_sample.zarr/obs' \
+                       GROUP BY cell_type ORDER BY cells DESC, cell_type";
+
+#[test]
+fn sql_table_format() {
+    let out = ok(&["sql", BY_TYPE]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("+-"), "{out}");
+    assert!(
+        lines[1].contains("cell_type") && lines[1].contains("cells"),
+        "{out}"
+    );
+    // 8 types and the unannotated cells, the header and 3 rules
+    assert_eq!(lines.len(), 9 + 1 + 3, "{out}");
+    assert!(
+        lines[3].contains("| CD4 T ") && lines[3].contains("596"),
+        "{out}"
+    );
+    assert!(out.contains("Megakaryocyte"), "{out}");
+}
+
+#[test]
+fn sql_csv_format() {
+    let out = ok(&["sql", "--format", "csv", BY_TYPE]);
+    let rows: Vec<&str> = out.lines().collect();
+    assert_eq!(rows[0], "cell_type,cells");
+    assert_eq!(rows[1], "CD4 T,596");
+    assert_eq!(rows.len(), 10, "{out}");
+    let total: u64 = rows[1..]
+        .iter()
+        .map(|r| r.rsplit(',').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, 2000);
+    assert!(
+        rows.contains(&",23"),
+        "unannotated cells are an empty field:\n{out}"
+    );
+}
+
+#[test]
+fn sql_json_format() {
+    let out = ok(&["sql", "--format", "json", BY_TYPE]);
+    let v: Value = serde_json::from_str(&out).expect("one JSON document");
+    let rows = v.as_array().expect("a JSON array");
+    assert_eq!(rows.len(), 9);
+    assert_eq!(
+        rows[0],
+        serde_json::json!({"cell_type": "CD4 T", "cells": 596})
+    );
+    assert!(
+        rows.contains(&serde_json::json!({"cell_type": null, "cells": 23})),
+        "{out}"
+    );
+
+    // an empty result is an empty array
+    let out = ok(&[
+        "sql",
+        "-f",
+        "json",
+        "SELECT * FROM 'data/pbmc_sample.zarr/obs' WHERE false",
+    ]);
+    assert_eq!(out.trim(), "[]");
+}
+
+#[test]
+fn sql_ndjson_format() {
+    let out = ok(&[
+        "sql",
+        "--format",
+        "ndjson",
+        "SELECT barcode, batch, n_genes FROM 'data/pbmc_sample.zarr/obs' WHERE n_genes IS NULL ORDER BY barcode",
+    ]);
+    let rows = json_lines(&out);
+    assert_eq!(rows.len(), 17, "{out}");
+    for r in &rows {
+        assert!(r["n_genes"].is_null());
+        assert!(
+            r["barcode"].as_str().unwrap().ends_with("-1")
+                || r["barcode"].as_str().unwrap().ends_with("-2")
+        );
+        assert!(matches!(r["batch"].as_str(), Some("donor_A" | "donor_B")));
+    }
+}
+
+#[test]
+fn sql_several_statements() {
+    let sql = format!(
+        "CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION '{OBS}'; \
+         CREATE EXTERNAL TABLE var STORED AS ZARR LOCATION 'data/pbmc_sample.zarr/var'; \
+         SELECT count(*) AS n FROM obs; \
+         SELECT gene_symbol FROM var WHERE mito ORDER BY gene_symbol LIMIT 3;"
+    );
+    let out = ok(&["sql", "--format", "json", &sql]);
+    let docs: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        docs.len(),
+        2,
+        "one array per query, nothing for CREATE:\n{out}"
+    );
+    assert_eq!(docs[0], serde_json::json!([{"n": 2000}]));
+    assert_eq!(
+        docs[1],
+        serde_json::json!([{"gene_symbol": "MT-ATP6"}, {"gene_symbol": "MT-CO1"}, {"gene_symbol": "MT-CO2"}])
+    );
+
+    let out = ok(&["sql", &sql]);
+    assert_eq!(out.matches("+-").count(), 6, "two tables:\n{out}");
+
+    let out = ok(&["sql", "-f", "csv", &sql]);
+    assert_eq!(out, "n\n2000\n\ngene_symbol\nMT-ATP6\nMT-CO1\nMT-CO2\n");
+}
+
+#[test]
+fn sql_settings_and_options() {
+    let out = ok(&[
+        "sql",
+        "-f",
+        "csv",
+        "SET zarrow.string_type = 'view'; SELECT arrow_typeof(batch) AS t FROM 'data/pbmc_sample.zarr/obs' LIMIT 1",
+    ]);
+    assert_eq!(out, "t\nUtf8View\n");
+    let out = ok(&[
+        "sql",
+        "-f",
+        "csv",
+        "--string-type",
+        "large_utf8",
+        "SELECT arrow_typeof(batch) AS t FROM 'data/pbmc_sample.zarr/obs' LIMIT 1",
+    ]);
+    assert_eq!(out, "t\nLargeUtf8\n");
+}
+
+#[test]
+fn sql_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("types.csv");
+    let out = ok(&[
+        "sql",
+        "-f",
+        "csv",
+        "--output",
+        path.to_str().unwrap(),
+        BY_TYPE,
+    ]);
+    assert!(out.is_empty(), "nothing on stdout: {out}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("cell_type,cells\nCD4 T,596\n"), "{text}");
+}
+
+#[test]
+fn sql_over_fixtures() {
+    // zarrs.vlen strings, every string encoding of zarr-python, an xarray group, an AnnData store
+    let out = ok(&[
+        "sql",
+        "-f",
+        "csv",
+        &format!(
+            "SELECT count(*) AS n FROM '{}'",
+            fixture("v3_strings.zarr/string_2d")
+        ),
+    ]);
+    assert_eq!(out, "n\n35\n");
+    let out = ok(&[
+        "sql",
+        "-f",
+        "ndjson",
+        &format!(
+            "SELECT * FROM '{}' ORDER BY time, station",
+            fixture("xarray_v3.zarr")
+        ),
+    ]);
+    let rows = json_lines(&out);
+    assert_eq!(rows.len(), 50, "{out}");
+    assert!(rows[0].get("temperature").is_some(), "{out}");
+    let out = ok(&[
+        "sql",
+        "-f",
+        "json",
+        &format!("SELECT cell_type, count(*) AS n FROM '{}' GROUP BY cell_type ORDER BY cell_type NULLS LAST", fixture("anndata_v3.zarr/obs")),
+    ]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        serde_json::json!([
+            {"cell_type": "B", "n": 4}, {"cell_type": "NK", "n": 4}, {"cell_type": "T", "n": 8}, {"cell_type": null, "n": 4}
+        ])
+    );
+    let zarrs = ok(&["tree", &fixture("zarrs_vlen.zarr")]);
+    let first_array = zarrs
+        .lines()
+        .skip(1)
+        .find(|l| l.contains("string"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap()
+        .to_string();
+    let out = ok(&[
+        "sql",
+        "-f",
+        "csv",
+        &format!(
+            "SELECT count(*) AS n FROM '{}/{first_array}'",
+            fixture("zarrs_vlen.zarr")
+        ),
+    ]);
+    assert!(out.starts_with("n\n"), "{out}");
+}
+
+// ----------------------------------------------------------------------------------- export
+
+const QUERY: &str = "SELECT barcode, cell_type, batch, n_genes, pct_mito FROM t \
+                     WHERE batch = 'donor_B' ORDER BY barcode";
+/// The same query over the location, for `zarrow sql`.
+fn same_query() -> String {
+    QUERY.replace("FROM t", &format!("FROM '{OBS}'"))
+}
+
+fn export(dir: &Path, file: &str, extra: &[&str]) -> PathBuf {
+    let path = dir.join(file);
+    let mut args = vec![
+        "export",
+        OBS,
+        "--output",
+        path.to_str().unwrap(),
+        "--query",
+        QUERY,
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // nothing on stdout; no progress on stderr when it is not a terminal
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    path
+}
+
+#[test]
+fn export_ipc_file_and_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = ok(&["sql", "-f", "ndjson", &same_query()]);
+    assert_eq!(expected.lines().count(), 1000);
+
+    let path = export(dir.path(), "b.arrow", &[]);
+    let reader = FileReader::try_new(File::open(&path).unwrap(), None).unwrap();
+    let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+    assert_eq!(to_ndjson(&batches), expected);
+    let schema = batches[0].schema();
+    assert!(matches!(
+        schema.field_with_name("cell_type").unwrap().data_type(),
+        arrow::datatypes::DataType::Dictionary(..)
+    ));
+
+    let path = export(dir.path(), "b.arrows", &[]);
+    let reader = StreamReader::try_new(File::open(&path).unwrap(), None).unwrap();
+    let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+    assert_eq!(to_ndjson(&batches), expected);
+
+    // explicit format wins over the extension
+    let path = export(dir.path(), "b.bin", &["--format", "arrow-stream"]);
+    let reader = StreamReader::try_new(File::open(&path).unwrap(), None).unwrap();
+    assert_eq!(reader.map(|b| b.unwrap().num_rows()).sum::<usize>(), 1000);
+}
+
+#[test]
+fn export_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = ok(&["sql", "-f", "ndjson", &same_query()]);
+    let path = export(dir.path(), "b.parquet", &[]);
+    let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+    assert_eq!(to_ndjson(&batches), expected);
+    // and DataFusion reads it back through the same session
+    let out = ok(&[
+        "sql",
+        "-f",
+        "csv",
+        &format!(
+            "SELECT count(*) AS n, count(n_genes) AS g FROM '{}'",
+            path.display()
+        ),
+    ]);
+    let g = json_lines(&expected)
+        .iter()
+        .filter(|r| !r["n_genes"].is_null())
+        .count();
+    assert_eq!(out, format!("n,g\n1000,{g}\n"));
+}
+
+#[test]
+fn export_csv_and_ndjson() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = export(dir.path(), "b.csv", &[]);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        ok(&["sql", "-f", "csv", &same_query()])
+    );
+    let path = export(dir.path(), "b.ndjson", &[]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text, ok(&["sql", "-f", "ndjson", &same_query()]));
+    assert_eq!(json_lines(&text).len(), 1000);
+    let path = export(dir.path(), "b.jsonl", &[]);
+    assert_eq!(
+        json_lines(&std::fs::read_to_string(&path).unwrap()).len(),
+        1000
+    );
+}
+
+#[test]
+fn export_whole_table_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("obs.arrow");
+    ok(&["export", OBS, "--output", path.to_str().unwrap()]);
+    let reader = FileReader::try_new(File::open(&path).unwrap(), None).unwrap();
+    let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+    assert_eq!(
+        batches.iter().map(RecordBatch::num_rows).sum::<usize>(),
+        2000
+    );
+    // without a query the rows keep the store's order
+    let barcodes: Vec<String> = batches
+        .iter()
+        .flat_map(|b| {
+            let a = b
+                .column_by_name("barcode")
+                .unwrap()
+                .as_string::<i32>()
+                .clone();
+            (0..a.len()).map(move |i| a.value(i).to_string())
+        })
+        .collect();
+    let expected = ok(&[
+        "sql",
+        "-f",
+        "csv",
+        "SELECT barcode FROM 'data/pbmc_sample.zarr/obs/barcode' ORDER BY dim_0",
+    ]);
+    assert_eq!(
+        barcodes.join("\n"),
+        expected.trim_start_matches("barcode\n").trim_end()
+    );
+
+    // a 2-D array, with table options
+    let path = dir.path().join("x.parquet");
+    ok(&[
+        "export",
+        "data/pbmc_sample.zarr/X",
+        "--output",
+        path.to_str().unwrap(),
+    ]);
+    let meta = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
+    assert_eq!(meta.metadata().file_metadata().num_rows(), 2000 * 200);
+
+    let path = dir.path().join("strings.arrow");
+    ok(&[
+        "export",
+        &fixture("v3_strings.zarr/string_zstd"),
+        "--output",
+        path.to_str().unwrap(),
+        "--string-type",
+        "view",
+    ]);
+    let reader = FileReader::try_new(File::open(&path).unwrap(), None).unwrap();
+    assert_eq!(
+        reader.schema().field(1).data_type(),
+        &arrow::datatypes::DataType::Utf8View
+    );
+}
+
+#[test]
+fn export_to_stdout() {
+    let out = Command::new(env!("CARGO_BIN_EXE_zarrow"))
+        .args([
+            "export",
+            "data/pbmc_sample.zarr/var",
+            "--output",
+            "-",
+            "--format",
+            "arrow-stream",
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reader = StreamReader::try_new(std::io::Cursor::new(out.stdout), None).unwrap();
+    assert_eq!(reader.map(|b| b.unwrap().num_rows()).sum::<usize>(), 200);
+}
+
+#[test]
+fn closed_stdout_is_not_an_error() {
+    use std::io::Read;
+    use std::process::Stdio;
+    // 400,000 rows of CSV; the reader goes away after the first bytes (as `| head` does)
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zarrow"))
+        .args([
+            "sql",
+            "-f",
+            "csv",
+            "SELECT * FROM 'data/pbmc_sample.zarr/X'",
+        ])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    stdout.read_exact(&mut first).unwrap();
+    assert!(first.starts_with(b"dim_0,dim_1,X\n"));
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// ----------------------------------------------------------------------------------- errors
+
+#[test]
+fn errors_are_clean() {
+    let err = fails(&["tree", "no/such/store.zarr"]);
+    assert!(err.contains("no/such/store.zarr"), "{err}");
+    let err = fails(&["schema", "no/such/store.zarr"]);
+    assert!(err.contains("no/such/store.zarr"), "{err}");
+    fails(&["sql", "SELECT * FROM 'no/such/store.zarr'"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.arrow");
+    fails(&[
+        "export",
+        "no/such/store.zarr",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!out.exists(), "no file left behind");
+
+    let err = fails(&["sql", "SELEC cell_type FROM t"]);
+    assert!(err.to_lowercase().contains("sql"), "{err}");
+    let err = fails(&["sql", "SELECT nope FROM 'data/pbmc_sample.zarr/obs'"]);
+    assert!(err.contains("nope"), "{err}");
+    let err = fails(&["sql", "SELECT 1; SELECT * FROM missing_table"]);
+    assert!(err.contains("statement 2 of 2"), "{err}");
+
+    let err = fails(&["sql", "--format", "xml", "SELECT 1"]);
+    assert!(err.contains("xml"), "{err}");
+    let err = fails(&[
+        "export",
+        OBS,
+        "--output",
+        out.to_str().unwrap(),
+        "--format",
+        "xml",
+    ]);
+    assert!(err.contains("xml"), "{err}");
+    let bad = dir.path().join("x.xlsx");
+    let err = fails(&["export", OBS, "--output", bad.to_str().unwrap()]);
+    assert!(err.contains(".xlsx") && err.contains("--format"), "{err}");
+    assert!(!bad.exists());
+    let err = fails(&["schema", OBS, "--option", "bogus=1"]);
+    assert!(err.contains("bogus"), "{err}");
+    let err = fails(&["schema", OBS, "--option", "novalue"]);
+    assert!(err.contains("KEY=VALUE"), "{err}");
+    let err = fails(&["schema", OBS, "--string-type", "utf16"]);
+    assert!(err.contains("utf16"), "{err}");
+    let err = fails(&[
+        "export",
+        OBS,
+        "--output",
+        out.to_str().unwrap(),
+        "--query",
+        "SELECT * FROM nope",
+    ]);
+    assert!(err.contains("nope"), "{err}");
+    assert!(!out.exists(), "no file left behind");
+    fails(&["export", OBS, "--output", "/no/such/dir/x.arrow"]);
+}
+
+#[test]
+fn help_and_version() {
+    let out = ok(&["--help"]);
+    for cmd in ["sql", "schema", "tree", "export"] {
+        assert!(out.contains(cmd), "{out}");
+    }
+    assert!(ok(&["--version"]).starts_with("zarrow "));
+    assert!(ok(&["export", "--help"]).contains("arrow-stream"));
+}
