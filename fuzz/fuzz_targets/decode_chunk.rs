@@ -1,0 +1,53 @@
+//! Fuzz the chunk decoders: any bytes, any encoding, any string type, any element count —
+//! decoding must return a value or an error, never panic or misbehave.
+//!
+//! Run: `cargo +nightly fuzz run decode_chunk` from `fuzz/` (needs `cargo install cargo-fuzz`).
+#![no_main]
+
+use bytes::Bytes;
+use libfuzzer_sys::fuzz_target;
+use zarrow::codec::{ArrayToBytes, BytesToBytes, CodecChain, IndexLocation, ZarrsVlen};
+use zarrow::metadata::{DataType, Endian};
+use zarrow::{StringType, ZarrReadOptions};
+
+fuzz_target!(|input: &[u8]| {
+    if input.len() < 3 {
+        return;
+    }
+    let (selector, n, data) = (input[0], input[1] as usize, &input[2..]);
+    let array_to_bytes = match selector % 8 {
+        0 => ArrayToBytes::VlenUtf8,
+        1 => ArrayToBytes::VlenBytes,
+        2 => ArrayToBytes::ArrowVlen { large: false },
+        3 => ArrayToBytes::ArrowVlen { large: true },
+        4 | 5 => ArrayToBytes::ZarrsVlen(Box::new(ZarrsVlen {
+            index_codecs: CodecChain::plain(),
+            data_codecs: CodecChain::plain(),
+            index_u64: selector % 8 == 4,
+            index_location: if selector & 0x10 == 0 { IndexLocation::Start } else { IndexLocation::End },
+        })),
+        _ => ArrayToBytes::Bytes { endian: Some(if selector & 0x10 == 0 { Endian::Little } else { Endian::Big }) },
+    };
+    let data_type = match (selector % 8, selector >> 6) {
+        (1, _) => DataType::Bytes,
+        (6 | 7, 0) => DataType::FixedUtf32 { length_bytes: 8 },
+        (6 | 7, 1) => DataType::NullTerminatedBytes { length_bytes: 3 },
+        (6 | 7, 2) => DataType::Int32,
+        (6 | 7, _) => DataType::DateTime64 { unit: zarrow::metadata::NpTimeUnit::Day, scale_factor: 1 },
+        _ => DataType::String,
+    };
+    let bytes_to_bytes = match (selector >> 3) & 3 {
+        1 => vec![BytesToBytes::Zstd { level: 0, checksum: false }],
+        2 => vec![BytesToBytes::Crc32c],
+        _ => vec![],
+    };
+    let chain = CodecChain { array_to_array: vec![], array_to_bytes, bytes_to_bytes };
+    let string_type = match selector >> 6 {
+        0 => StringType::Utf8,
+        1 => StringType::LargeUtf8,
+        _ => StringType::View,
+    };
+    let mut opts = ZarrReadOptions::default().with_string_type(string_type);
+    opts.max_chunk_bytes = 1 << 20;
+    let _ = zarrow::decode::decode_chunk(&chain, &data_type, n, Bytes::copy_from_slice(data), &opts);
+});
