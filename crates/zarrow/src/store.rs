@@ -212,11 +212,29 @@ fn store_err(path: &Path, source: object_store::Error) -> Error {
     }
 }
 
+/// A local path as an absolute, normalized object-store path: `.` and `..` are resolved
+/// lexically (the path need not exist yet, e.g. for writing), so `../data/x.zarr` works.
 fn local(path: &str) -> std::result::Result<(Arc<dyn ObjectStore>, Path), String> {
-    let abs = std::path::absolute(path).map_err(|e| format!("cannot resolve path: {e}"))?;
+    let abs =
+        normalize(&std::path::absolute(path).map_err(|e| format!("cannot resolve path: {e}"))?);
     let fs = object_store::local::LocalFileSystem::new();
     let root = Path::from_absolute_path(&abs).map_err(|e| e.to_string())?;
     Ok((Arc::new(fs), root))
+}
+
+fn normalize(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 #[cfg(feature = "cloud")]
@@ -269,5 +287,24 @@ mod cloud {
             other => return Err(format!("unsupported scheme '{other}'")),
         };
         Ok((store, path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_paths_resolve_dot_segments() {
+        let dir = std::env::current_dir().unwrap();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let store = ZarrStore::open(&format!("./../{name}/x/../data.zarr/")).unwrap();
+        let expected = Path::from_absolute_path(dir.join("data.zarr")).unwrap();
+        assert_eq!(store.root(), &expected);
+        let store = ZarrStore::open(&format!("file://{}/a/./b/../c", dir.display())).unwrap();
+        assert_eq!(
+            store.root(),
+            &Path::from_absolute_path(dir.join("a/c")).unwrap()
+        );
     }
 }
