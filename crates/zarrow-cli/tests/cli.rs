@@ -808,3 +808,57 @@ fn help_and_version() {
     assert!(ok(&["--version"]).starts_with("zarrow "));
     assert!(ok(&["export", "--help"]).contains("arrow-stream"));
 }
+
+/// The base URL of a loopback server started by `tests/remote/start.sh` (which `tests/run-all.sh`
+/// runs); without it the remote tests skip, except under CI (`CI=true`), where they fail.
+fn remote(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) => Some(v),
+        Err(_) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("CI=true but {var} is not set: run tests/remote/start.sh first")
+        }
+        Err(_) => {
+            eprintln!("skipping: {var} not set (eval \"$(bash tests/remote/start.sh)\" to run)");
+            None
+        }
+    }
+}
+
+/// The same queries over a remote base and over the local fixtures give the same CSV.
+fn same_over(base: &str) {
+    let queries = [
+        // AnnData without consolidated metadata at the node: children from its attributes.
+        "SELECT cell_type, count(*) AS n FROM '{}/anndata_v3_sharded.zarr/obs' \
+         GROUP BY cell_type ORDER BY n DESC, cell_type",
+        "SELECT * FROM '{}/anndata_v2.zarr/var' ORDER BY 1",
+        // xarray group table: coordinates, broadcasting, strings.
+        "SELECT station, station_name, avg(temperature) AS t FROM '{}/xarray_v3.zarr' \
+         GROUP BY station, station_name ORDER BY station",
+        // sharded strings, pruned by a filter on the dimension
+        "SELECT * FROM '{}/v3_strings.zarr/string_sharded' WHERE dim_0 BETWEEN 3 AND 30 ORDER BY dim_0",
+    ];
+    let local = format!("{}/{FIXTURES}", root().display());
+    for q in queries {
+        let remote_out = ok(&["sql", "--format", "csv", &q.replace("{}", base)]);
+        let local_out = ok(&["sql", "--format", "csv", &q.replace("{}", &local)]);
+        assert!(remote_out.lines().count() > 1, "{q}: no rows");
+        assert_eq!(remote_out, local_out, "{q} over {base}");
+    }
+    // the schema command over the remote store too
+    let schema = ok(&["schema", &format!("{base}/xarray_v3.zarr")]);
+    assert!(schema.contains("station_name"), "{schema}");
+}
+
+#[test]
+fn sql_over_http() {
+    if let Some(base) = remote("ZARROW_TEST_HTTP") {
+        same_over(&base);
+    }
+}
+
+#[test]
+fn sql_over_s3() {
+    if let Some(base) = remote("ZARROW_TEST_S3") {
+        same_over(&base);
+    }
+}

@@ -3,7 +3,9 @@
 //! A node's metadata is `zarr.json` (v3), else `.zarray` or `.zgroup` with `.zattrs` (v2).
 //! Children come from consolidated metadata when the group has it (v3 inline
 //! `consolidated_metadata`, v2 `.zmetadata`) — one read for the whole tree, and the only way on
-//! stores that cannot list (HTTP) — else from listing the store.
+//! stores that cannot list (HTTP) — else from the children an AnnData element declares in its
+//! attributes (`_index` and `column-order` of a dataframe, `codes`/`categories`,
+//! `values`/`mask`), as anndata itself reads them, else from listing the store.
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -138,7 +140,14 @@ impl ZarrGroup {
                 .collect());
         }
         let mut out = Vec::new();
-        for name in self.store.list_children("").await? {
+        let names = match anndata_children(&self.meta.attributes) {
+            Some(mut names) => {
+                names.sort();
+                names
+            }
+            None => self.store.list_children("").await?,
+        };
+        for name in names {
             match Node::open_store(
                 self.store.child(&name),
                 &metadata::join_path(&self.path, &name),
@@ -188,5 +197,31 @@ impl ZarrGroup {
             Ok(out)
         }
         .boxed()
+    }
+}
+
+/// The children an AnnData element names in its attributes, in anndata's order, when it is one
+/// whose children are fixed by its encoding: a dataframe (`_index`, then `column-order`), a
+/// categorical or a nullable array. `None` for anything else (then the store is listed).
+fn anndata_children(
+    attributes: &serde_json::Map<String, serde_json::Value>,
+) -> Option<Vec<String>> {
+    let names = |list: &[&str]| Some(list.iter().map(|s| s.to_string()).collect());
+    match attributes.get("encoding-type")?.as_str()? {
+        "dataframe" => {
+            let mut out = vec![attributes.get("_index")?.as_str()?.to_string()];
+            for column in attributes.get("column-order")?.as_array()? {
+                let column = column.as_str()?.to_string();
+                if !out.contains(&column) {
+                    out.push(column);
+                }
+            }
+            Some(out)
+        }
+        "categorical" => names(&["categories", "codes"]),
+        "nullable-integer" | "nullable-boolean" | "nullable-string-array" => {
+            names(&["mask", "values"])
+        }
+        _ => None,
     }
 }
