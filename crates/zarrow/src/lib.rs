@@ -41,3 +41,13 @@ pub use reader::{
 };
 pub use store::ZarrStore;
 pub use writer::{write_array, write_group, ZarrWriteOptions};
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    /// The absolute location of a committed fixture store in `tests/fixtures/data`.
+    pub fn fixture(name: &str) -> String {
+        let data =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/data");
+        format!("{}/{name}", std::fs::canonicalize(data).unwrap().display())
+    }
+}

@@ -211,15 +211,9 @@ impl ZarrRecordBatchStreamBuilder {
                         columns,
                         &RecordBatchOptions::new().with_row_count(Some(rows)),
                     )?;
-                    let batch = batch.slice(0, take.min(batch.num_rows()));
-                    let mut parts = Vec::new();
-                    let mut offset = 0;
-                    while offset < batch.num_rows() {
-                        let len = batch_size.min(batch.num_rows() - offset);
-                        parts.push(Ok(batch.slice(offset, len)));
-                        offset += len;
-                    }
-                    Ok::<_, Error>(futures::stream::iter(parts))
+                    Ok::<_, Error>(futures::stream::iter(crate::reader::split_batch(
+                        &batch, take, batch_size,
+                    )))
                 }
             })
             .buffered(self.options.concurrency.max(1))
@@ -377,4 +371,19 @@ impl RecordBatchReader for ZarrRecordBatchReader {
     fn schema(&self) -> SchemaRef {
         self.stream.schema()
     }
+}
+
+/// The first `take` rows of a chunk's batch, as batches of at most `batch_size` rows (slices:
+/// no copy).
+pub(crate) fn split_batch(
+    batch: &RecordBatch,
+    take: usize,
+    batch_size: usize,
+) -> Vec<Result<RecordBatch>> {
+    let rows = take.min(batch.num_rows());
+    let batch_size = batch_size.max(1);
+    (0..rows)
+        .step_by(batch_size)
+        .map(|offset| Ok(batch.slice(offset, batch_size.min(rows - offset))))
+        .collect()
 }

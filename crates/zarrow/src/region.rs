@@ -246,11 +246,7 @@ mod tests {
 
     use super::*;
 
-    fn fixture(name: &str) -> String {
-        let data =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/data");
-        format!("{}/{name}", std::fs::canonicalize(data).unwrap().display())
-    }
+    use crate::test_util::fixture;
 
     /// `string_2d`: (7, 5) in chunks of (3, 2); element (r, c) of the C-order values.
     fn expected_2d() -> Vec<String> {

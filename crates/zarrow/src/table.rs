@@ -995,15 +995,9 @@ impl TableModel {
                     let batch = this
                         .read_chunk_cached(&coords, &projection, &opts, Some(&cache))
                         .await?;
-                    let batch = batch.slice(0, take.min(batch.num_rows()));
-                    let mut parts = Vec::new();
-                    let mut offset = 0;
-                    while offset < batch.num_rows() {
-                        let len = batch_size.min(batch.num_rows() - offset);
-                        parts.push(Ok(batch.slice(offset, len)));
-                        offset += len;
-                    }
-                    Ok::<_, Error>(futures::stream::iter(parts))
+                    Ok::<_, Error>(futures::stream::iter(crate::reader::split_batch(
+                        &batch, take, batch_size,
+                    )))
                 }
             })
             .buffered(concurrency)
@@ -1097,11 +1091,7 @@ mod tests {
 
     use super::*;
 
-    fn fixture(name: &str) -> String {
-        let data =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/data");
-        format!("{}/{name}", std::fs::canonicalize(data).unwrap().display())
-    }
+    use crate::test_util::fixture;
 
     fn strings(a: &ArrayRef) -> Vec<&str> {
         a.as_string::<i32>()
