@@ -273,6 +273,15 @@ fn numcodecs_malformed() {
             numcodecs_err(long, 6, t),
             ChunkError::Truncated(_)
         ));
+        // An item announcing the bytes that should hold the later items' length headers (the
+        // count fits the chunk, the data size does not).
+        let mut eats_headers = 6u32.to_le_bytes().to_vec();
+        eats_headers.extend_from_slice(&20u32.to_le_bytes());
+        eats_headers.extend_from_slice(&[b'a'; 20]);
+        assert!(matches!(
+            numcodecs_err(eats_headers, 6, t),
+            ChunkError::Truncated(_)
+        ));
         // Trailing garbage.
         let mut trailing = good.clone();
         trailing.push(0);
@@ -545,4 +554,73 @@ fn selection_prefix_and_indices() {
         ChunkSelection::new(&[2, 3], &[2, 3], Some(&[1, 0])),
         ChunkSelection::Indices(vec![0, 2, 4, 1, 3, 5])
     );
+}
+
+/// Items of every length around the short-copy block size, the last ones short and long, so
+/// that each copy path (fixed block, near the end of the chunk, long item) is taken.
+#[test]
+fn numcodecs_lengths_around_the_short_copy() {
+    let strings_of = strings;
+    let strings: Vec<String> = (0..40usize)
+        .chain((0..40).rev())
+        .chain([17, 1, 16, 0, 15])
+        .enumerate()
+        .map(|(i, len)| {
+            (0..len)
+                .map(|j| (b'a' + ((i + j) % 26) as u8) as char)
+                .collect()
+        })
+        .collect();
+    let items: Vec<Option<&[u8]>> = strings.iter().map(|s| Some(s.as_bytes())).collect();
+    let chunk = encode::vlen_numcodecs_items(&items, b"").unwrap();
+    for t in string_types() {
+        let array = decode_chunk(
+            &chain(ArrayToBytes::VlenUtf8),
+            &DataType::String,
+            strings.len(),
+            Bytes::from(chunk.clone()),
+            &opts(t),
+        )
+        .unwrap();
+        assert_eq!(strings_of(array.as_ref()), strings, "{t:?}");
+        // Views are exactly Arrow's own (inline bytes zero-padded: engines compare short
+        // strings by their 16 view bytes).
+        #[cfg(feature = "utf8view")]
+        if t == StringType::View {
+            let views = array.as_string_view();
+            let data = views.data_buffers()[0].as_slice();
+            for (i, v) in views.views().iter().enumerate() {
+                let len = *v as u32 as usize;
+                let offset = if len > 12 { (*v >> 96) as usize } else { 0 };
+                let bytes = if len > 12 {
+                    &data[offset..offset + len]
+                } else {
+                    strings[i].as_bytes()
+                };
+                let want = arrow_array::builder::make_view(bytes, 0, offset as u32);
+                assert_eq!(*v, want, "view of item {i}");
+            }
+        }
+    }
+}
+
+/// A character split across two items whose length header reads as its continuation bytes: the
+/// chunk past its count is valid UTF-8 as a whole, yet the first item alone is not.
+#[test]
+fn numcodecs_character_split_by_a_length_header() {
+    // Item 0 ends with 0xE2, the lead byte of '€' (E2 82 AC); item 1 is 0xAC82 bytes long, so
+    // its header is 82 AC 00 00 and completes the character.
+    let long = vec![b'x'; 0xAC82];
+    let items = vec![Some(&b"ab\xE2"[..]), Some(&long[..])];
+    let chunk = encode::vlen_numcodecs_items(&items, b"").unwrap();
+    assert!(std::str::from_utf8(&chunk[4..]).is_ok(), "the premise");
+    for t in string_types() {
+        assert!(
+            matches!(
+                numcodecs_err(chunk.clone(), 2, t),
+                ChunkError::Utf8 { element: 0 }
+            ),
+            "{t:?}"
+        );
+    }
 }

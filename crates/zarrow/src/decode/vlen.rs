@@ -273,30 +273,60 @@ pub(crate) fn decode_numcodecs(
     }
 }
 
+/// Bytes copied at once for a short item (see [`numcodecs_compact`]).
+const SHORT: usize = 16;
+
 /// The one copy of the Utf8 path: item bytes appended to a new data buffer, offsets rebuilt.
+///
+/// The data size is known up front (the chunk less the count and the length headers), so the
+/// buffer is allocated once with [`SHORT`] bytes of slack. An item of at most `SHORT` bytes is
+/// copied as a fixed `SHORT`-byte block (one unaligned load and store instead of a `memcpy`
+/// call per item); the bytes past its end are overwritten by the next item or cut off at the
+/// end. All of it is bounds-checked safe code.
 fn numcodecs_compact<O: OffsetSizeTrait>(
     buf: &[u8],
     n: usize,
     target: VlenTarget,
 ) -> Result<ArrayRef, ChunkError> {
+    // The caller checked `4 + 4 * n <= buf.len()`.
+    let data_len = buf.len() - 4 - 4 * n;
+    if O::from_usize(data_len).is_none() {
+        return Err(ChunkError::TooLarge(format!(
+            "chunk holds {data_len} bytes of strings, more than 32-bit offsets address: read it as large_utf8"
+        )));
+    }
     let mut offsets: Vec<O> = Vec::with_capacity(n + 1);
-    let mut data: Vec<u8> = Vec::with_capacity(buf.len() - 4 - 4 * n);
+    let mut data = vec![0u8; data_len + SHORT];
     offsets.push(O::usize_as(0));
     let mut pos = 4usize;
+    let mut end = 0usize;
     for i in 0..n {
         let len = read_u32(buf, pos)
             .ok_or_else(|| truncated(format!("item {i}: length header past the end")))?
             as usize;
         pos += 4;
-        let item = buf.get(pos..pos + len).ok_or_else(|| {
-            truncated(format!(
-                "item {i}: {len} bytes announced, {} left",
-                buf.len() - pos
-            ))
-        })?;
-        data.extend_from_slice(item);
+        let left = buf.len() - pos;
+        if len > left {
+            return Err(truncated(format!(
+                "item {i}: {len} bytes announced, {left} left"
+            )));
+        }
+        // The items so far and this one must leave room for the remaining length headers.
+        if len > data_len - end {
+            return Err(truncated(format!(
+                "item {i}: {len} bytes announced, but the {} items after it need their length headers",
+                n - i - 1
+            )));
+        }
+        // Now `end + len <= data_len`, and the buffer has `SHORT` bytes of slack past that.
+        if len <= SHORT && left >= SHORT {
+            data[end..end + SHORT].copy_from_slice(&buf[pos..pos + SHORT]);
+        } else {
+            data[end..end + len].copy_from_slice(&buf[pos..pos + len]);
+        }
         pos += len;
-        offsets.push(O::usize_as(data.len()));
+        end += len;
+        offsets.push(O::usize_as(end));
     }
     if pos != buf.len() {
         return Err(ChunkError::Invalid(format!(
@@ -304,28 +334,50 @@ fn numcodecs_compact<O: OffsetSizeTrait>(
             buf.len() - pos
         )));
     }
-    if O::from_usize(data.len()).is_none() {
-        return Err(ChunkError::TooLarge(format!(
-            "chunk holds {} bytes of strings, more than 32-bit offsets address: read it as large_utf8",
-            data.len()
-        )));
-    }
+    data.truncate(end);
     from_offsets::<O>(ScalarBuffer::from(offsets), Buffer::from_vec(data), target)
 }
 
+#[cfg(feature = "utf8view")]
+/// Is `item` UTF-8? `std`'s scalar check for short items (simdutf8's setup costs more than it
+/// saves under 64 bytes), simdutf8 for longer ones.
+fn item_is_utf8(item: &[u8]) -> bool {
+    if item.len() < 64 {
+        std::str::from_utf8(item).is_ok()
+    } else {
+        simdutf8::basic::from_utf8(item).is_ok()
+    }
+}
+
+/// Views into a numcodecs chunk, built from its length headers.
+///
+/// An item is stored as `[len: u32 LE][bytes]`, and an Arrow view starts with the same `u32 LE`
+/// length: for an item of at most 12 bytes the view is the 16 stored bytes from its header on,
+/// with everything past the item masked off; for a longer one, the view's low 8 bytes (length,
+/// 4-byte prefix) are the header and the first 4 item bytes as stored, and buffer index 0 plus
+/// the item's offset fill the high 8. Near the end of the chunk, where 16 bytes are not left,
+/// `make_view` builds the view.
+///
+/// UTF-8 is checked in one pass over the chunk past its count, headers included (see
+/// [`numcodecs_utf8_each`]); each item is checked on its own only where that pass cannot vouch.
 #[cfg(feature = "utf8view")]
 fn numcodecs_views(buf: Bytes, n: usize, utf8: bool) -> Result<ArrayRef, ChunkError> {
     let data = Buffer::from(buf);
     check_view_buffer(&data)?;
     let bytes: &[u8] = &data;
-    // Fast path: if the whole chunk (headers included) is ASCII, every item is valid UTF-8.
-    let all_ascii = utf8 && bytes.is_ascii();
-    let mut views = Vec::with_capacity(n);
+    // All ASCII (one pass, and it stops early at the first other byte) settles UTF-8 at once.
+    let ascii = bytes[4..].is_ascii();
+    let whole_valid = utf8 && (ascii || simdutf8::basic::from_utf8(&bytes[4..]).is_ok());
+    let check_each = utf8 && !whole_valid;
+    let mut header_bits = 0u32;
+    let mut views: Vec<u128> = Vec::with_capacity(n);
     let mut pos = 4usize;
     for i in 0..n {
-        let len = read_u32(bytes, pos)
-            .ok_or_else(|| truncated(format!("item {i}: length header past the end")))?
-            as usize;
+        let header = pos;
+        let len32 = read_u32(bytes, header)
+            .ok_or_else(|| truncated(format!("item {i}: length header past the end")))?;
+        header_bits |= len32;
+        let len = len32 as usize;
         pos += 4;
         let item = bytes.get(pos..pos + len).ok_or_else(|| {
             truncated(format!(
@@ -333,11 +385,26 @@ fn numcodecs_views(buf: Bytes, n: usize, utf8: bool) -> Result<ArrayRef, ChunkEr
                 bytes.len() - pos
             ))
         })?;
-        if utf8 && !all_ascii && simdutf8::basic::from_utf8(item).is_err() {
+        if check_each && !item_is_utf8(item) {
             return Err(ChunkError::Utf8 { element: i as u64 });
         }
-        // `pos` < buffer length <= u32::MAX (checked above).
-        views.push(arrow_array::builder::make_view(item, 0, pos as u32));
+        let view = match bytes.get(header..header + 16) {
+            Some(block) => {
+                let mut word = [0u8; 16];
+                word.copy_from_slice(block);
+                let stored = u128::from_le_bytes(word);
+                if len <= 12 {
+                    // Keep the header and the item's bytes (the low 32 + 8 * len bits), zero
+                    // the rest.
+                    stored & (u128::MAX >> (96 - 8 * len))
+                } else {
+                    // `pos` < buffer length <= u32::MAX (checked above); buffer index 0.
+                    (stored & u128::from(u64::MAX)) | (u128::from(pos as u32) << 96)
+                }
+            }
+            None => arrow_array::builder::make_view(item, 0, pos as u32),
+        };
+        views.push(view);
         pos += len;
     }
     if pos != bytes.len() {
@@ -346,7 +413,36 @@ fn numcodecs_views(buf: Bytes, n: usize, utf8: bool) -> Result<ArrayRef, ChunkEr
             bytes.len() - pos
         )));
     }
+    if whole_valid && !ascii && header_bits & 0x8080_8080 != 0 {
+        numcodecs_utf8_each(bytes, n)?;
+    }
     Ok(build_view_array(views, data, utf8))
+}
+
+/// Check each item of a well-formed numcodecs chunk for UTF-8 on its own.
+///
+/// [`numcodecs_views`] validates the chunk past its count as one string, headers included. When
+/// that passes and every header byte is ASCII, every item is valid: an ASCII byte is a whole
+/// character in valid UTF-8, so each item starts and ends on a character boundary. A header with
+/// a byte of 0x80 or more (an item of 128 bytes or longer) could sit inside a character split
+/// across two items; then, unless the chunk is all ASCII, this checks the items one by one.
+#[cfg(feature = "utf8view")]
+fn numcodecs_utf8_each(bytes: &[u8], n: usize) -> Result<(), ChunkError> {
+    let mut pos = 4usize;
+    for i in 0..n {
+        let len = read_u32(bytes, pos)
+            .ok_or_else(|| truncated(format!("item {i}: length header past the end")))?
+            as usize;
+        pos += 4;
+        let item = bytes
+            .get(pos..pos + len)
+            .ok_or_else(|| truncated(format!("item {i}: past the end")))?;
+        if !item_is_utf8(item) {
+            return Err(ChunkError::Utf8 { element: i as u64 });
+        }
+        pos += len;
+    }
+    Ok(())
 }
 
 #[cfg(not(feature = "utf8view"))]
@@ -471,7 +567,7 @@ pub(crate) fn from_items(
             let mut views = Vec::with_capacity(items.len());
             for (i, &(start, len)) in items.iter().enumerate() {
                 let item = &data[start..start + len];
-                if target.utf8 && simdutf8::basic::from_utf8(item).is_err() {
+                if target.utf8 && !item_is_utf8(item) {
                     return Err(ChunkError::Utf8 { element: i as u64 });
                 }
                 views.push(arrow_array::builder::make_view(item, 0, start as u32));
