@@ -339,3 +339,95 @@ async fn failing_store() {
     let e = zarrow::ZarrStore::open("ftp://example.invalid/x").unwrap_err();
     assert!(matches!(e, Error::Location { .. }), "{e}");
 }
+
+/// A zstd-compressed `vlen-utf8` chunk read through the record-batch stream, which decodes it
+/// a batch at a time while decompressing: invalid UTF-8 deep in the chunk, a cut-off frame and
+/// trailing bytes are typed errors naming the array, the chunk and the element, after the
+/// batches before the damage came out right.
+#[tokio::test]
+async fn corrupt_chunks_read_batch_by_batch() {
+    use futures::TryStreamExt;
+    let f = Fixture::new();
+    let strings: Vec<String> = (0..5000).map(|i| format!("item-{i}-é")).collect();
+    let opts = ZarrWriteOptions {
+        chunk_shape: Some(vec![5000]),
+        compression: Compression::Zstd(3),
+        ..Default::default()
+    };
+    let values = StringArray::from(strings.clone());
+    zarrow::write_array(&f.store, "s", &values, &[5000], &opts)
+        .await
+        .unwrap();
+    let raw = encode::vlen_numcodecs(&values).unwrap();
+    let zstd = BytesToBytes::Zstd {
+        level: 3,
+        checksum: false,
+    };
+    let read = |f: &Fixture| {
+        let store = f.store.clone();
+        async move {
+            let array = match Node::open_store(store.child("s"), "s").await.unwrap() {
+                Node::Array(a) => a,
+                Node::Group(_) => panic!("group"),
+            };
+            let stream = zarrow::ZarrRecordBatchStreamBuilder::new(array)
+                .with_batch_size(1000)
+                .build()
+                .unwrap();
+            let mut good = 0usize;
+            let mut stream = std::pin::pin!(stream);
+            loop {
+                match stream.try_next().await {
+                    Ok(Some(b)) => good += b.num_rows(),
+                    Ok(None) => return (good, None),
+                    Err(e) => return (good, Some(e)),
+                }
+            }
+        }
+    };
+    let (good, err) = read(&f).await;
+    assert_eq!(good, 5000);
+    assert!(err.is_none(), "{err:?}");
+
+    let chunk_error = |e: Option<Error>| match e {
+        Some(Error::Chunk {
+            array,
+            chunk,
+            source,
+        }) => {
+            assert_eq!((array.as_str(), chunk.as_str()), ("s", "c/0"));
+            source
+        }
+        other => panic!("expected a chunk error, got {other:?}"),
+    };
+
+    // Invalid UTF-8 in element 3210: the first three batches are fine.
+    let mut bad = raw.clone();
+    let needle = b"item-3210-\xc3\xa9";
+    let at = bad.windows(needle.len()).position(|w| w == needle).unwrap();
+    bad[at + needle.len() - 1] = b'z';
+    f.put("s/c/0", zstd.encode(&bad).unwrap()).await;
+    let (good, err) = read(&f).await;
+    assert_eq!(good, 3000);
+    assert!(matches!(
+        chunk_error(err),
+        ChunkError::Utf8 { element: 3210 }
+    ));
+
+    // The frame cut short.
+    let whole = zstd.encode(&raw).unwrap();
+    f.put("s/c/0", whole[..whole.len() * 2 / 3].to_vec()).await;
+    let (_, err) = read(&f).await;
+    assert!(matches!(
+        chunk_error(err),
+        ChunkError::Codec { codec: "zstd", .. } | ChunkError::Truncated(_)
+    ));
+
+    // Bytes after the last item.
+    let mut trailing = raw.clone();
+    trailing.extend_from_slice(b"tail");
+    f.put("s/c/0", zstd.encode(&trailing).unwrap()).await;
+    let (good, err) = read(&f).await;
+    assert_eq!(good, 4000);
+    assert!(matches!(chunk_error(err), ChunkError::Invalid(_)));
+}

@@ -91,7 +91,7 @@ async fn arrow_vlen_from_store_copies_nothing() {
     }
 }
 
-/// `vlen-utf8` read as Utf8View: the view buffer is the chunk as fetched.
+/// `vlen-utf8` read as Utf8View: the view buffer is the chunk as fetched (its items).
 #[tokio::test]
 async fn vlen_utf8_views_from_store_copy_nothing() {
     let mem = Arc::new(InMemory::new());
@@ -121,7 +121,10 @@ async fn vlen_utf8_views_from_store_copy_nothing() {
     let views = got.as_string_view();
     assert_eq!(views.value(3), "label-3-ü");
     assert_eq!(views.data_buffers().len(), 1);
-    assert_eq!(views.data_buffers()[0].as_ptr(), stored.as_ptr());
+    // The chunk as fetched, from its first item on (past the 4-byte item count).
+    let buffer = &views.data_buffers()[0];
+    assert_eq!(buffer.as_ptr(), stored[4..].as_ptr());
+    assert_eq!(buffer.len(), stored.len() - 4);
 }
 
 /// zarrs.vlen chunks written by zarrs: data is a slice of the fetched chunk; offsets are too
@@ -166,5 +169,72 @@ async fn zarrs_vlen_fixture_is_zero_copy() {
             offsets_in_chunk, aligned,
             "{name}: aligned offsets are used in place, misaligned copied"
         );
+    }
+}
+
+/// Chunks handed out a run of rows at a time (`ZarrArray::chunk_reader`, what the record-batch
+/// readers and SQL scans use) keep the zero-copy claims run by run: views of an uncompressed
+/// `vlen-utf8` chunk, `zarrow.arrow_vlen` offsets and data, and fixed-size values all point
+/// into the fetched bytes.
+#[tokio::test]
+async fn runs_of_rows_copy_nothing() {
+    let mem = Arc::new(InMemory::new());
+    let store = ZarrStore::new(mem.clone() as Arc<dyn ObjectStore>, "runs");
+    let numbers = arrow::array::Int64Array::from_iter_values(0..1000);
+    for (path, values, encoding, t) in [
+        (
+            "views",
+            Arc::new(labels()) as arrow::array::ArrayRef,
+            VlenEncoding::Numcodecs,
+            StringType::View,
+        ),
+        (
+            "arrow",
+            Arc::new(labels()),
+            VlenEncoding::ArrowVlen { large: false },
+            StringType::Utf8,
+        ),
+        (
+            "ints",
+            Arc::new(numbers),
+            VlenEncoding::Numcodecs,
+            StringType::Utf8,
+        ),
+    ] {
+        let opts = ZarrWriteOptions {
+            chunk_shape: Some(vec![600]),
+            vlen_encoding: encoding,
+            ..Default::default()
+        };
+        zarrow::write_array(&store, path, values.as_ref(), &[1000], &opts)
+            .await
+            .unwrap();
+        let array = open(&store, path).await;
+        // Chunk 1 is the edge chunk: 400 of its 600 elements are in bounds.
+        let stored = array.fetch_chunk(&[1]).await.unwrap().unwrap();
+        let read = ZarrReadOptions::default().with_string_type(t);
+        let mut reader = array
+            .chunk_reader(&[1], Some(stored.clone()), &read)
+            .await
+            .unwrap();
+        assert_eq!(reader.remaining(), 400);
+        let mut rows = 0;
+        while reader.remaining() > 0 {
+            let run = reader.next_rows(128).unwrap();
+            let want = values.slice(600 + rows, run.len());
+            let got = arrow::compute::cast(&run, want.data_type()).unwrap();
+            assert_eq!(got.as_ref(), want.as_ref(), "{path}: rows {rows}..");
+            let data = run.to_data();
+            let bytes = match t {
+                StringType::View => data.buffers()[1].clone(),
+                _ => data.buffers().last().unwrap().clone(),
+            };
+            assert!(
+                inside(bytes.as_ptr(), bytes.len(), &stored),
+                "{path}: run at row {rows} was copied"
+            );
+            rows += run.len();
+        }
+        assert_eq!(rows, 400);
     }
 }

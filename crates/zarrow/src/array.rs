@@ -2,11 +2,12 @@
 //!
 //! The read unit is the chunk, or for sharded arrays the inner chunk: shards are only containers,
 //! read by ranged GETs — the index first (cached per shard), then exactly the inner chunks asked
-//! for. A unit whose key (or index entry) is absent is the fill value. Decoding runs on the
-//! blocking pool when called inside a Tokio runtime, off the I/O threads.
+//! for. A unit whose key (or index entry) is absent is the fill value. Decoding a whole unit
+//! runs on the blocking pool when called inside a Tokio runtime, off the I/O threads.
 //!
 //! ```text
-//! read_chunk(coords) ─▶ fetch (GET key │ shard index + ranged GET) ─▶ decode ─▶ select in-bounds
+//! read_chunk(coords)   ─▶ fetch (GET key │ shard index + ranged GET) ─▶ decode ─▶ select in-bounds
+//! chunk_reader(bytes)  ─▶ ChunkReader: the in-bounds rows decoded a run at a time (decode::rows)
 //! ```
 
 use std::collections::HashMap;
@@ -19,7 +20,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::GetRange;
 
 use crate::codec::IndexLocation;
-use crate::decode::{decode_bytes, decode_chunk, fill_array, ChunkSelection};
+use crate::decode::{decode_bytes, decode_chunk, fill_array, ChunkRows, ChunkSelection};
 use crate::error::ChunkError;
 use crate::metadata::ArrayMetadata;
 use crate::options::ZarrReadOptions;
@@ -304,6 +305,66 @@ impl ZarrArray {
         }
     }
 
+    /// The in-bounds rows of the read unit at `coords`, from its stored bytes (from
+    /// [`Self::fetch_chunk`]; `None`: the fill value), to be decoded a run of rows at a time by
+    /// [`ChunkReader::next_rows`] — see [`crate::decode::rows`]. A unit that has to be decoded
+    /// whole is decoded here, on the blocking pool when large and inside a runtime.
+    pub async fn chunk_reader(
+        &self,
+        coords: &[u64],
+        stored: Option<Bytes>,
+        opts: &ZarrReadOptions,
+    ) -> Result<ChunkReader> {
+        let valid = self.chunk_valid_shape(coords)?;
+        let chunk = self.chunk_location(coords).to_string();
+        let meta = &self.meta;
+        let rows = match stored {
+            None => fill_array(
+                &meta.data_type,
+                &meta.fill_value,
+                valid.iter().product::<u64>() as usize,
+                opts,
+            )
+            .map(ChunkRows::decoded),
+            Some(bytes) => {
+                let chunk_shape = meta.read_chunk_shape();
+                let n = chunk_shape.iter().product::<u64>() as usize;
+                let chain = meta.read_chain();
+                let order = chain.transpose_order(chunk_shape.len());
+                let selection = ChunkSelection::new(chunk_shape, &valid, order.as_deref());
+                let cheap = ChunkRows::starts_cheaply(chain, &meta.data_type, &selection);
+                if !cheap
+                    && bytes.len() > 64 * 1024
+                    && tokio::runtime::Handle::try_current().is_ok()
+                {
+                    let (meta, opts) = (self.meta.clone(), opts.clone());
+                    tokio::task::spawn_blocking(move || {
+                        ChunkRows::new(
+                            meta.read_chain(),
+                            &meta.data_type,
+                            n,
+                            &selection,
+                            bytes,
+                            &opts,
+                        )
+                    })
+                    .await
+                    .map_err(|e| Error::InvalidArgument(format!("decode task failed: {e}")))?
+                } else {
+                    ChunkRows::new(chain, &meta.data_type, n, &selection, bytes, opts)
+                }
+            }
+        };
+        match rows {
+            Ok(rows) => Ok(ChunkReader {
+                rows,
+                array: self.path.clone(),
+                chunk,
+            }),
+            Err(e) => Err(Error::chunk(self.path.clone(), chunk, e)),
+        }
+    }
+
     /// Read several read units, `opts.concurrency` at a time, in the order given.
     pub async fn read_chunks(
         &self,
@@ -325,6 +386,35 @@ impl ZarrArray {
 fn is_range_error(e: &object_store::Error) -> bool {
     let msg = e.to_string();
     msg.contains("range") || msg.contains("Range")
+}
+
+/// One read unit's in-bounds rows, handed out a run at a time ([`ZarrArray::chunk_reader`]);
+/// errors name the array and the chunk.
+#[derive(Debug)]
+pub struct ChunkReader {
+    rows: ChunkRows,
+    array: String,
+    chunk: String,
+}
+
+impl ChunkReader {
+    /// Rows not handed out yet.
+    pub fn remaining(&self) -> usize {
+        self.rows.remaining()
+    }
+
+    /// Whether rows are decoded run by run (else the unit was decoded whole and runs are
+    /// slices of it).
+    pub fn is_incremental(&self) -> bool {
+        self.rows.is_incremental()
+    }
+
+    /// The next `k` rows, in C order (fewer at the end of the unit).
+    pub fn next_rows(&mut self, k: usize) -> Result<ArrayRef> {
+        self.rows
+            .next_rows(k)
+            .map_err(|e| Error::chunk(self.array.clone(), self.chunk.clone(), e))
+    }
 }
 
 /// All coordinates of a grid, in C order.

@@ -30,7 +30,7 @@ pub mod store;
 pub mod table;
 pub mod writer;
 
-pub use array::ZarrArray;
+pub use array::{ChunkReader, ZarrArray};
 pub use error::{ChunkError, Error, Result};
 pub use metadata::{ArrayMetadata, DataType, GroupMetadata, NodeMetadata};
 pub use node::{Node, ZarrGroup};

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::{ArrowError, DataType as ArrowType, Field, Schema, SchemaRef};
 use futures::stream::BoxStream;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 
-use crate::array::ZarrArray;
+use crate::array::{ChunkReader, ZarrArray};
 use crate::options::ZarrReadOptions;
 use crate::{Error, Result};
 
@@ -182,45 +182,58 @@ impl ZarrRecordBatchStreamBuilder {
         let options = self.options.clone();
         let batch_size = self.batch_size;
         let out_schema = schema.clone();
+        // Fetch up to `concurrency` chunks ahead, each as its own task; decode the chunk being
+        // handed out a batch at a time (see `TableModel::read_chunks`).
+        let fetcher = array.clone();
         let stream = futures::stream::iter(plan)
             .map(move |(coords, take)| {
+                let array = fetcher.clone();
+                in_background(async move {
+                    let stored = if needs_values {
+                        Some(array.fetch_chunk(&coords).await?)
+                    } else {
+                        None
+                    };
+                    Ok((coords, take, stored))
+                })
+            })
+            .buffered(self.options.concurrency.max(1))
+            .and_then(move |(coords, take, stored)| {
                 let array = array.clone();
                 let options = options.clone();
                 let projection = projection.clone();
                 let schema = out_schema.clone();
                 async move {
-                    let values = if needs_values {
-                        Some(array.read_chunk(&coords, &options).await?)
-                    } else {
-                        None
+                    let mut values = match stored {
+                        Some(stored) => Some(array.chunk_reader(&coords, stored, &options).await?),
+                        None => None,
                     };
                     let index = index_columns(&array, &coords)?;
-                    let columns: Vec<ArrayRef> = projection
+                    // A value column projected twice is decoded whole, once.
+                    let mut whole = None;
+                    if projection.iter().filter(|&&i| i == ndim).count() > 1 {
+                        if let Some(reader) = values.as_mut() {
+                            whole = Some(reader.next_rows(reader.remaining())?);
+                        }
+                    }
+                    let columns = projection
                         .iter()
                         .map(|&i| {
-                            if i < ndim {
-                                index[i].clone()
-                            } else {
-                                values.clone().unwrap_or_else(|| index[0].clone())
+                            if let Some(column) = index.get(i).or(whole.as_ref()) {
+                                return Ok(ColumnRuns::Whole(column.clone()));
                             }
+                            let reader = values.take().ok_or_else(|| {
+                                Error::InvalidArgument(format!("projection index {i}: no values"))
+                            })?;
+                            Ok(ColumnRuns::Runs(Box::new(reader), None))
                         })
-                        .collect();
-                    let rows = index.first().map_or(1, |a| a.len());
-                    let batch = RecordBatch::try_new_with_options(
-                        schema,
-                        columns,
-                        &RecordBatchOptions::new().with_row_count(Some(rows)),
-                    )?;
-                    Ok::<_, Error>(futures::stream::iter(crate::reader::split_batch(
-                        &batch, take, batch_size,
+                        .collect::<Result<Vec<_>>>()?;
+                    Ok::<_, Error>(futures::stream::iter(ChunkBatches::new(
+                        schema, columns, take, batch_size,
                     )))
                 }
             })
-            .buffered(self.options.concurrency.max(1))
-            .flat_map(|r| match r {
-                Ok(s) => s.boxed(),
-                Err(e) => futures::stream::iter(vec![Err(e)]).boxed(),
-            })
+            .try_flatten()
             .boxed();
         Ok(ZarrRecordBatchStream {
             schema,
@@ -373,17 +386,106 @@ impl RecordBatchReader for ZarrRecordBatchReader {
     }
 }
 
-/// The first `take` rows of a chunk's batch, as batches of at most `batch_size` rows (slices:
-/// no copy).
-pub(crate) fn split_batch(
-    batch: &RecordBatch,
-    take: usize,
+/// What one column of a chunk's batches is cut from.
+pub(crate) enum ColumnRuns {
+    /// Decoded a run of rows at a time; `map` (if any) applied to each run.
+    Runs(Box<ChunkReader>, Option<RunMap>),
+    /// The column's rows for the whole chunk, sliced.
+    Whole(ArrayRef),
+}
+
+/// What is applied to each run of a column decoded run by run (e.g. fill values → NULL).
+pub(crate) type RunMap = Arc<dyn Fn(ArrayRef) -> Result<ArrayRef> + Send + Sync>;
+
+/// The first `rows` rows of one chunk, as record batches of at most `batch_size` rows: each
+/// batch is decoded when it is asked for (see [`crate::decode::rows`]), so a consumer reads it
+/// while it is in cache, and nothing of the chunk is held decoded whole.
+pub(crate) struct ChunkBatches {
+    schema: SchemaRef,
+    columns: Vec<ColumnRuns>,
+    /// Rows handed out, and to hand out in all.
+    done: usize,
+    rows: usize,
     batch_size: usize,
-) -> Vec<Result<RecordBatch>> {
-    let rows = take.min(batch.num_rows());
-    let batch_size = batch_size.max(1);
-    (0..rows)
-        .step_by(batch_size)
-        .map(|offset| Ok(batch.slice(offset, batch_size.min(rows - offset))))
-        .collect()
+}
+
+impl ChunkBatches {
+    pub(crate) fn new(
+        schema: SchemaRef,
+        columns: Vec<ColumnRuns>,
+        rows: usize,
+        batch_size: usize,
+    ) -> Self {
+        ChunkBatches {
+            schema,
+            columns,
+            done: 0,
+            rows,
+            batch_size: batch_size.max(1),
+        }
+    }
+
+    fn batch(&mut self, k: usize) -> Result<RecordBatch> {
+        let offset = self.done;
+        let columns = self
+            .columns
+            .iter_mut()
+            .map(|c| match c {
+                ColumnRuns::Runs(reader, map) => {
+                    let run = reader.next_rows(k)?;
+                    match map {
+                        Some(map) => map(run),
+                        None => Ok(run),
+                    }
+                }
+                ColumnRuns::Whole(array) => Ok(array.slice(offset, k)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            columns,
+            &RecordBatchOptions::new().with_row_count(Some(k)),
+        )?)
+    }
+}
+
+impl Iterator for ChunkBatches {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let k = self.batch_size.min(self.rows - self.done);
+        if k == 0 {
+            return None;
+        }
+        let batch = self.batch(k);
+        // After an error nothing more of this chunk is handed out.
+        self.done = if batch.is_ok() {
+            self.done + k
+        } else {
+            self.rows
+        };
+        Some(batch)
+    }
+}
+
+/// `fut`, run as its own tokio task when there is a runtime (so that it makes progress while
+/// its caller is busy elsewhere; aborted when the returned future is dropped), else in place.
+pub(crate) fn in_background<T: Send + 'static>(
+    fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> futures::future::BoxFuture<'static, Result<T>> {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return Box::pin(fut);
+    };
+    struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+    impl<T> Drop for AbortOnDrop<T> {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let mut task = AbortOnDrop(runtime.spawn(fut));
+    Box::pin(async move {
+        (&mut task.0)
+            .await
+            .map_err(|e| Error::InvalidArgument(format!("fetch task failed: {e}")))?
+    })
 }

@@ -29,6 +29,7 @@ use arrow_array::{
     UInt32Array, UInt64Array,
 };
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
+use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use serde_json::Value;
@@ -37,7 +38,7 @@ use crate::array::{grid_coords, ZarrArray};
 use crate::decode::fill_array;
 use crate::node::{Node, ZarrGroup};
 use crate::options::ZarrReadOptions;
-use crate::reader::array_table_names;
+use crate::reader::{array_table_names, ChunkBatches, ColumnRuns, RunMap};
 use crate::region::ChunkCache;
 use crate::{Error, Result};
 
@@ -848,6 +849,39 @@ impl TableModel {
         }
     }
 
+    /// Does column `c` follow the driver's chunking (its array spans the table dimensions in
+    /// order, in chunks of the driver's shape)? Then the table's chunk `k` is exactly its
+    /// array's chunk `k`.
+    fn is_aligned(&self, c: &TableColumn) -> bool {
+        let ColumnRole::Data(map) = &c.role else {
+            return false;
+        };
+        map.len() == self.dims.len()
+            && map.iter().enumerate().all(|(i, &t)| i == t)
+            && c.kind
+                .main_array()
+                .is_some_and(|a| a.chunk_shape() == self.chunk_shape.as_slice())
+    }
+
+    /// The stored bytes of chunk `coords` of each projected column that is a plain array
+    /// following the driver's chunking (`Some`; the inner `None`: not stored, the fill
+    /// value); `None` for the other columns, which [`Self::chunk_batches`] reads whole.
+    async fn fetch_aligned(&self, coords: &[u64], projection: &[usize]) -> Result<Fetched> {
+        let reads = projection.iter().map(|&i| async move {
+            match self.columns.get(i) {
+                Some(
+                    c @ TableColumn {
+                        kind: SourceKind::Plain { array, .. },
+                        ..
+                    },
+                ) if self.is_aligned(c) => array.fetch_chunk(coords).await.map(Some),
+                _ => Ok(None),
+            }
+        });
+        futures::future::try_join_all(reads).await
+    }
+
+    /// Column `column` over the box `start .. start + shape`, decoded whole.
     async fn read_column(
         &self,
         column: usize,
@@ -869,27 +903,14 @@ impl TableModel {
         let a_shape: Vec<u64> = map.iter().map(|&t| shape[t]).collect();
         // Arrays that follow the driver's chunking are read once per chunk; others go
         // through the cache.
-        let aligned = map.len() == self.dims.len()
-            && map.iter().enumerate().all(|(i, &t)| i == t)
-            && c.kind
-                .main_array()
-                .is_some_and(|a| a.chunk_shape() == self.chunk_shape.as_slice());
-        let cache = if aligned { None } else { cache };
+        let cache = if self.is_aligned(c) { None } else { cache };
         let values = match &c.kind {
             SourceKind::Index => return Ok(index_values(start, shape, 0)),
             SourceKind::Plain { array, fill, cf } => {
-                let mut v = array
+                let v = array
                     .read_region_cached(&a_start, &a_shape, opts, cache)
                     .await?;
-                if let Some(fill) = fill {
-                    if let Some(mask) = equals_scalar(v.as_ref(), fill.as_ref()) {
-                        v = null_where(v, &mask)?;
-                    }
-                }
-                if let Some(cf) = cf {
-                    v = cf.apply(array.path(), v)?;
-                }
-                v
+                plain_values(array, fill.as_ref(), cf.as_ref(), v)?
             }
             SourceKind::Masked { values, mask } => {
                 let (v, m) = futures::try_join!(
@@ -926,23 +947,12 @@ impl TableModel {
         projection: &[usize],
         opts: &ZarrReadOptions,
     ) -> Result<RecordBatch> {
-        self.read_chunk_cached(coords, projection, opts, None).await
-    }
-
-    async fn read_chunk_cached(
-        &self,
-        coords: &[u64],
-        projection: &[usize],
-        opts: &ZarrReadOptions,
-        cache: Option<&ChunkCache>,
-    ) -> Result<RecordBatch> {
         let (start, shape) = self.chunk_region(coords)?;
         let rows: u64 = shape.iter().product();
         let schema = self.projected_schema(projection)?;
-        let mut reads = Vec::with_capacity(projection.len());
-        for &i in projection {
-            reads.push(Box::pin(self.read_column(i, &start, &shape, opts, cache)));
-        }
+        let reads = projection
+            .iter()
+            .map(|&i| Box::pin(self.read_column(i, &start, &shape, opts, None)));
         let columns: Vec<ArrayRef> = futures::future::try_join_all(reads).await?;
         Ok(RecordBatch::try_new_with_options(
             schema,
@@ -951,11 +961,58 @@ impl TableModel {
         )?)
     }
 
+    /// The first `take` rows of chunk `coords`, projected, as batches of at most `batch_size`
+    /// rows. Columns that follow the driver's chunking come from `fetched` (their stored
+    /// bytes, from [`Self::fetch_aligned`]) and are decoded a batch at a time; the others are
+    /// read whole for the chunk's box, through `cache`, and sliced.
+    #[allow(clippy::too_many_arguments)]
+    async fn chunk_batches(
+        &self,
+        coords: &[u64],
+        take: usize,
+        projection: &[usize],
+        fetched: Fetched,
+        opts: &ZarrReadOptions,
+        cache: &ChunkCache,
+        batch_size: usize,
+    ) -> Result<ChunkBatches> {
+        let (start, shape) = self.chunk_region(coords)?;
+        let schema = self.projected_schema(projection)?;
+        let reads = projection.iter().zip(fetched).map(|(&i, stored)| {
+            let (start, shape) = (&start, &shape);
+            async move {
+                let column = self.columns.get(i);
+                match (column.map(|c| &c.kind), stored) {
+                    (Some(SourceKind::Plain { array, fill, cf }), Some(stored)) => {
+                        let reader = array.chunk_reader(coords, stored, opts).await?;
+                        let map = (fill.is_some() || cf.is_some()).then(|| {
+                            let (array, fill, cf) = (array.clone(), fill.clone(), cf.clone());
+                            Arc::new(move |v| plain_values(&array, fill.as_ref(), cf.as_ref(), v))
+                                as RunMap
+                        });
+                        Ok(ColumnRuns::Runs(Box::new(reader), map))
+                    }
+                    _ => self
+                        .read_column(i, start, shape, opts, Some(cache))
+                        .await
+                        .map(ColumnRuns::Whole),
+                }
+            }
+        });
+        let columns = futures::future::try_join_all(reads).await?;
+        Ok(ChunkBatches::new(schema, columns, take, batch_size))
+    }
+
     /// A stream of the rows of `chunks` (in this order), projected, in batches of at most
-    /// `batch_size` rows, stopping after `limit` rows. `opts.concurrency` chunks are read at
-    /// a time; nothing else is buffered. Arrays that do not follow the driver's chunking
-    /// (broadcast ones, coordinates) go through `cache` (pass one cache to the streams of
-    /// all partitions of a scan; `None`: a cache of 64 MiB for this stream).
+    /// `batch_size` rows, stopping after `limit` rows.
+    ///
+    /// Two stages: the stored bytes of up to `opts.concurrency` chunks ahead are fetched (each
+    /// fetch its own tokio task where there is a runtime, so that it makes progress while
+    /// this stream decodes), and the chunk being handed out is decoded a batch at a time as
+    /// the consumer asks (see [`crate::decode::rows`]). What is buffered is compressed bytes.
+    /// Arrays that do not follow the driver's chunking (broadcast ones, coordinates) are
+    /// fetched and decoded whole in the second stage, through `cache` (pass one cache to the
+    /// streams of all partitions of a scan; `None`: a cache of 64 MiB for this stream).
     pub fn read_chunks(
         self: &Arc<Self>,
         chunks: Vec<Vec<u64>>,
@@ -982,29 +1039,66 @@ impl TableModel {
             plan.push((c, take));
         }
         let cache = cache.unwrap_or_else(|| Arc::new(ChunkCache::new(64 << 20)));
-        let batch_size = batch_size.max(1);
         let concurrency = opts.concurrency.max(1);
-        let this = self.clone();
+        let projection = Arc::new(projection);
+        let (fetcher, fetch_projection) = (self.clone(), projection.clone());
+        let decoder = self.clone();
         Ok(futures::stream::iter(plan)
             .map(move |(coords, take)| {
-                let this = this.clone();
+                let this = fetcher.clone();
+                let projection = fetch_projection.clone();
+                crate::reader::in_background(async move {
+                    let fetched = this.fetch_aligned(&coords, &projection).await?;
+                    Ok((coords, take, fetched))
+                })
+            })
+            .buffered(concurrency)
+            .and_then(move |(coords, take, fetched)| {
+                let this = decoder.clone();
                 let projection = projection.clone();
                 let opts = opts.clone();
                 let cache = cache.clone();
                 async move {
-                    let batch = this
-                        .read_chunk_cached(&coords, &projection, &opts, Some(&cache))
+                    let batches = this
+                        .chunk_batches(
+                            &coords,
+                            take,
+                            &projection,
+                            fetched,
+                            &opts,
+                            &cache,
+                            batch_size,
+                        )
                         .await?;
-                    Ok::<_, Error>(futures::stream::iter(crate::reader::split_batch(
-                        &batch, take, batch_size,
-                    )))
+                    Ok::<_, Error>(futures::stream::iter(batches))
                 }
             })
-            .buffered(concurrency)
             .try_flatten()
             .boxed())
     }
 }
+
+/// Elements of a plain array's column as the table shows them: equal to the fill value → NULL
+/// (`fill`, the `fill_as_null` option), then the CF conventions (`cf`, `decode_cf`).
+fn plain_values(
+    array: &ZarrArray,
+    fill: Option<&ArrayRef>,
+    cf: Option<&CfDecode>,
+    mut v: ArrayRef,
+) -> Result<ArrayRef> {
+    if let Some(fill) = fill {
+        if let Some(mask) = equals_scalar(v.as_ref(), fill.as_ref()) {
+            v = null_where(v, &mask)?;
+        }
+    }
+    if let Some(cf) = cf {
+        v = cf.apply(array.path(), v)?;
+    }
+    Ok(v)
+}
+
+/// What [`TableModel::fetch_aligned`] fetched for each projected column.
+type Fetched = Vec<Option<Option<Bytes>>>;
 
 /// Int64 positions along dimension `dim` for the box `start .. start + shape`, C order.
 fn index_values(start: &[u64], shape: &[u64], dim: usize) -> ArrayRef {

@@ -611,6 +611,54 @@ impl BytesToBytes {
         }
     }
 
+    /// Whether [`Self::stream_decoder`] has a reader for this codec.
+    pub(crate) fn streams(&self) -> bool {
+        matches!(
+            self,
+            BytesToBytes::Gzip { .. } | BytesToBytes::Zlib { .. } | BytesToBytes::Zstd { .. }
+        )
+    }
+
+    /// The decoded size `input` announces, for the codecs whose format says it (zstd's frame
+    /// header, gzip's trailer): only an estimate for sizing buffers, never trusted.
+    pub(crate) fn announced_size(&self, input: &[u8]) -> Option<usize> {
+        match self {
+            // No more than a zstd frame can expand to (see `zstd_decode`).
+            BytesToBytes::Zstd { .. } => zstd::zstd_safe::get_frame_content_size(input)
+                .ok()
+                .flatten()
+                .and_then(|s| usize::try_from(s).ok())
+                .filter(|&s| {
+                    s <= input
+                        .len()
+                        .saturating_mul(32 * 1024)
+                        .saturating_add(128 * 1024)
+                }),
+            BytesToBytes::Gzip { .. } => Some(gzip_size_hint(input)),
+            _ => None,
+        }
+    }
+
+    /// A reader that decodes `input` as it is read, for the codecs that decode as a stream
+    /// (gzip, zlib, zstd); `None` for the others. Errors surface from `read`. The caller
+    /// bounds how much it reads.
+    pub(crate) fn stream_decoder(&self, input: &Bytes) -> Option<Box<dyn Read + Send>> {
+        if !self.streams() {
+            return None;
+        }
+        let input = std::io::Cursor::new(input.clone());
+        match self {
+            BytesToBytes::Gzip { .. } => {
+                Some(Box::new(flate2::bufread::MultiGzDecoder::new(input)))
+            }
+            BytesToBytes::Zlib { .. } => Some(Box::new(flate2::bufread::ZlibDecoder::new(input))),
+            BytesToBytes::Zstd { .. } => zstd::stream::read::Decoder::with_buffer(input)
+                .ok()
+                .map(|d| Box::new(d) as Box<dyn Read + Send>),
+            _ => None,
+        }
+    }
+
     /// Encode (used by the writer and tests).
     pub fn encode(&self, input: &[u8]) -> Result<Vec<u8>, ChunkError> {
         let name = self.name();

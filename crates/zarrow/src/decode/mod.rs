@@ -11,7 +11,10 @@
 //! Missing chunks never reach the decoder: [`fill_array`] builds the fill value directly.
 
 pub(crate) mod fixed;
+pub(crate) mod rows;
 pub(crate) mod vlen;
+
+pub use rows::ChunkRows;
 
 use arrow_array::{Array, ArrayRef, UInt32Array};
 use bytes::Bytes;
@@ -50,6 +53,20 @@ pub fn decode_chunk(
     stored: Bytes,
     opts: &ZarrReadOptions,
 ) -> Result<ArrayRef, ChunkError> {
+    // numcodecs items to Utf8 / LargeUtf8 through a codec that streams: compacted as they are
+    // decompressed (see `rows`), never held decompressed whole.
+    let numcodecs = matches!(
+        chain.array_to_bytes,
+        ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes
+    );
+    let streams = chain.bytes_to_bytes.first().is_some_and(|c| c.streams());
+    if numcodecs && streams && opts.string_type != crate::options::StringType::View {
+        if let Ok(mut rows) =
+            rows::ChunkRows::by_runs(chain, data_type, n, n, stored.clone(), opts)?
+        {
+            return rows.next_rows(n);
+        }
+    }
     let max = match data_type.fixed_size() {
         Some(size) => size.saturating_mul(n),
         None => opts.max_chunk_bytes,

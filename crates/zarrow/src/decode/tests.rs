@@ -162,10 +162,10 @@ fn numcodecs_views_point_into_the_chunk() {
     let buf = &v.data_buffers()[0];
     assert_eq!(
         buf.as_ptr(),
-        chunk.as_ptr(),
-        "the view buffer is the chunk itself"
+        chunk[4..].as_ptr(),
+        "the view buffer is the chunk itself, past the item count"
     );
-    assert_eq!(buf.len(), chunk.len());
+    assert_eq!(buf.len(), chunk.len() - 4);
 }
 
 fn zarrs_chunk(index_u64: bool, at_start: bool) -> (ZarrsVlen, Bytes) {
@@ -622,5 +622,43 @@ fn numcodecs_character_split_by_a_length_header() {
             ),
             "{t:?}"
         );
+    }
+}
+
+#[test]
+fn numcodecs_utf8_checked_in_every_window() {
+    // ~300 KB of items: several of the view path's UTF-8 windows. Multi-byte characters
+    // throughout; one bad byte far into the chunk must be found and named.
+    let strings: Vec<String> = (0..20_000usize)
+        .map(|i| format!("é{i}€{}", "x".repeat(i % 7)))
+        .collect();
+    let items: Vec<Option<&[u8]>> = strings.iter().map(|s| Some(s.as_bytes())).collect();
+    let chunk = encode::vlen_numcodecs_items(&items, b"").unwrap();
+    assert!(chunk.len() > 4 * 64 * 1024, "the premise: several windows");
+    for t in string_types() {
+        let array = decode_chunk(
+            &chain(ArrayToBytes::VlenUtf8),
+            &DataType::String,
+            strings.len(),
+            Bytes::from(chunk.clone()),
+            &opts(t),
+        )
+        .unwrap();
+        assert_eq!(self::strings(array.as_ref()), strings, "{t:?}");
+    }
+    for bad_item in [0usize, 6_000, 19_999] {
+        let mut items: Vec<Vec<u8>> = strings.iter().map(|s| s.as_bytes().to_vec()).collect();
+        // The 'é' (C3 A9) loses its continuation byte.
+        items[bad_item][1] = b'z';
+        let refs: Vec<Option<&[u8]>> = items.iter().map(|s| Some(s.as_slice())).collect();
+        let chunk = encode::vlen_numcodecs_items(&refs, b"").unwrap();
+        for t in string_types() {
+            match numcodecs_err(chunk.clone(), strings.len(), t) {
+                crate::ChunkError::Utf8 { element } => {
+                    assert_eq!(element, bad_item as u64, "{t:?}")
+                }
+                other => panic!("{t:?}: {other}"),
+            }
+        }
     }
 }

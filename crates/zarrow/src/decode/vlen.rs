@@ -48,6 +48,11 @@ fn validate_utf8<O: ArrowNativeType>(offsets: &[O], data: &[u8]) -> Result<(), C
     };
     let (first, last) = (first.as_usize(), last.as_usize());
     let covered = &data[first..last];
+    // All ASCII (a fast pass that stops at the first other byte): valid, and every offset is
+    // on a character boundary.
+    if covered.is_ascii() {
+        return Ok(());
+    }
     if simdutf8::basic::from_utf8(covered).is_err() {
         let valid_up_to = match simdutf8::compat::from_utf8(covered) {
             Err(e) => first + e.valid_up_to(),
@@ -255,78 +260,179 @@ pub(crate) fn decode_numcodecs(
             found: count as u64,
         });
     }
+    decode_numcodecs_items(buf.slice(4..), n, 0, target)
+}
+
+/// Decode `n` numcodecs items (`[len: u32 LE][bytes]` each, no count header) that make up all
+/// of `items`; `first` is the chunk position of the first one (for error messages). The
+/// chunk decoder passes a whole chunk's items, [`super::rows`] one batch's.
+pub(crate) fn decode_numcodecs_items(
+    items: Bytes,
+    n: usize,
+    first: usize,
+    target: VlenTarget,
+) -> Result<ArrayRef, ChunkError> {
     // Every item needs at least its 4-byte length: a count the buffer cannot hold is rejected
     // before anything is allocated for it.
-    if n.checked_mul(4).is_none_or(|need| need > buf.len() - 4) {
+    if n.checked_mul(4).is_none_or(|need| need > items.len()) {
         return Err(truncated(format!(
-            "{n} items need at least {} bytes, chunk has {}",
-            n.saturating_mul(4) + 4,
-            buf.len()
+            "{n} items need at least {} bytes, {} left",
+            n.saturating_mul(4),
+            items.len()
         )));
     }
-    if target.repr == StringType::View {
-        return numcodecs_views(buf, n, target.utf8);
-    }
     match target.repr {
-        StringType::Utf8 => numcodecs_compact::<i32>(&buf, n, target),
-        _ => numcodecs_compact::<i64>(&buf, n, target),
+        StringType::View => numcodecs_views(items, n, first, target.utf8),
+        StringType::Utf8 => numcodecs_compact::<i32>(&items, n, first, target),
+        StringType::LargeUtf8 => numcodecs_compact::<i64>(&items, n, first, target),
     }
 }
 
-/// Bytes copied at once for a short item (see [`numcodecs_compact`]).
+/// How far `n` whole numcodecs items reach from `pos` in `buf`: `(items, end)` for the items
+/// that lie entirely inside `buf` (at most `n`), `end` being where the last of them stops.
+pub(crate) fn numcodecs_span(buf: &[u8], mut pos: usize, n: usize) -> (usize, usize) {
+    let mut found = 0;
+    while found < n {
+        let Some(len) = read_u32(buf, pos) else { break };
+        let Some(end) = (pos + 4).checked_add(len as usize) else {
+            break;
+        };
+        if end > buf.len() {
+            break;
+        }
+        pos = end;
+        found += 1;
+    }
+    (found, pos)
+}
+
+/// Bytes copied at once for a short item (see [`NumcodecsCompactor`]).
 const SHORT: usize = 16;
 
-/// The one copy of the Utf8 path: item bytes appended to a new data buffer, offsets rebuilt.
+/// The Utf8 / LargeUtf8 path of numcodecs items, and its one copy: item bytes appended to a
+/// new data buffer, offsets rebuilt.
 ///
-/// The data size is known up front (the chunk less the count and the length headers), so the
-/// buffer is allocated once with [`SHORT`] bytes of slack. An item of at most `SHORT` bytes is
-/// copied as a fixed `SHORT`-byte block (one unaligned load and store instead of a `memcpy`
-/// call per item); the bytes past its end are overwritten by the next item or cut off at the
-/// end. All of it is bounds-checked safe code.
+/// Items are taken as they come: [`Self::push_items`] stops at the first item that does not
+/// lie entirely in the bytes it is given, so that the caller can give it a chunk decoded whole
+/// or a decompressor's output piece by piece. An item of at most [`SHORT`] bytes is copied as
+/// a fixed `SHORT`-byte block (one unaligned load and store instead of a `memcpy` call per
+/// item); the data buffer keeps `SHORT` bytes of slack for that, and the bytes past an item's
+/// end are overwritten by the next item or cut off at the end. All of it is bounds-checked
+/// safe code.
+pub(crate) struct NumcodecsCompactor<O: OffsetSizeTrait> {
+    offsets: Vec<O>,
+    /// Zeroed up to its length; the first `end` bytes are the items'.
+    data: Vec<u8>,
+    end: usize,
+}
+
+impl<O: OffsetSizeTrait> NumcodecsCompactor<O> {
+    /// Room for `items` items of `data_bytes` bytes in all (it grows if that is too little).
+    /// Callers bound both by the chunk's size or the decoded-size limit.
+    pub(crate) fn new(items: usize, data_bytes: usize) -> Result<Self, ChunkError> {
+        Self::check_size(data_bytes)?;
+        let mut offsets = Vec::with_capacity(items + 1);
+        offsets.push(O::usize_as(0));
+        Ok(NumcodecsCompactor {
+            offsets,
+            data: vec![0; data_bytes + SHORT],
+            end: 0,
+        })
+    }
+
+    fn check_size(data_bytes: usize) -> Result<(), ChunkError> {
+        if O::from_usize(data_bytes).is_none() {
+            return Err(ChunkError::TooLarge(format!(
+                "chunk holds {data_bytes} bytes of strings, more than 32-bit offsets address: read it as large_utf8"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Items taken so far.
+    pub(crate) fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Bytes of item data taken so far.
+    pub(crate) fn data_len(&self) -> usize {
+        self.end
+    }
+
+    /// Take up to `max` items from `buf`, the first starting at `pos`; stops early at an item
+    /// that does not lie entirely inside `buf`. Returns where the items taken end.
+    pub(crate) fn push_items(
+        &mut self,
+        buf: &[u8],
+        mut pos: usize,
+        max: usize,
+    ) -> Result<usize, ChunkError> {
+        for _ in 0..max {
+            let Some(len) = read_u32(buf, pos) else { break };
+            let (start, len) = (pos + 4, len as usize);
+            let left = buf.len() - start;
+            if len > left {
+                break;
+            }
+            let end = self.end + len;
+            if end + SHORT > self.data.len() {
+                Self::check_size(end)?;
+                let grown = (self.data.len() * 2).max(end + SHORT);
+                self.data.resize(grown, 0);
+            }
+            // `end + SHORT <= data.len()` now.
+            if len <= SHORT && left >= SHORT {
+                self.data[self.end..self.end + SHORT].copy_from_slice(&buf[start..start + SHORT]);
+            } else {
+                self.data[self.end..end].copy_from_slice(&buf[start..start + len]);
+            }
+            self.end = end;
+            self.offsets.push(O::usize_as(end));
+            pos = start + len;
+        }
+        Ok(pos)
+    }
+
+    /// The array of the items taken (UTF-8 validated for strings), the first of them being
+    /// item `first` of the chunk.
+    pub(crate) fn finish(
+        mut self,
+        first: usize,
+        target: VlenTarget,
+    ) -> Result<ArrayRef, ChunkError> {
+        self.data.truncate(self.end);
+        from_offsets::<O>(
+            ScalarBuffer::from(self.offsets),
+            Buffer::from_vec(self.data),
+            target,
+        )
+        .map_err(|e| match e {
+            ChunkError::Utf8 { element } => ChunkError::Utf8 {
+                element: element + first as u64,
+            },
+            other => other,
+        })
+    }
+}
+
+/// A numcodecs item, the `item`-th of its chunk, that runs past the end of the bytes.
+pub(crate) fn item_past_end(item: usize) -> ChunkError {
+    truncated(format!("item {item}: the chunk ends inside it"))
+}
+
+/// `n` numcodecs items that make up all of `buf` as Utf8 / LargeUtf8 (see
+/// [`NumcodecsCompactor`]); item numbers in errors count from `first`.
 fn numcodecs_compact<O: OffsetSizeTrait>(
     buf: &[u8],
     n: usize,
+    first: usize,
     target: VlenTarget,
 ) -> Result<ArrayRef, ChunkError> {
-    // The caller checked `4 + 4 * n <= buf.len()`.
-    let data_len = buf.len() - 4 - 4 * n;
-    if O::from_usize(data_len).is_none() {
-        return Err(ChunkError::TooLarge(format!(
-            "chunk holds {data_len} bytes of strings, more than 32-bit offsets address: read it as large_utf8"
-        )));
-    }
-    let mut offsets: Vec<O> = Vec::with_capacity(n + 1);
-    let mut data = vec![0u8; data_len + SHORT];
-    offsets.push(O::usize_as(0));
-    let mut pos = 4usize;
-    let mut end = 0usize;
-    for i in 0..n {
-        let len = read_u32(buf, pos)
-            .ok_or_else(|| truncated(format!("item {i}: length header past the end")))?
-            as usize;
-        pos += 4;
-        let left = buf.len() - pos;
-        if len > left {
-            return Err(truncated(format!(
-                "item {i}: {len} bytes announced, {left} left"
-            )));
-        }
-        // The items so far and this one must leave room for the remaining length headers.
-        if len > data_len - end {
-            return Err(truncated(format!(
-                "item {i}: {len} bytes announced, but the {} items after it need their length headers",
-                n - i - 1
-            )));
-        }
-        // Now `end + len <= data_len`, and the buffer has `SHORT` bytes of slack past that.
-        if len <= SHORT && left >= SHORT {
-            data[end..end + SHORT].copy_from_slice(&buf[pos..pos + SHORT]);
-        } else {
-            data[end..end + len].copy_from_slice(&buf[pos..pos + len]);
-        }
-        pos += len;
-        end += len;
-        offsets.push(O::usize_as(end));
+    // The caller checked `4 * n <= buf.len()`: the data is what the length headers leave.
+    let mut compactor = NumcodecsCompactor::<O>::new(n, buf.len() - 4 * n)?;
+    let pos = compactor.push_items(buf, 0, n)?;
+    if compactor.len() < n {
+        return Err(item_past_end(first + compactor.len()));
     }
     if pos != buf.len() {
         return Err(ChunkError::Invalid(format!(
@@ -334,8 +440,7 @@ fn numcodecs_compact<O: OffsetSizeTrait>(
             buf.len() - pos
         )));
     }
-    data.truncate(end);
-    from_offsets::<O>(ScalarBuffer::from(offsets), Buffer::from_vec(data), target)
+    compactor.finish(first, target)
 }
 
 #[cfg(feature = "utf8view")]
@@ -349,6 +454,12 @@ fn item_is_utf8(item: &[u8]) -> bool {
     }
 }
 
+/// Bytes of a numcodecs chunk checked for UTF-8 at once by [`numcodecs_views`]: small enough
+/// that the window is still in cache from building its views, large enough that the check
+/// runs at full speed.
+#[cfg(feature = "utf8view")]
+const UTF8_WINDOW: usize = 64 * 1024;
+
 /// Views into a numcodecs chunk, built from its length headers.
 ///
 /// An item is stored as `[len: u32 LE][bytes]`, and an Arrow view starts with the same `u32 LE`
@@ -358,54 +469,58 @@ fn item_is_utf8(item: &[u8]) -> bool {
 /// the item's offset fill the high 8. Near the end of the chunk, where 16 bytes are not left,
 /// `make_view` builds the view.
 ///
-/// UTF-8 is checked in one pass over the chunk past its count, headers included (see
-/// [`numcodecs_utf8_each`]); each item is checked on its own only where that pass cannot vouch.
+/// The items are taken in windows of about [`UTF8_WINDOW`] bytes, each starting at a length
+/// header and ending where the next one starts; a window's UTF-8 is checked right after its
+/// views are built, while it is in cache (see [`numcodecs_window_utf8`]).
 #[cfg(feature = "utf8view")]
-fn numcodecs_views(buf: Bytes, n: usize, utf8: bool) -> Result<ArrayRef, ChunkError> {
+fn numcodecs_views(buf: Bytes, n: usize, first: usize, utf8: bool) -> Result<ArrayRef, ChunkError> {
     let data = Buffer::from(buf);
     check_view_buffer(&data)?;
     let bytes: &[u8] = &data;
-    // All ASCII (one pass, and it stops early at the first other byte) settles UTF-8 at once.
-    let ascii = bytes[4..].is_ascii();
-    let whole_valid = utf8 && (ascii || simdutf8::basic::from_utf8(&bytes[4..]).is_ok());
-    let check_each = utf8 && !whole_valid;
-    let mut header_bits = 0u32;
     let mut views: Vec<u128> = Vec::with_capacity(n);
-    let mut pos = 4usize;
-    for i in 0..n {
-        let header = pos;
-        let len32 = read_u32(bytes, header)
-            .ok_or_else(|| truncated(format!("item {i}: length header past the end")))?;
-        header_bits |= len32;
-        let len = len32 as usize;
-        pos += 4;
-        let item = bytes.get(pos..pos + len).ok_or_else(|| {
-            truncated(format!(
-                "item {i}: {len} bytes announced, {} left",
-                bytes.len() - pos
-            ))
-        })?;
-        if check_each && !item_is_utf8(item) {
-            return Err(ChunkError::Utf8 { element: i as u64 });
-        }
-        let view = match bytes.get(header..header + 16) {
-            Some(block) => {
-                let mut word = [0u8; 16];
-                word.copy_from_slice(block);
-                let stored = u128::from_le_bytes(word);
-                if len <= 12 {
-                    // Keep the header and the item's bytes (the low 32 + 8 * len bits), zero
-                    // the rest.
-                    stored & (u128::MAX >> (96 - 8 * len))
-                } else {
-                    // `pos` < buffer length <= u32::MAX (checked above); buffer index 0.
-                    (stored & u128::from(u64::MAX)) | (u128::from(pos as u32) << 96)
+    let mut pos = 0usize;
+    let mut i = 0usize;
+    while i < n {
+        let (window_start, window_first) = (pos, first + i);
+        let mut header_bits = 0u32;
+        while i < n && pos - window_start < UTF8_WINDOW {
+            let header = pos;
+            let len32 = read_u32(bytes, header).ok_or_else(|| {
+                truncated(format!("item {}: length header past the end", first + i))
+            })?;
+            header_bits |= len32;
+            let len = len32 as usize;
+            pos += 4;
+            let item = bytes.get(pos..pos + len).ok_or_else(|| {
+                truncated(format!(
+                    "item {}: {len} bytes announced, {} left",
+                    first + i,
+                    bytes.len() - pos
+                ))
+            })?;
+            let view = match bytes.get(header..header + 16) {
+                Some(block) => {
+                    let mut word = [0u8; 16];
+                    word.copy_from_slice(block);
+                    let stored = u128::from_le_bytes(word);
+                    if len <= 12 {
+                        // Keep the header and the item's bytes (the low 32 + 8 * len bits),
+                        // zero the rest.
+                        stored & (u128::MAX >> (96 - 8 * len))
+                    } else {
+                        // `pos` < buffer length <= u32::MAX (checked above); buffer index 0.
+                        (stored & u128::from(u64::MAX)) | (u128::from(pos as u32) << 96)
+                    }
                 }
-            }
-            None => arrow_array::builder::make_view(item, 0, pos as u32),
-        };
-        views.push(view);
-        pos += len;
+                None => arrow_array::builder::make_view(item, 0, pos as u32),
+            };
+            views.push(view);
+            pos += len;
+            i += 1;
+        }
+        if utf8 {
+            numcodecs_window_utf8(&bytes[window_start..pos], window_first, header_bits)?;
+        }
     }
     if pos != bytes.len() {
         return Err(ChunkError::Invalid(format!(
@@ -413,40 +528,44 @@ fn numcodecs_views(buf: Bytes, n: usize, utf8: bool) -> Result<ArrayRef, ChunkEr
             bytes.len() - pos
         )));
     }
-    if whole_valid && !ascii && header_bits & 0x8080_8080 != 0 {
-        numcodecs_utf8_each(bytes, n)?;
-    }
     Ok(build_view_array(views, data, utf8))
 }
 
-/// Check each item of a well-formed numcodecs chunk for UTF-8 on its own.
+/// Check that every item of `window` — whole items of a well-formed numcodecs chunk, from a
+/// length header on, the first being item `first` — is UTF-8.
 ///
-/// [`numcodecs_views`] validates the chunk past its count as one string, headers included. When
-/// that passes and every header byte is ASCII, every item is valid: an ASCII byte is a whole
-/// character in valid UTF-8, so each item starts and ends on a character boundary. A header with
-/// a byte of 0x80 or more (an item of 128 bytes or longer) could sit inside a character split
-/// across two items; then, unless the chunk is all ASCII, this checks the items one by one.
+/// When every header byte is ASCII (`header_bits`, the OR of the lengths, has no bit 0x80 in
+/// any byte), the window is checked as one string, headers included: if that passes, every
+/// item is valid, because an ASCII byte is a whole character in valid UTF-8, so each item
+/// starts and ends on a character boundary. A header byte of 0x80 or more (an item of 128
+/// bytes or longer) could sit inside a character split across two items; then, and to name
+/// the item when the check fails, the items are checked one by one.
 #[cfg(feature = "utf8view")]
-fn numcodecs_utf8_each(bytes: &[u8], n: usize) -> Result<(), ChunkError> {
-    let mut pos = 4usize;
-    for i in 0..n {
-        let len = read_u32(bytes, pos)
+fn numcodecs_window_utf8(window: &[u8], first: usize, header_bits: u32) -> Result<(), ChunkError> {
+    if header_bits & 0x8080_8080 == 0 && simdutf8::basic::from_utf8(window).is_ok() {
+        return Ok(());
+    }
+    let mut pos = 0usize;
+    let mut i = first;
+    while pos < window.len() {
+        let len = read_u32(window, pos)
             .ok_or_else(|| truncated(format!("item {i}: length header past the end")))?
             as usize;
         pos += 4;
-        let item = bytes
+        let item = window
             .get(pos..pos + len)
             .ok_or_else(|| truncated(format!("item {i}: past the end")))?;
         if !item_is_utf8(item) {
             return Err(ChunkError::Utf8 { element: i as u64 });
         }
         pos += len;
+        i += 1;
     }
     Ok(())
 }
 
 #[cfg(not(feature = "utf8view"))]
-fn numcodecs_views(_: Bytes, _: usize, _: bool) -> Result<ArrayRef, ChunkError> {
+fn numcodecs_views(_: Bytes, _: usize, _: usize, _: bool) -> Result<ArrayRef, ChunkError> {
     Err(view_unavailable())
 }
 
