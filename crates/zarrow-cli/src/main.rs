@@ -25,6 +25,11 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// mimalloc, as datafusion-cli uses: decoded chunks are large, short-lived buffers, and it
+/// hands their memory back to the next chunk instead of faulting in fresh pages each time.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// SQL over Zarr stores, table schemas, hierarchy trees and exports.
 #[derive(Debug, Parser)]
 #[command(name = "zarrow", version, about, long_about = None)]
