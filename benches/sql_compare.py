@@ -3,7 +3,8 @@
 against DataFusion's own Parquet reader, plus zarr-python's read of one string column.
 
 Run from the repository root with the zarr-python 3 venv (`bash tests/fixtures/setup_venvs.sh`)
-and a release build (`cargo build --release -p zarrow-cli`):
+and release builds (`cargo build --release -p zarrow-cli -p zarrow-benches --bin zarrow --bin
+read_column`):
 
     .venv-zarr3/bin/python benches/sql_compare.py                 # 10M rows, 1M-row chunks
     .venv-zarr3/bin/python benches/sql_compare.py --markdown --rss-rows 20000000
@@ -21,8 +22,9 @@ What it does (benches/README.md has the details):
 3. Times each query as its own `zarrow sql --format csv` process, zarr and Parquet alternating,
    one warm-up round then `--repeat` rounds; wall time and the process's peak RSS (wait4).
    The zarr and Parquet results must be identical (sorted CSV lines), else it stops.
-4. Times zarr-python's `open_array(…/label)[:]` (in this process) against
-   `zarrow export …/label --format arrow-stream --output /dev/null` (a process).
+4. Times zarr-python's `open_array(…/label)[:]` (in this process) against zarrow's
+   `ZarrArray::open` + `read_chunks` (in the `read_column` process, timed inside it), and
+   `zarrow export …/label --format arrow-stream --output /dev/null` as a whole process.
 5. With `--rss-rows`, generates that many rows (zarr only) and reports the GROUP BY's peak RSS.
 
 Prints a table (`--markdown`: also as markdown) and writes the numbers to
@@ -425,9 +427,14 @@ def bench_label_read(args, zarr_path: Path) -> dict:
     export_col = export + ["--query", "SELECT label FROM t"]
     out = {"zarr_python": [], "zarrow_read": [], "zarrow_export": [],
            "zarrow_export_label_only": [], "zarrow_export_rss": []}
-    read_cmd = [str(args.read_column), str(label), "--repeat", "2"]
+    # zarrow's reads in one process, like zarr-python's in this one: a warm-up, then the rounds
+    read_cmd = [str(args.read_column), str(label), "--repeat", str(args.repeat + 1)]
     if args.zarr_string_type:
         read_cmd += ["--string-type", args.zarr_string_type]
+    read = json.loads(run_checked(read_cmd))
+    if read["rows"] != args.rows:
+        sys.exit(f"read_column read {read['rows']:,} labels, expected {args.rows:,}")
+    out["zarrow_read"] = read["seconds"][1:]
     for round_ in range(args.repeat + 1):
         started = time.perf_counter()
         values = zarr.open_array(store=str(label), mode="r")[:]
@@ -435,15 +442,10 @@ def bench_label_read(args, zarr_path: Path) -> dict:
         if len(values) != args.rows:
             sys.exit(f"zarr-python read {len(values):,} labels, expected {args.rows:,}")
         del values
-        # read_column's first read in a fresh process warms its runtime: keep the second
-        read = json.loads(run_checked(read_cmd))
-        if read["rows"] != args.rows:
-            sys.exit(f"read_column read {read['rows']:,} labels, expected {args.rows:,}")
         ze, rss, _ = timed(export)
         zc, _, _ = timed(export_col)
         if round_ > 0:
             out["zarr_python"].append(zp)
-            out["zarrow_read"].append(read["seconds"][-1])
             out["zarrow_export"].append(ze)
             out["zarrow_export_label_only"].append(zc)
             out["zarrow_export_rss"].append(rss)

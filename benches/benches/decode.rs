@@ -15,6 +15,9 @@
 //! decoders (`baseline_zarrs_*`, through its `ArrayToBytesCodecTraits::decode`; they return raw
 //! bytes and offsets and do not validate UTF-8).
 //!
+//! Cases `<case>_runs8192` decode the same chunk as the readers and SQL scans do, a run of 8192
+//! rows at a time (`ChunkRows`), each run dropped before the next.
+//!
 //! Run: `cargo bench -p zarrow-benches --bench decode` (see `benches/README.md`).
 
 use std::borrow::Cow;
@@ -250,6 +253,51 @@ fn bench_zarrow(
     }
 }
 
+/// Decode `chunk` a run of [`RUN`] rows at a time, as the record-batch readers and SQL scans
+/// do ([`zarrow::decode::ChunkRows`]), keeping each run only until the next: case
+/// `<case>_runs8192`.
+fn bench_zarrow_runs(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    case: &str,
+    codec: &ArrayToBytes,
+    chunk: &Chunk,
+    string_type: StringType,
+    expected: &StringArray,
+) {
+    let o = opts(string_type);
+    let all = zarrow::decode::ChunkSelection::Prefix(N);
+    for zstd in [false, true] {
+        let ch = chain(codec.clone(), zstd);
+        let bytes = chunk.get(zstd);
+        let runs = |bytes: Bytes| {
+            zarrow::decode::ChunkRows::new(&ch, &DataType::String, N, &all, bytes, &o)
+                .expect("decode")
+        };
+        let mut rows = runs(bytes.clone());
+        let mut got: Vec<ArrayRef> = Vec::new();
+        while rows.remaining() > 0 {
+            got.push(rows.next_rows(RUN).expect("run"));
+        }
+        let got = arrow_select::concat::concat(&got.iter().map(|a| a.as_ref()).collect::<Vec<_>>())
+            .expect("concat");
+        check(&got, expected, case);
+        let compression = if zstd { "zstd3" } else { "none" };
+        group.bench_function(format!("{case}_runs{RUN}/{compression}"), |b| {
+            b.iter(|| {
+                let mut rows = runs(black_box(bytes.clone()));
+                let mut n = 0;
+                while rows.remaining() > 0 {
+                    n += black_box(rows.next_rows(RUN).expect("run")).len();
+                }
+                n
+            })
+        });
+    }
+}
+
+/// Rows per run in the `_runs` cases: DataFusion's default batch size.
+const RUN: usize = 8192;
+
 /// zarrs's own decode of `chunk` with `codec` (wrapped in a zstd chain for `zstd3`).
 fn bench_zarrs(
     group: &mut BenchmarkGroup<'_, WallTime>,
@@ -359,6 +407,22 @@ fn bench_corpus(c: &mut Criterion, name: &str, strings: Vec<String>, full: bool)
         "vlen-utf8_to_Utf8View",
         &ArrayToBytes::VlenUtf8,
         &DataType::String,
+        &vlen,
+        StringType::View,
+        &expected,
+    );
+    bench_zarrow_runs(
+        &mut group,
+        "vlen-utf8_to_Utf8",
+        &ArrayToBytes::VlenUtf8,
+        &vlen,
+        StringType::Utf8,
+        &expected,
+    );
+    bench_zarrow_runs(
+        &mut group,
+        "vlen-utf8_to_Utf8View",
+        &ArrayToBytes::VlenUtf8,
         &vlen,
         StringType::View,
         &expected,

@@ -97,7 +97,7 @@ impl ChunkRows {
     /// The in-bounds elements of a stored chunk of `n` elements (the chain's read unit),
     /// `selection` picking them. Cheap where the chunk can be handed out run by run (only
     /// the codecs that cannot stream are run here); otherwise the chunk is decoded whole.
-    pub(crate) fn new(
+    pub fn new(
         chain: &CodecChain,
         data_type: &DataType,
         n: usize,
@@ -280,8 +280,10 @@ struct Stream {
     announced: Option<usize>,
 }
 
-/// Bytes asked of a streaming decoder at least per read.
+/// Bytes asked of a streaming decoder at least per read, and at most where the bytes are
+/// copied out (compacted) right away: they are read again while in the CPU's cache.
 const MIN_READ: usize = 16 * 1024;
+const MAX_READ: usize = 256 * 1024;
 
 impl Source {
     /// The source of `stored` through `chain`'s bytes-to-bytes codecs: the last one to decode
@@ -409,8 +411,11 @@ impl Source {
                     break;
                 }
                 s.discard_taken();
+                // Enough for the rest of the run, in pieces that stay in cache.
                 let per_item = *item_bytes + 4;
-                let want = per_item.saturating_mul(k - out.len()).max(MIN_READ);
+                let want = per_item
+                    .saturating_mul(k - out.len())
+                    .clamp(MIN_READ, MAX_READ);
                 if s.fill(want)? == 0 {
                     break;
                 }
