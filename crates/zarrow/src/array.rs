@@ -20,7 +20,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::GetRange;
 
 use crate::codec::IndexLocation;
-use crate::decode::{decode_bytes, decode_chunk, fill_array, ChunkRows, ChunkSelection};
+use crate::decode::{decode_bytes, fill_array, ChunkRows, ChunkSelection};
 use crate::error::ChunkError;
 use crate::metadata::ArrayMetadata;
 use crate::options::ZarrReadOptions;
@@ -267,26 +267,43 @@ impl ZarrArray {
         opts: &ZarrReadOptions,
     ) -> Result<ArrayRef> {
         let valid = self.chunk_valid_shape(coords)?;
-        let loc = || self.chunk_location(coords);
+        let selection = self.selection(&valid);
+        self.unit_rows(&selection, stored, opts)
+            .and_then(|mut rows| rows.next_rows(rows.remaining()))
+            .map_err(|e| self.chunk_error(&self.chunk_location(coords), e))
+    }
+
+    /// Which elements of a read unit whose in-bounds extent is `valid` are its rows, C order.
+    fn selection(&self, valid: &[u64]) -> ChunkSelection {
+        let chunk_shape = self.meta.read_chunk_shape();
+        let order = self.meta.read_chain().transpose_order(chunk_shape.len());
+        ChunkSelection::new(chunk_shape, valid, order.as_deref())
+    }
+
+    /// The rows `selection` picks of a read unit, from its stored bytes (`None`: the fill
+    /// value), ready to be decoded run by run (see [`ChunkRows::new`]).
+    fn unit_rows(
+        &self,
+        selection: &ChunkSelection,
+        stored: Option<Bytes>,
+        opts: &ZarrReadOptions,
+    ) -> std::result::Result<ChunkRows, ChunkError> {
         let meta = &self.meta;
-        let result = match stored {
-            None => fill_array(
-                &meta.data_type,
-                &meta.fill_value,
-                valid.iter().product::<u64>() as usize,
-                opts,
-            ),
+        match stored {
+            None => fill_array(&meta.data_type, &meta.fill_value, selection.len(), opts)
+                .map(ChunkRows::decoded),
             Some(bytes) => {
-                let chunk_shape = meta.read_chunk_shape();
-                let n: u64 = chunk_shape.iter().product();
-                let chain = meta.read_chain();
-                let order = chain.transpose_order(chunk_shape.len());
-                decode_chunk(chain, &meta.data_type, n as usize, bytes, opts).and_then(|full| {
-                    ChunkSelection::new(chunk_shape, &valid, order.as_deref()).apply(full)
-                })
+                let n = meta.read_chunk_shape().iter().product::<u64>() as usize;
+                ChunkRows::new(
+                    meta.read_chain(),
+                    &meta.data_type,
+                    n,
+                    selection,
+                    bytes,
+                    opts,
+                )
             }
-        };
-        result.map_err(|e| self.chunk_error(&loc(), e))
+        }
     }
 
     /// Read the read unit at `coords`: its in-bounds elements in C order.
@@ -317,43 +334,17 @@ impl ZarrArray {
     ) -> Result<ChunkReader> {
         let valid = self.chunk_valid_shape(coords)?;
         let chunk = self.chunk_location(coords).to_string();
+        let selection = self.selection(&valid);
         let meta = &self.meta;
-        let rows = match stored {
-            None => fill_array(
-                &meta.data_type,
-                &meta.fill_value,
-                valid.iter().product::<u64>() as usize,
-                opts,
-            )
-            .map(ChunkRows::decoded),
-            Some(bytes) => {
-                let chunk_shape = meta.read_chunk_shape();
-                let n = chunk_shape.iter().product::<u64>() as usize;
-                let chain = meta.read_chain();
-                let order = chain.transpose_order(chunk_shape.len());
-                let selection = ChunkSelection::new(chunk_shape, &valid, order.as_deref());
-                let cheap = ChunkRows::starts_cheaply(chain, &meta.data_type, &selection);
-                if !cheap
-                    && bytes.len() > 64 * 1024
-                    && tokio::runtime::Handle::try_current().is_ok()
-                {
-                    let (meta, opts) = (self.meta.clone(), opts.clone());
-                    tokio::task::spawn_blocking(move || {
-                        ChunkRows::new(
-                            meta.read_chain(),
-                            &meta.data_type,
-                            n,
-                            &selection,
-                            bytes,
-                            &opts,
-                        )
-                    })
-                    .await
-                    .map_err(|e| Error::InvalidArgument(format!("decode task failed: {e}")))?
-                } else {
-                    ChunkRows::new(chain, &meta.data_type, n, &selection, bytes, opts)
-                }
-            }
+        let cheap = ChunkRows::starts_cheaply(meta.read_chain(), &meta.data_type, &selection);
+        let big = stored.as_ref().is_some_and(|b| b.len() > 64 * 1024);
+        let rows = if !cheap && big && tokio::runtime::Handle::try_current().is_ok() {
+            let (this, opts) = (self.clone(), opts.clone());
+            tokio::task::spawn_blocking(move || this.unit_rows(&selection, stored, &opts))
+                .await
+                .map_err(|e| Error::InvalidArgument(format!("decode task failed: {e}")))?
+        } else {
+            self.unit_rows(&selection, stored, opts)
         };
         match rows {
             Ok(rows) => Ok(ChunkReader {

@@ -230,7 +230,7 @@ impl ChunkRows {
                     }
                 }
                 StringType::View => {
-                    let items = source.take_items(k, first)?;
+                    let items = source.take_items(k, first, first + k == self.stored)?;
                     vlen::decode_numcodecs_items(items, k, first, *target)?
                 }
             },
@@ -361,7 +361,10 @@ impl Source {
 
     /// The bytes of the next `k` numcodecs items, the first being item `first` of the chunk,
     /// as a buffer of their own (views point into it).
-    fn take_items(&mut self, k: usize, first: usize) -> Result<Bytes, ChunkError> {
+    /// `to_end`: these are the chunk's last items (its decoded size, where announced, sizes
+    /// the first read).
+    fn take_items(&mut self, k: usize, first: usize, to_end: bool) -> Result<Bytes, ChunkError> {
+        let left = self.bytes_left().filter(|_| to_end);
         match self {
             Source::Whole { buf, pos } => {
                 let (found, end) = vlen::numcodecs_span(buf, *pos, k);
@@ -382,7 +385,11 @@ impl Source {
                         break;
                     }
                     let per_item = end.checked_div(found).unwrap_or(16);
-                    let want = per_item.saturating_mul(k - found).max(MIN_READ);
+                    let want = match left {
+                        Some(left) if found == 0 => left,
+                        _ => per_item.saturating_mul(k - found),
+                    }
+                    .max(MIN_READ);
                     if s.fill(want)? == 0 {
                         return Err(vlen::item_past_end(first + found));
                     }
@@ -649,6 +656,22 @@ mod tests {
         ));
     }
 
+    /// The rows of a stored int64 chunk of `n` elements (little-endian `bytes`, then `codecs`).
+    fn int64_rows(codecs: Vec<BytesToBytes>, stored: Vec<u8>, n: usize) -> ChunkRows {
+        let bytes = ArrayToBytes::Bytes {
+            endian: Some(Endian::Little),
+        };
+        ChunkRows::new(
+            &chain(bytes, codecs),
+            &DataType::Int64,
+            n,
+            &ChunkSelection::Prefix(n),
+            Bytes::from(stored),
+            &ZarrReadOptions::default(),
+        )
+        .unwrap()
+    }
+
     #[test]
     fn fixed_runs_equal_the_whole_chunk() {
         let values: Vec<i64> = (0..10_000).map(|i| i * 7 - 3).collect();
@@ -658,20 +681,7 @@ mod tests {
             for c in codecs.iter().rev() {
                 stored = c.encode(&stored).unwrap();
             }
-            let mut rows = ChunkRows::new(
-                &chain(
-                    ArrayToBytes::Bytes {
-                        endian: Some(Endian::Little),
-                    },
-                    codecs.clone(),
-                ),
-                &DataType::Int64,
-                10_000,
-                &ChunkSelection::Prefix(10_000),
-                Bytes::from(stored),
-                &ZarrReadOptions::default(),
-            )
-            .unwrap();
+            let mut rows = int64_rows(codecs.clone(), stored, 10_000);
             let mut got: Vec<i64> = Vec::new();
             while rows.remaining() > 0 {
                 let a = rows.next_rows(3333).unwrap();
@@ -685,20 +695,7 @@ mod tests {
         }
         // One element's bytes short.
         let stored = zstd().encode(&raw[..raw.len() - 8]).unwrap();
-        let mut rows = ChunkRows::new(
-            &chain(
-                ArrayToBytes::Bytes {
-                    endian: Some(Endian::Little),
-                },
-                vec![zstd()],
-            ),
-            &DataType::Int64,
-            10_000,
-            &ChunkSelection::Prefix(10_000),
-            Bytes::from(stored),
-            &ZarrReadOptions::default(),
-        )
-        .unwrap();
+        let mut rows = int64_rows(vec![zstd()], stored, 10_000);
         let err = (0..2).try_for_each(|_| rows.next_rows(5000).map(drop));
         assert!(matches!(err, Err(ChunkError::Truncated(_))), "{err:?}");
     }

@@ -556,6 +556,20 @@ fn selection_prefix_and_indices() {
     );
 }
 
+/// `strings` written as a numcodecs `vlen-utf8` chunk and decoded as `t`.
+fn numcodecs_round_trip(strings: &[String], t: StringType) -> ArrayRef {
+    let items: Vec<Option<&[u8]>> = strings.iter().map(|s| Some(s.as_bytes())).collect();
+    let chunk = encode::vlen_numcodecs_items(&items, b"").unwrap();
+    decode_chunk(
+        &chain(ArrayToBytes::VlenUtf8),
+        &DataType::String,
+        strings.len(),
+        Bytes::from(chunk),
+        &opts(t),
+    )
+    .unwrap()
+}
+
 /// Items of every length around the short-copy block size, the last ones short and long, so
 /// that each copy path (fixed block, near the end of the chunk, long item) is taken.
 #[test]
@@ -571,17 +585,8 @@ fn numcodecs_lengths_around_the_short_copy() {
                 .collect()
         })
         .collect();
-    let items: Vec<Option<&[u8]>> = strings.iter().map(|s| Some(s.as_bytes())).collect();
-    let chunk = encode::vlen_numcodecs_items(&items, b"").unwrap();
     for t in string_types() {
-        let array = decode_chunk(
-            &chain(ArrayToBytes::VlenUtf8),
-            &DataType::String,
-            strings.len(),
-            Bytes::from(chunk.clone()),
-            &opts(t),
-        )
-        .unwrap();
+        let array = numcodecs_round_trip(&strings, t);
         assert_eq!(strings_of(array.as_ref()), strings, "{t:?}");
         // Views are exactly Arrow's own (inline bytes zero-padded: engines compare short
         // strings by their 16 view bytes).
@@ -632,18 +637,10 @@ fn numcodecs_utf8_checked_in_every_window() {
     let strings: Vec<String> = (0..20_000usize)
         .map(|i| format!("é{i}€{}", "x".repeat(i % 7)))
         .collect();
-    let items: Vec<Option<&[u8]>> = strings.iter().map(|s| Some(s.as_bytes())).collect();
-    let chunk = encode::vlen_numcodecs_items(&items, b"").unwrap();
-    assert!(chunk.len() > 4 * 64 * 1024, "the premise: several windows");
+    let bytes: usize = strings.iter().map(|s| 4 + s.len()).sum();
+    assert!(bytes > 4 * 64 * 1024, "the premise: several windows");
     for t in string_types() {
-        let array = decode_chunk(
-            &chain(ArrayToBytes::VlenUtf8),
-            &DataType::String,
-            strings.len(),
-            Bytes::from(chunk.clone()),
-            &opts(t),
-        )
-        .unwrap();
+        let array = numcodecs_round_trip(&strings, t);
         assert_eq!(self::strings(array.as_ref()), strings, "{t:?}");
     }
     for bad_item in [0usize, 6_000, 19_999] {
