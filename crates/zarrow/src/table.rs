@@ -1006,10 +1006,11 @@ impl TableModel {
     /// A stream of the rows of `chunks` (in this order), projected, in batches of at most
     /// `batch_size` rows, stopping after `limit` rows.
     ///
-    /// Two stages: the stored bytes of up to `opts.concurrency` chunks ahead are fetched (each
-    /// fetch its own tokio task where there is a runtime, so that it makes progress while
-    /// this stream decodes), and the chunk being handed out is decoded a batch at a time as
-    /// the consumer asks (see [`crate::decode::rows`]). What is buffered is compressed bytes.
+    /// Two stages. First the stored bytes of the chunks ahead are fetched, `opts.concurrency`
+    /// array chunks in flight (for a table of four arrays, two chunks of rows ahead), each
+    /// fetch its own tokio task where there is a runtime, so that it makes progress while this
+    /// stream decodes. Then the chunk being handed out is decoded a batch at a time as the
+    /// consumer asks (see [`crate::decode::rows`]). What is buffered is compressed bytes.
     /// Arrays that do not follow the driver's chunking (broadcast ones, coordinates) are
     /// fetched and decoded whole in the second stage, through `cache` (pass one cache to the
     /// streams of all partitions of a scan; `None`: a cache of 64 MiB for this stream).
@@ -1039,7 +1040,17 @@ impl TableModel {
             plan.push((c, take));
         }
         let cache = cache.unwrap_or_else(|| Arc::new(ChunkCache::new(64 << 20)));
-        let concurrency = opts.concurrency.max(1);
+        // `concurrency` counts chunk reads in flight: a chunk of rows fetches one chunk per
+        // column that follows the driver's chunking.
+        let per_chunk = projection
+            .iter()
+            .filter(|&&i| {
+                self.columns.get(i).is_some_and(|c| {
+                    matches!(c.kind, SourceKind::Plain { .. }) && self.is_aligned(c)
+                })
+            })
+            .count();
+        let ahead = (opts.concurrency / per_chunk.max(1)).max(1);
         let projection = Arc::new(projection);
         let (fetcher, fetch_projection) = (self.clone(), projection.clone());
         let decoder = self.clone();
@@ -1052,7 +1063,7 @@ impl TableModel {
                     Ok((coords, take, fetched))
                 })
             })
-            .buffered(concurrency)
+            .buffered(ahead)
             .and_then(move |(coords, take, fetched)| {
                 let this = decoder.clone();
                 let projection = projection.clone();
