@@ -199,4 +199,15 @@ impl ChunkError {
             message: message.to_string(),
         }
     }
+
+    /// This error, about an element of a run of elements, made about the chunk: a run starting
+    /// at element `first` names its element `e` as `first + e`.
+    pub(crate) fn in_run_from(self, first: usize) -> Self {
+        match self {
+            ChunkError::Utf8 { element } => ChunkError::Utf8 {
+                element: element + first as u64,
+            },
+            other => other,
+        }
+    }
 }

@@ -868,17 +868,26 @@ impl TableModel {
     /// value); `None` for the other columns, which [`Self::chunk_batches`] reads whole.
     async fn fetch_aligned(&self, coords: &[u64], projection: &[usize]) -> Result<Fetched> {
         let reads = projection.iter().map(|&i| async move {
-            match self.columns.get(i) {
-                Some(
-                    c @ TableColumn {
-                        kind: SourceKind::Plain { array, .. },
-                        ..
-                    },
-                ) if self.is_aligned(c) => array.fetch_chunk(coords).await.map(Some),
-                _ => Ok(None),
+            match self.fetched_ahead(i) {
+                Some(array) => array.fetch_chunk(coords).await.map(Some),
+                None => Ok(None),
             }
         });
         futures::future::try_join_all(reads).await
+    }
+
+    /// The array of column `i` if it is a plain array following the driver's chunking: one
+    /// whose chunks [`Self::read_chunks`] fetches ahead and decodes a batch at a time.
+    fn fetched_ahead(&self, i: usize) -> Option<&ZarrArray> {
+        match self.columns.get(i) {
+            Some(
+                c @ TableColumn {
+                    kind: SourceKind::Plain { array, .. },
+                    ..
+                },
+            ) if self.is_aligned(c) => Some(array),
+            _ => None,
+        }
     }
 
     /// Column `column` over the box `start .. start + shape`, decoded whole.
@@ -1044,11 +1053,7 @@ impl TableModel {
         // column that follows the driver's chunking.
         let per_chunk = projection
             .iter()
-            .filter(|&&i| {
-                self.columns.get(i).is_some_and(|c| {
-                    matches!(c.kind, SourceKind::Plain { .. }) && self.is_aligned(c)
-                })
-            })
+            .filter(|&&i| self.fetched_ahead(i).is_some())
             .count();
         let ahead = (opts.concurrency / per_chunk.max(1)).max(1);
         let projection = Arc::new(projection);

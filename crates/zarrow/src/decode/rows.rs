@@ -209,7 +209,7 @@ impl ChunkRows {
             } => {
                 let bytes = source.take_bytes(k.saturating_mul(*size), "the elements")?;
                 decode_fixed(bytes, data_type, *endian, k, *strings)
-                    .map_err(|e| from_element(e, first))?
+                    .map_err(|e| e.in_run_from(first))?
             }
             Kind::Vlen {
                 source,
@@ -242,17 +242,6 @@ impl ChunkRows {
             }
         }
         Ok(array)
-    }
-}
-
-/// A fixed-size decoder's error about element `e` of a run starting at `first`, as an error
-/// about element `first + e` of the chunk.
-fn from_element(e: ChunkError, first: usize) -> ChunkError {
-    match e {
-        ChunkError::Utf8 { element } => ChunkError::Utf8 {
-            element: element + first as u64,
-        },
-        other => other,
     }
 }
 

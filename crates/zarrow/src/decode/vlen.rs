@@ -406,12 +406,7 @@ impl<O: OffsetSizeTrait> NumcodecsCompactor<O> {
             Buffer::from_vec(self.data),
             target,
         )
-        .map_err(|e| match e {
-            ChunkError::Utf8 { element } => ChunkError::Utf8 {
-                element: element + first as u64,
-            },
-            other => other,
-        })
+        .map_err(|e| e.in_run_from(first))
     }
 }
 
