@@ -574,10 +574,11 @@ fn numcodecs_round_trip(strings: &[String], t: StringType) -> ArrayRef {
 /// that each copy path (fixed block, near the end of the chunk, long item) is taken.
 #[test]
 fn numcodecs_lengths_around_the_short_copy() {
+    use super::vlen::SHORT;
     let strings_of = strings;
-    let strings: Vec<String> = (0..40usize)
-        .chain((0..40).rev())
-        .chain([17, 1, 16, 0, 15])
+    let strings: Vec<String> = (0..2 * SHORT + 8)
+        .chain((0..2 * SHORT + 8).rev())
+        .chain([SHORT + 1, 1, SHORT, 0, SHORT - 1])
         .enumerate()
         .map(|(i, len)| {
             (0..len)
