@@ -3,7 +3,7 @@
 //! `zarr.open_array(path)[:]` reads it into numpy in zarr-python's.
 //!
 //! ```text
-//! read_column <array location> [--repeat N] [--string-type utf8|large_utf8|view]
+//! read_column <array location> [--repeat N] [--string-type utf8|large_utf8|view] [--concurrency N]
 //! ```
 //!
 //! Each round opens the array (metadata), reads all chunks (`ZarrArray::read_chunks`: fetches
@@ -32,18 +32,25 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut location = None;
     let mut repeat = 5usize;
     let mut string_type = StringType::Utf8;
+    let mut concurrency = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--repeat" => repeat = args.next().ok_or("--repeat needs a number")?.parse()?,
             "--string-type" => {
                 string_type = StringType::parse(&args.next().ok_or("--string-type needs a type")?)?
             }
+            "--concurrency" => {
+                concurrency = Some(args.next().ok_or("--concurrency needs a number")?.parse()?)
+            }
             _ if location.is_none() => location = Some(a),
             other => return Err(format!("unexpected argument '{other}'").into()),
         }
     }
     let location = location.ok_or("usage: read_column <array location> [--repeat N]")?;
-    let opts = ZarrReadOptions::default().with_string_type(string_type);
+    let mut opts = ZarrReadOptions::default().with_string_type(string_type);
+    if let Some(n) = concurrency {
+        opts = opts.with_concurrency(n);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -309,6 +309,17 @@ impl ZarrArray {
     /// Read the read unit at `coords`: its in-bounds elements in C order.
     pub async fn read_chunk(&self, coords: &[u64], opts: &ZarrReadOptions) -> Result<ArrayRef> {
         let stored = self.fetch_chunk(coords).await?;
+        self.decode_fetched(coords, stored, opts).await
+    }
+
+    /// [`Self::decode_chunk`] of a unit's fetched bytes, on the blocking pool when large and
+    /// inside a runtime (decoding is CPU work: it stays off the I/O threads).
+    async fn decode_fetched(
+        &self,
+        coords: &[u64],
+        stored: Option<Bytes>,
+        opts: &ZarrReadOptions,
+    ) -> Result<ArrayRef> {
         let big = stored.as_ref().is_some_and(|b| b.len() > 64 * 1024);
         if big && tokio::runtime::Handle::try_current().is_ok() {
             let this = self.clone();
@@ -356,16 +367,28 @@ impl ZarrArray {
         }
     }
 
-    /// Read several read units, `opts.concurrency` at a time, in the order given.
+    /// Read several read units, in the order given: `opts.concurrency` fetches in flight,
+    /// each its own task where there is a runtime, and at most as many units decoded at
+    /// once as the machine has cores ([`decoders`]), since decoding more at once than there
+    /// are cores to run them only adds memory and cache misses.
     pub async fn read_chunks(
         &self,
         coords: &[Vec<u64>],
         opts: &ZarrReadOptions,
     ) -> Result<Vec<ArrayRef>> {
-        futures::stream::iter(coords.iter().map(|c| self.read_chunk(c, opts)))
-            .buffered(opts.concurrency.max(1))
-            .try_collect()
-            .await
+        let concurrency = opts.concurrency.max(1);
+        futures::stream::iter(coords.iter().map(|c| {
+            let (this, coords) = (self.clone(), c.clone());
+            crate::reader::in_background(async move {
+                let stored = this.fetch_chunk(&coords).await?;
+                Ok((coords, stored))
+            })
+        }))
+        .buffered(concurrency)
+        .map_ok(|(coords, stored)| async move { self.decode_fetched(&coords, stored, opts).await })
+        .try_buffered(decoders().min(concurrency))
+        .try_collect()
+        .await
     }
 
     /// Every read unit's coordinates, in C order of the grid.
@@ -406,6 +429,12 @@ impl ChunkReader {
             .next_rows(k)
             .map_err(|e| Error::chunk(self.array.clone(), self.chunk.clone(), e))
     }
+}
+
+/// How many read units [`ZarrArray::read_chunks`] decodes at once: the cores this process
+/// may run on.
+fn decoders() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// All coordinates of a grid, in C order.
