@@ -13,9 +13,10 @@ use arrow_array::types::{
     TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{
-    ArrayRef, ArrowPrimitiveType, BooleanArray, FixedSizeBinaryArray, PrimitiveArray, StructArray,
+    ArrayRef, ArrowPrimitiveType, BooleanArray, FixedSizeBinaryArray, OffsetSizeTrait,
+    PrimitiveArray, StructArray,
 };
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
+use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType as ArrowType, TimeUnit};
 use bytes::Bytes;
 
@@ -90,7 +91,7 @@ pub(crate) fn decode_fixed(
                 .ok_or_else(|| ChunkError::Invalid("time scale overflows".into()))?;
             time(&buf, n, factor, arrow_unit, is_ts)?
         }
-        DataType::FixedUtf32 { length_bytes } => utf32(&buf, *length_bytes, strings)?,
+        DataType::FixedUtf32 { length_bytes } => utf32(&buf, *length_bytes, n, strings)?,
         DataType::NullTerminatedBytes { length_bytes } => {
             let items: Vec<(usize, usize)> = buf
                 .chunks_exact(*length_bytes)
@@ -208,31 +209,73 @@ fn time(
 }
 
 /// UTF-32LE elements → UTF-8, trailing NULs stripped (numpy semantics).
-fn utf32(buf: &Bytes, length_bytes: usize, strings: StringType) -> Result<ArrayRef, ChunkError> {
-    let mut out = Vec::with_capacity(buf.len() / 4);
-    let mut items = Vec::with_capacity(buf.len() / length_bytes.max(1));
-    for (i, elem) in buf.chunks_exact(length_bytes).enumerate() {
-        let start = out.len();
-        let units: Vec<u32> = elem
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        let end = units.iter().rposition(|u| *u != 0).map_or(0, |p| p + 1);
-        for &u in &units[..end] {
-            let c = char::from_u32(u).ok_or(ChunkError::Utf8 { element: i as u64 })?;
-            let mut tmp = [0u8; 4];
-            out.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
+fn utf32(
+    buf: &Bytes,
+    length_bytes: usize,
+    n: usize,
+    strings: StringType,
+) -> Result<ArrayRef, ChunkError> {
+    let target = VlenTarget {
+        utf8: true,
+        repr: strings,
+    };
+    match strings {
+        StringType::Utf8 => {
+            let (offsets, data) = utf32_to_utf8::<i32>(buf, length_bytes, n)?;
+            vlen::from_offsets(offsets.into(), Buffer::from_vec(data), target)
         }
-        items.push((start, out.len() - start));
+        StringType::LargeUtf8 | StringType::View => {
+            let (offsets, data) = utf32_to_utf8::<i64>(buf, length_bytes, n)?;
+            if strings == StringType::LargeUtf8 {
+                return vlen::from_offsets(offsets.into(), Buffer::from_vec(data), target);
+            }
+            let items: Vec<(usize, usize)> = offsets
+                .windows(2)
+                .map(|w| (w[0].as_usize(), w[1].as_usize() - w[0].as_usize()))
+                .collect();
+            vlen::from_items(Buffer::from_vec(data), &items, target)
+        }
     }
-    vlen::from_items(
-        Buffer::from_vec(out),
-        &items,
-        VlenTarget {
-            utf8: true,
-            repr: strings,
-        },
-    )
+}
+
+/// The UTF-8 offsets and data of `n` UTF-32LE elements of `length_bytes` each, in one pass:
+/// trailing NUL code units dropped, ASCII code units copied as bytes, others encoded through
+/// `char` (which rejects surrogates and values past U+10FFFF: an error naming the element).
+fn utf32_to_utf8<O: OffsetSizeTrait>(
+    buf: &[u8],
+    length_bytes: usize,
+    n: usize,
+) -> Result<(Vec<O>, Vec<u8>), ChunkError> {
+    let mut offsets = Vec::with_capacity(n + 1);
+    offsets.push(O::usize_as(0));
+    let mut data: Vec<u8> = Vec::with_capacity(buf.len() / 4);
+    if length_bytes == 0 {
+        offsets.resize(n + 1, O::usize_as(0));
+        return Ok((offsets, data));
+    }
+    for (i, elem) in buf.chunks_exact(length_bytes).enumerate() {
+        let units = elem
+            .chunks_exact(4)
+            .rposition(|u| u != [0, 0, 0, 0])
+            .map_or(0, |last| last + 1);
+        for unit in elem[..4 * units].chunks_exact(4) {
+            let u = u32::from_le_bytes([unit[0], unit[1], unit[2], unit[3]]);
+            if u < 0x80 {
+                data.push(u as u8);
+            } else {
+                let c = char::from_u32(u).ok_or(ChunkError::Utf8 { element: i as u64 })?;
+                data.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+            }
+        }
+        if data.len() > O::MAX_OFFSET {
+            return Err(ChunkError::TooLarge(format!(
+                "chunk holds {} bytes of strings, more than 32-bit offsets address: read it as large_utf8",
+                data.len()
+            )));
+        }
+        offsets.push(O::usize_as(data.len()));
+    }
+    Ok((offsets, data))
 }
 
 /// The Arrow type `decode_fixed` produces (for checks in tests).

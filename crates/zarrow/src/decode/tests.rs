@@ -511,6 +511,36 @@ fn aligned_numbers_are_zero_copy() {
     assert_eq!(a.to_data().buffers()[0].as_ptr(), chunk.as_ptr());
 }
 
+/// UTF-32 elements of 1- to 4-byte characters become the strings numpy reads: trailing NULs
+/// stripped, an embedded NUL kept, an all-NUL element empty; in every string type.
+#[test]
+fn utf32_transcodes_as_numpy_reads() {
+    let c = chain(ArrayToBytes::Bytes {
+        endian: Some(crate::metadata::Endian::Little),
+    });
+    let units = 6;
+    let want = ["", "a", "ünï", "🌊x€", "a\0b", "123456", "ascii!"];
+    let mut buf = Vec::new();
+    for s in want {
+        let mut chars: Vec<u32> = s.chars().map(u32::from).collect();
+        chars.resize(units, 0);
+        buf.extend(chars.iter().flat_map(|u| u.to_le_bytes()));
+    }
+    for t in string_types() {
+        let a = decode_chunk(
+            &c,
+            &DataType::FixedUtf32 {
+                length_bytes: 4 * units,
+            },
+            want.len(),
+            Bytes::from(buf.clone()),
+            &opts(t),
+        )
+        .unwrap();
+        assert_eq!(strings(a.as_ref()), want, "{t:?}");
+    }
+}
+
 #[test]
 fn utf32_invalid_code_point() {
     let c = chain(ArrayToBytes::Bytes {
@@ -521,15 +551,33 @@ fn utf32_invalid_code_point() {
     buf.extend_from_slice(&0u32.to_le_bytes());
     buf.extend_from_slice(&0xD800u32.to_le_bytes()); // a surrogate
     buf.extend_from_slice(&0u32.to_le_bytes());
-    let e = decode_chunk(
-        &c,
-        &DataType::FixedUtf32 { length_bytes: 8 },
-        2,
-        Bytes::from(buf),
-        &opts(StringType::Utf8),
-    )
-    .unwrap_err();
-    assert!(matches!(e, ChunkError::Utf8 { element: 1 }), "{e}");
+    buf.extend_from_slice(&('b' as u32).to_le_bytes());
+    buf.extend_from_slice(&0x11_0000u32.to_le_bytes()); // past U+10FFFF
+    for t in string_types() {
+        for (n, element) in [(2, 1), (3, 1)] {
+            let e = decode_chunk(
+                &c,
+                &DataType::FixedUtf32 { length_bytes: 8 },
+                n,
+                Bytes::from(buf[..8 * n].to_vec()),
+                &opts(t),
+            )
+            .unwrap_err();
+            assert!(
+                matches!(e, ChunkError::Utf8 { element: e2 } if e2 == element),
+                "{e}"
+            );
+        }
+        let e = decode_chunk(
+            &c,
+            &DataType::FixedUtf32 { length_bytes: 8 },
+            1,
+            Bytes::from(buf[16..24].to_vec()),
+            &opts(t),
+        )
+        .unwrap_err();
+        assert!(matches!(e, ChunkError::Utf8 { element: 0 }), "{e}");
+    }
 }
 
 #[test]

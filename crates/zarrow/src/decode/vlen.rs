@@ -127,7 +127,7 @@ pub(crate) fn scalar_buffer<T: ArrowNativeType>(bytes: &Bytes) -> ScalarBuffer<T
 /// Build the requested array from validated-or-not offsets and data.
 ///
 /// `offsets` must already satisfy [`validate_offsets`]; this validates UTF-8 for strings.
-fn from_offsets<O: OffsetSizeTrait>(
+pub(crate) fn from_offsets<O: OffsetSizeTrait>(
     offsets: ScalarBuffer<O>,
     data: Buffer,
     target: VlenTarget,
