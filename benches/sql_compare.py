@@ -26,6 +26,8 @@ What it does (benches/README.md has the details):
    `ZarrArray::open` + `read_chunks` (in the `read_column` process, timed inside it), and
    `zarrow export …/label --format arrow-stream --output /dev/null` as a whole process.
 5. With `--rss-rows`, generates that many rows (zarr only) and reports the GROUP BY's peak RSS.
+6. q1's control (unless `--no-control`): q1 over the `label` array stored without compression
+   against the same Parquet file, so the report shows how much of q1's ratio is zstd.
 
 Prints a table (`--markdown`: also as markdown) and writes the numbers to
 `<data-dir>/sql_compare_results.json`.
@@ -179,6 +181,22 @@ def write_parquet(zarrow: Path, zarr_path: Path, path: Path, chunk: int) -> None
     tmp.rename(path)
 
 
+def write_label_uncompressed(zarr_path: Path, path: Path) -> None:
+    """The `label` array of `zarr_path` again, same chunks, without compression: q1's control."""
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    src = zarr.open_array(store=str(zarr_path / "label"), mode="r")
+    group = zarr.create_group(store=str(tmp), zarr_format=3, overwrite=True)
+    dst = group.create_array("label", dtype=str, shape=src.shape, chunks=src.chunks,
+                             compressors=None, dimension_names=["row"])
+    step = src.chunks[0]
+    for start in range(0, src.shape[0], step):
+        dst[start : start + step] = src[start : start + step]
+    zarr.consolidate_metadata(str(tmp))
+    shutil.rmtree(path, ignore_errors=True)
+    tmp.rename(path)
+
+
 def ensure_data(args, rows: int, parquet: bool) -> dict:
     """Generate (or reuse) the data set for `rows`; returns its stamp."""
     root = args.data_dir / f"r{rows}_c{args.chunk}"
@@ -210,6 +228,15 @@ def ensure_data(args, rows: int, parquet: bool) -> dict:
             stamp_path.write_text(json.dumps(stamp, indent=2) + "\n")
         else:
             log(f"reusing {parquet_path}")
+    if parquet and args.control:
+        raw = root / "label_raw.zarr"
+        if stamp.get("label_raw", {}).get("params") != want or not raw.is_dir():
+            log(f"writing {raw} (label without compression, for q1's control)")
+            write_label_uncompressed(zarr_path, raw)
+            stamp["label_raw"] = {"params": want}
+            stamp_path.write_text(json.dumps(stamp, indent=2) + "\n")
+        else:
+            log(f"reusing {raw}")
     stamp["root"] = str(root)
     return stamp
 
@@ -452,6 +479,26 @@ def bench_label_read(args, zarr_path: Path) -> dict:
     return out
 
 
+def bench_control(args, raw: Path, parquet: Path) -> dict:
+    """q1 over `label` stored without compression (zarr) against Parquet, alternating as in
+    bench_queries: what q1's ratio is once zstd decompression is taken out of the zarr side."""
+    sql = QUERIES[0][2]
+    out = {"zarr": [], "parquet": []}
+    expected = None
+    for round_ in range(args.repeat + 1):
+        order = ["zarr", "parquet"] if round_ % 2 == 0 else ["parquet", "zarr"]
+        for fmt in order:
+            seconds, _, csv = timed(sql_cmd(args, sql, fmt, raw if fmt == "zarr" else parquet))
+            rows = canonical(csv)
+            if expected is None:
+                expected = rows
+            elif rows != expected:
+                sys.exit(f"control q1 on {fmt} differs from the other side")
+            if round_ > 0:
+                out[fmt].append(seconds)
+    return out
+
+
 def bench_rss(args, zarr_path: Path) -> dict:
     sql = QUERIES[0][2]
     seconds, rss = [], []
@@ -502,7 +549,8 @@ def table(headers: list[str], rows: list[list[str]], markdown: bool) -> str:
     return "\n".join([fmt(headers), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows])
 
 
-def report(args, facts: dict, results: dict, label: dict, rss_big: dict | None) -> tuple[str, list[str]]:
+def report(args, facts: dict, results: dict, label: dict, rss_big: dict | None,
+           control: dict | None) -> tuple[str, list[str]]:
     misses = []
     headers = ["query", "zarrow (zarr) s", "DataFusion (Parquet) s", "zarr/Parquet",
                "zarr peak RSS", "Parquet peak RSS"]
@@ -530,6 +578,15 @@ def report(args, facts: dict, results: dict, label: dict, rss_big: dict | None) 
     out.append("")
     out.append(table(headers, rows, args.markdown))
     out.append("")
+    if control:
+        cz, cp = med(control["zarr"]), med(control["parquet"])
+        out.append(
+            f"q1 control, label stored without compression on the zarr side: zarrow {cz:.3f} s "
+            f"(min {min(control['zarr']):.3f}), Parquet {cp:.3f} s (min "
+            f"{min(control['parquet']):.3f}) -> {cz / cp:.2f} (q1 above: "
+            f"{results['q1']['ratio']:.2f}; the difference is zstd decompression)"
+        )
+        out.append("")
     zp, zr, ze, zc = (med(label[k]) for k in
                       ("zarr_python", "zarrow_read", "zarrow_export", "zarrow_export_label_only"))
     speedup = zp / zr
@@ -634,6 +691,8 @@ def main() -> None:
                          "schema_force_view_types = false (default: DataFusion's, Utf8View)")
     ap.add_argument("--zarr-option", action="append", default=[], metavar="KEY=VALUE",
                     help="zarr side: a zarrow --option (e.g. concurrency=8); repeatable")
+    ap.add_argument("--no-control", dest="control", action="store_false",
+                    help="skip q1's control (label stored without compression on the zarr side)")
     ap.add_argument("--strict", action="store_true", help="exit 2 when a target is missed")
     args = ap.parse_args()
     if args.rows <= 0 or args.chunk <= 0 or args.repeat <= 0:
@@ -677,7 +736,11 @@ def main() -> None:
         log(f"GROUP BY peak RSS at {args.rss_rows:,} rows")
         rss_big = bench_rss(args, Path(big["root"]) / "bench.zarr")
 
-    text, misses = report(args, facts, results, label, rss_big)
+    control = None
+    if args.control:
+        log("q1 control: label without compression vs Parquet")
+        control = bench_control(args, root / "label_raw.zarr", sources["parquet"])
+    text, misses = report(args, facts, results, label, rss_big, control)
     print(text)
     out = args.data_dir / "sql_compare_results.json"
     out.write_text(json.dumps({
@@ -687,6 +750,7 @@ def main() -> None:
         "results": results,
         "label_read": label,
         "rss_rows": rss_big,
+        "q1_control": control,
         "misses": misses,
     }, indent=2) + "\n")
     log(f"results: {out}")
