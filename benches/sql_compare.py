@@ -414,15 +414,15 @@ def parquet_row_groups(args, parquet: Path) -> str:
 # measurements
 
 
-def bench_queries(args, sources: dict[str, Path]) -> dict:
-    results = {qid: {fmt: {"seconds": [], "rss": []} for fmt in sources} for qid, *_ in QUERIES}
+def bench_queries(args, sources: dict[str, Path], queries=QUERIES) -> dict:
+    results = {qid: {fmt: {"seconds": [], "rss": []} for fmt in sources} for qid, *_ in queries}
     expected: dict[str, list[str]] = {}
     for round_ in range(args.repeat + 1):
         warmup = round_ == 0
         log("warm-up round" if warmup else f"round {round_}/{args.repeat}")
         # alternate which side goes first, so neither always runs right after the other
         order = ["zarr", "parquet"] if round_ % 2 == 0 else ["parquet", "zarr"]
-        for qid, _, sql, _ in QUERIES:
+        for qid, _, sql, _ in queries:
             for fmt in order:
                 seconds, rss, out = timed(sql_cmd(args, sql, fmt, sources[fmt]))
                 got = canonical(out)
@@ -476,26 +476,6 @@ def bench_label_read(args, zarr_path: Path) -> dict:
             out["zarrow_export"].append(ze)
             out["zarrow_export_label_only"].append(zc)
             out["zarrow_export_rss"].append(rss)
-    return out
-
-
-def bench_control(args, raw: Path, parquet: Path) -> dict:
-    """q1 over `label` stored without compression (zarr) against Parquet, alternating as in
-    bench_queries: what q1's ratio is once zstd decompression is taken out of the zarr side."""
-    sql = QUERIES[0][2]
-    out = {"zarr": [], "parquet": []}
-    expected = None
-    for round_ in range(args.repeat + 1):
-        order = ["zarr", "parquet"] if round_ % 2 == 0 else ["parquet", "zarr"]
-        for fmt in order:
-            seconds, _, csv = timed(sql_cmd(args, sql, fmt, raw if fmt == "zarr" else parquet))
-            rows = canonical(csv)
-            if expected is None:
-                expected = rows
-            elif rows != expected:
-                sys.exit(f"control q1 on {fmt} differs from the other side")
-            if round_ > 0:
-                out[fmt].append(seconds)
     return out
 
 
@@ -579,11 +559,11 @@ def report(args, facts: dict, results: dict, label: dict, rss_big: dict | None,
     out.append(table(headers, rows, args.markdown))
     out.append("")
     if control:
-        cz, cp = med(control["zarr"]), med(control["parquet"])
+        z, p = control["zarr"]["seconds"], control["parquet"]["seconds"]
         out.append(
-            f"q1 control, label stored without compression on the zarr side: zarrow {cz:.3f} s "
-            f"(min {min(control['zarr']):.3f}), Parquet {cp:.3f} s (min "
-            f"{min(control['parquet']):.3f}) -> {cz / cp:.2f} (q1 above: "
+            f"q1 control, label stored without compression on the zarr side: zarrow {med(z):.3f} s "
+            f"(min {min(z):.3f}), Parquet {med(p):.3f} s (min {min(p):.3f}) -> "
+            f"{med(z) / med(p):.2f} (q1 above: "
             f"{results['q1']['ratio']:.2f}; the difference is zstd decompression)"
         )
         out.append("")
@@ -739,7 +719,8 @@ def main() -> None:
     control = None
     if args.control:
         log("q1 control: label without compression vs Parquet")
-        control = bench_control(args, root / "label_raw.zarr", sources["parquet"])
+        raw = {"zarr": root / "label_raw.zarr", "parquet": sources["parquet"]}
+        control = bench_queries(args, raw, QUERIES[:1])["q1"]
     text, misses = report(args, facts, results, label, rss_big, control)
     print(text)
     out = args.data_dir / "sql_compare_results.json"

@@ -224,11 +224,12 @@ fn utf32(
             let (offsets, data) = utf32_to_utf8::<i32>(buf, length_bytes, n)?;
             vlen::from_offsets(offsets.into(), Buffer::from_vec(data), target)
         }
-        StringType::LargeUtf8 | StringType::View => {
+        StringType::LargeUtf8 => {
             let (offsets, data) = utf32_to_utf8::<i64>(buf, length_bytes, n)?;
-            if strings == StringType::LargeUtf8 {
-                return vlen::from_offsets(offsets.into(), Buffer::from_vec(data), target);
-            }
+            vlen::from_offsets(offsets.into(), Buffer::from_vec(data), target)
+        }
+        StringType::View => {
+            let (offsets, data) = utf32_to_utf8::<i64>(buf, length_bytes, n)?;
             let items: Vec<(usize, usize)> = offsets
                 .windows(2)
                 .map(|w| (w[0].as_usize(), w[1].as_usize() - w[0].as_usize()))
@@ -267,14 +268,10 @@ fn utf32_to_utf8<O: OffsetSizeTrait>(
                 data.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
             }
         }
-        if data.len() > O::MAX_OFFSET {
-            return Err(ChunkError::TooLarge(format!(
-                "chunk holds {} bytes of strings, more than 32-bit offsets address: read it as large_utf8",
-                data.len()
-            )));
-        }
         offsets.push(O::usize_as(data.len()));
     }
+    // Once, at the end: offsets past the type's range are never handed out.
+    vlen::check_data_size::<O>(data.len())?;
     Ok((offsets, data))
 }
 

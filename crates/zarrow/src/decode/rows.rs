@@ -400,9 +400,9 @@ impl Source {
     ) -> Result<ArrayRef, ChunkError> {
         let mut out = vlen::NumcodecsCompactor::<O>::new(k, data_bytes)?;
         match self {
-            Source::Whole { buf, pos } => *pos = out.push_items(buf, *pos, k)?,
+            Source::Whole { buf, pos } => *pos = out.push_items(buf, *pos, k),
             Source::Stream(s) => loop {
-                s.taken = out.push_items(&s.buf[..s.filled], s.taken, k - out.len())?;
+                s.taken = out.push_items(&s.buf[..s.filled], s.taken, k - out.len());
                 if out.len() == k {
                     break;
                 }

@@ -148,6 +148,17 @@ pub(crate) fn from_offsets<O: OffsetSizeTrait>(
     }
 }
 
+/// `data_bytes` of strings fit offsets of type `O`; else the error that says to read the
+/// array as large_utf8.
+pub(crate) fn check_data_size<O: OffsetSizeTrait>(data_bytes: usize) -> Result<(), ChunkError> {
+    if data_bytes > O::MAX_OFFSET {
+        return Err(ChunkError::TooLarge(format!(
+            "chunk holds {data_bytes} bytes of strings, more than 32-bit offsets address: read it as large_utf8"
+        )));
+    }
+    Ok(())
+}
+
 /// Re-type offsets (a copy of the offsets only) when the widths differ.
 fn convert_offsets<I: OffsetSizeTrait, O: OffsetSizeTrait>(
     offsets: ScalarBuffer<I>,
@@ -157,12 +168,7 @@ fn convert_offsets<I: OffsetSizeTrait, O: OffsetSizeTrait>(
         let len = offsets.len();
         return Ok(ScalarBuffer::new(offsets.into_inner(), 0, len));
     }
-    let last = offsets.last().map(|o| o.as_usize()).unwrap_or(0);
-    if O::from_usize(last).is_none() {
-        return Err(ChunkError::TooLarge(format!(
-            "chunk holds {last} bytes of strings, more than 32-bit offsets address: read it as large_utf8"
-        )));
-    }
+    check_data_size::<O>(offsets.last().map(|o| o.as_usize()).unwrap_or(0))?;
     Ok(offsets
         .iter()
         .map(|o| O::usize_as(o.as_usize()))
@@ -334,22 +340,13 @@ impl<O: OffsetSizeTrait> NumcodecsCompactor<O> {
     /// Room for `items` items of `data_bytes` bytes in all (it grows if that is too little).
     /// Callers bound both by the chunk's size or the decoded-size limit.
     pub(crate) fn new(items: usize, data_bytes: usize) -> Result<Self, ChunkError> {
-        Self::check_size(data_bytes)?;
+        check_data_size::<O>(data_bytes)?;
         let mut offsets = Vec::with_capacity(items + 1);
         offsets.push(O::usize_as(0));
         Ok(NumcodecsCompactor {
             offsets,
             data: Vec::with_capacity(data_bytes + SHORT),
         })
-    }
-
-    fn check_size(data_bytes: usize) -> Result<(), ChunkError> {
-        if data_bytes > O::MAX_OFFSET {
-            return Err(ChunkError::TooLarge(format!(
-                "chunk holds {data_bytes} bytes of strings, more than 32-bit offsets address: read it as large_utf8"
-            )));
-        }
-        Ok(())
     }
 
     /// Items taken so far.
@@ -364,12 +361,7 @@ impl<O: OffsetSizeTrait> NumcodecsCompactor<O> {
 
     /// Take up to `max` items from `buf`, the first starting at `pos`; stops early at an item
     /// that does not lie entirely inside `buf`. Returns where the items taken end.
-    pub(crate) fn push_items(
-        &mut self,
-        buf: &[u8],
-        mut pos: usize,
-        max: usize,
-    ) -> Result<usize, ChunkError> {
+    pub(crate) fn push_items(&mut self, buf: &[u8], mut pos: usize, max: usize) -> usize {
         for _ in 0..max {
             let Some(len) = read_u32(buf, pos) else { break };
             let (start, len) = (pos + 4, len as usize);
@@ -377,9 +369,6 @@ impl<O: OffsetSizeTrait> NumcodecsCompactor<O> {
                 break;
             }
             let end = self.data.len() + len;
-            if end > O::MAX_OFFSET {
-                Self::check_size(end)?;
-            }
             match buf[start..].first_chunk::<SHORT>() {
                 Some(block) if len <= SHORT => {
                     self.data.extend_from_slice(block);
@@ -390,12 +379,14 @@ impl<O: OffsetSizeTrait> NumcodecsCompactor<O> {
             self.offsets.push(O::usize_as(end));
             pos = start + len;
         }
-        Ok(pos)
+        pos
     }
 
     /// The array of the items taken (UTF-8 validated for strings), the first of them being
-    /// item `first` of the chunk.
+    /// item `first` of the chunk. The data's size is checked against the offsets' type here,
+    /// once: offsets past it are never handed out.
     pub(crate) fn finish(self, first: usize, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+        check_data_size::<O>(self.data.len())?;
         from_offsets::<O>(
             ScalarBuffer::from(self.offsets),
             Buffer::from_vec(self.data),
@@ -420,7 +411,7 @@ fn numcodecs_compact<O: OffsetSizeTrait>(
 ) -> Result<ArrayRef, ChunkError> {
     // The caller checked `4 * n <= buf.len()`: the data is what the length headers leave.
     let mut compactor = NumcodecsCompactor::<O>::new(n, buf.len() - 4 * n)?;
-    let pos = compactor.push_items(buf, 0, n)?;
+    let pos = compactor.push_items(buf, 0, n);
     if compactor.len() < n {
         return Err(item_past_end(first + compactor.len()));
     }
@@ -695,11 +686,7 @@ pub(crate) fn from_items(
         offsets.push(out.len() as i64);
     }
     if target.repr == StringType::Utf8 {
-        if total > i32::MAX as usize {
-            return Err(ChunkError::TooLarge(
-                "chunk exceeds 32-bit offsets: read it as large_utf8".into(),
-            ));
-        }
+        check_data_size::<i32>(total)?;
         let o32: Vec<i32> = offsets.iter().map(|&o| o as i32).collect();
         return from_offsets::<i32>(ScalarBuffer::from(o32), Buffer::from_vec(out), target);
     }
