@@ -19,6 +19,7 @@
 
 pub mod array;
 pub mod codec;
+pub mod data_type;
 pub mod decode;
 pub mod error;
 pub mod metadata;

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 pub use compression::BytesToBytes;
 
-use crate::metadata::data_type::{DataType, Endian};
+use crate::data_type::{DataType, Endian};
 
 /// An array-to-array codec.
 #[derive(Debug, Clone, PartialEq)]

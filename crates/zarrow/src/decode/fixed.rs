@@ -22,7 +22,7 @@ use bytes::Bytes;
 
 use super::vlen::{self, VlenTarget};
 use crate::error::ChunkError;
-use crate::metadata::{DataType, Endian};
+use crate::data_type::{DataType, Endian};
 use crate::options::StringType;
 
 /// Bring `buf` to little-endian: a no-op for little-endian or one-byte units, else a swapped copy.

@@ -21,7 +21,7 @@ use bytes::Bytes;
 
 use crate::codec::{ArrayToBytes, CodecChain, IndexLocation, ZarrsVlen};
 use crate::error::ChunkError;
-use crate::metadata::{DataType, Endian, FillValue};
+use crate::data_type::{DataType, Endian, FillValue};
 use crate::options::ZarrReadOptions;
 use vlen::VlenTarget;
 

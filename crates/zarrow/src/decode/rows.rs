@@ -33,7 +33,7 @@ use super::vlen::{self, VlenTarget};
 use super::ChunkSelection;
 use crate::codec::{ArrayToBytes, CodecChain};
 use crate::error::ChunkError;
-use crate::metadata::{DataType, Endian};
+use crate::data_type::{DataType, Endian};
 use crate::options::{StringType, ZarrReadOptions};
 
 /// The rows of one chunk, handed out in runs by [`ChunkRows::next_rows`].

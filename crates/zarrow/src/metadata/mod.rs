@@ -7,13 +7,12 @@
 //! codec's endian, `order: "F"` a transpose, `filters` + `compressor` the codec chain,
 //! `dimension_separator` a v2 chunk key encoding, `_ARRAY_DIMENSIONS` dimension names.
 
-pub mod data_type;
-
 use serde_json::{Map, Value};
 
 use crate::codec::{parse_v2_chain, parse_v3_chain, ArrayToBytes, ChainError, CodecChain};
 use crate::{Error, Result};
-pub use data_type::{DataType, Endian, FillValue, NpTimeUnit};
+use crate::data_type;
+pub use crate::data_type::{DataType, Endian, FillValue, NpTimeUnit};
 
 /// How chunk grid coordinates become store keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
