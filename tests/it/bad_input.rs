@@ -370,7 +370,9 @@ async fn corrupt_chunks_read_batch_by_batch() {
                 Node::Array(a) => a,
                 Node::Group(_) => panic!("group"),
             };
-            let stream = zarrow::ZarrRecordBatchStreamBuilder::new(array)
+            let stream = zarrow::ZarrRecordBatchStreamBuilder::for_array(array)
+                .await
+                .unwrap()
                 .with_batch_size(1000)
                 .build()
                 .unwrap();

@@ -59,7 +59,7 @@ pub fn read_c_order(
     let builder = ZarrRecordBatchReaderBuilder::try_new(location)?
         .with_options(ZarrReadOptions::default().with_string_type(string_type))
         .with_batch_size(7); // small batches exercise splitting
-    let shape = builder.array().shape().to_vec();
+    let shape = builder.model().shape();
     let ndim = shape.len();
     let reader = builder.build()?;
     let mut positions: Vec<u32> = Vec::new();

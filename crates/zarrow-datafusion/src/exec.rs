@@ -1,8 +1,16 @@
-//! [`ZarrScanExec`]: the scan of a [`crate::ZarrTable`] — the chunks left after pruning,
-//! split into partitions, each read as a stream of record batches.
+//! [`ZarrScanExec`]: the scan of a [`crate::ZarrTable`] — a [`ZarrScan`] (the chunks left
+//! after pruning, the projection, the limit) split into partitions of nearly equal numbers of
+//! chunks, each read by [`ZarrScan::stream`].
+//!
+//! The plan holds only the scan and what it shows (`EXPLAIN`): it can be written down and run
+//! elsewhere. When it has no open table (it was rebuilt from its scan, e.g. on a Ballista
+//! executor), each partition opens the table from the scan's location when it starts, through
+//! the object store the task's runtime has registered for it, else zarrow's own resolution.
+//! Each partition counts what it does into [`ScanMetrics`], shown by `EXPLAIN ANALYZE`.
 
+use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::stats::Precision;
@@ -12,138 +20,159 @@ use datafusion::error::Result;
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{Count, Metric, MetricValue, MetricsSet, Time};
 use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
     SendableRecordBatchStream,
 };
-use futures::TryStreamExt;
-use zarrow::region::ChunkCache;
+use futures::{StreamExt, TryStreamExt};
 use zarrow::table::TableModel;
-use zarrow::ZarrReadOptions;
+use zarrow::{ScanContext, ScanMetrics, ZarrScan};
 
 use crate::error::to_datafusion_error;
+use crate::table::registered_store;
 
-/// Reads chunks of a zarr table: one partition per contiguous run of kept chunks (at most
-/// `target_partitions`), each a stream reading `concurrency` chunks at a time.
-#[derive(Debug, Clone)]
+/// What `EXPLAIN` shows of how the scan's chunks were chosen.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ScanPlanInfo {
+    /// Chunks of rows in the table.
+    pub total_chunks: u64,
+    /// Chunks kept by pruning (before the limit).
+    pub kept_chunks: u64,
+    /// The filter pruned with, for display.
+    pub predicate: Option<String>,
+}
+
+/// Reads a [`ZarrScan`] in partitions (see the module docs).
+#[derive(Debug)]
 pub struct ZarrScanExec {
-    location: String,
-    model: Arc<TableModel>,
-    projection: Vec<usize>,
-    schema: SchemaRef,
-    /// Kept chunks (C order), before the limit.
-    chunks: Vec<Vec<u64>>,
-    total_chunks: usize,
-    predicate: Option<String>,
-    limit: Option<usize>,
-    target_partitions: usize,
-    read: ZarrReadOptions,
-    /// Chunks per partition, after the limit.
-    partitions: Vec<Vec<Vec<u64>>>,
+    scan: ZarrScan,
+    partitions: Vec<ZarrScan>,
+    /// Rows of each partition (exact).
     rows: Vec<u64>,
+    info: ScanPlanInfo,
+    schema: SchemaRef,
+    model: Option<Arc<TableModel>>,
     props: Arc<PlanProperties>,
-    cache: Arc<ChunkCache>,
+    ctx: ScanContext,
+    /// Each partition's counters, once it has started.
+    metrics: Arc<Mutex<Vec<Option<ScanMetrics>>>>,
+}
+
+impl Clone for ZarrScanExec {
+    fn clone(&self) -> Self {
+        // A clone is a new plan: its counters start at zero.
+        ZarrScanExec {
+            metrics: Arc::new(Mutex::new(vec![None; self.partitions.len()])),
+            scan: self.scan.clone(),
+            partitions: self.partitions.clone(),
+            rows: self.rows.clone(),
+            info: self.info.clone(),
+            schema: self.schema.clone(),
+            model: self.model.clone(),
+            props: self.props.clone(),
+            ctx: self.ctx.clone(),
+        }
+    }
 }
 
 impl ZarrScanExec {
-    /// A scan of `chunks` (those kept of `total_chunks`) of `model`, projected; `cache` holds
-    /// read units of arrays read by more than one chunk of rows, for all partitions.
-    #[allow(clippy::too_many_arguments)]
+    /// A scan of `model` in at most `target_partitions` partitions; `ctx` is shared by them.
     pub fn try_new(
-        location: String,
         model: Arc<TableModel>,
-        projection: Vec<usize>,
-        chunks: Vec<Vec<u64>>,
-        total_chunks: usize,
-        predicate: Option<String>,
-        limit: Option<usize>,
+        scan: ZarrScan,
+        info: ScanPlanInfo,
         target_partitions: usize,
-        read: ZarrReadOptions,
-        cache: Arc<ChunkCache>,
+        ctx: ScanContext,
     ) -> Result<Self> {
+        let projection = scan.projection(&model).map_err(to_datafusion_error)?;
         let schema = model
             .projected_schema(&projection)
             .map_err(to_datafusion_error)?;
-        let mut exec = ZarrScanExec {
-            location,
-            model,
-            projection,
-            schema: schema.clone(),
-            chunks,
-            total_chunks,
-            predicate,
-            limit,
-            target_partitions: target_partitions.max(1),
-            read,
-            partitions: Vec::new(),
-            rows: Vec::new(),
-            props: Arc::new(PlanProperties::new(
-                EquivalenceProperties::new(schema),
-                Partitioning::UnknownPartitioning(1),
-                EmissionType::Incremental,
-                Boundedness::Bounded,
-            )),
-            cache,
-        };
-        exec.plan_partitions()?;
-        Ok(exec)
+        let (partitions, rows) = plan_partitions(&model, &scan, target_partitions)?;
+        Ok(Self::from_parts(
+            scan,
+            partitions,
+            rows,
+            info,
+            schema,
+            Some(model),
+            ctx,
+        ))
     }
 
-    /// Split the chunks into partitions; with a limit, only the chunks it needs, in one.
-    fn plan_partitions(&mut self) -> Result<()> {
-        let mut chunks = Vec::new();
-        let mut rows = Vec::new();
-        let mut needed = self.limit.unwrap_or(usize::MAX) as u64;
-        for c in &self.chunks {
-            if needed == 0 {
-                break;
-            }
-            let r = self.model.chunk_rows(c).map_err(to_datafusion_error)?;
-            needed = needed.saturating_sub(r);
-            chunks.push(c.clone());
-            rows.push(r);
-        }
-        let n = if self.limit.is_some() {
-            1
-        } else {
-            self.target_partitions.min(chunks.len()).max(1)
-        };
-        let mut partitions = vec![Vec::new(); n];
-        let mut partition_rows = vec![0u64; n];
-        let per = chunks.len().div_ceil(n).max(1);
-        for (i, (c, r)) in chunks.into_iter().zip(rows).enumerate() {
-            partitions[i / per].push(c);
-            partition_rows[i / per] += r;
-        }
-        if let Some(limit) = self.limit {
-            partition_rows[0] = partition_rows[0].min(limit as u64);
-        }
-        self.partitions = partitions;
-        self.rows = partition_rows;
-        self.props = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(self.schema.clone()),
-            Partitioning::UnknownPartitioning(n),
+    /// A scan rebuilt from what [`Self::parts`] gives (no open table: each partition opens it
+    /// from the scan's location when it starts).
+    pub fn from_parts(
+        scan: ZarrScan,
+        partitions: Vec<ZarrScan>,
+        rows: Vec<u64>,
+        info: ScanPlanInfo,
+        schema: SchemaRef,
+        model: Option<Arc<TableModel>>,
+        ctx: ScanContext,
+    ) -> Self {
+        let props = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(partitions.len().max(1)),
             EmissionType::Incremental,
             Boundedness::Bounded,
         ));
-        Ok(())
+        ZarrScanExec {
+            metrics: Arc::new(Mutex::new(vec![None; partitions.len()])),
+            scan,
+            partitions,
+            rows,
+            info,
+            schema,
+            model,
+            props,
+            ctx,
+        }
     }
 
-    /// The chunks each partition reads.
-    pub fn partitions(&self) -> &[Vec<Vec<u64>>] {
+    /// The scan, its partitions, their rows, the plan info and the schema: all the plan is.
+    pub fn parts(&self) -> (&ZarrScan, &[ZarrScan], &[u64], &ScanPlanInfo, &SchemaRef) {
+        (
+            &self.scan,
+            &self.partitions,
+            &self.rows,
+            &self.info,
+            &self.schema,
+        )
+    }
+
+    /// The whole scan.
+    pub fn scan(&self) -> &ZarrScan {
+        &self.scan
+    }
+
+    /// The scan of each partition.
+    pub fn partitions(&self) -> &[ZarrScan] {
         &self.partitions
     }
 
     /// The number of chunks read (after pruning and the limit).
-    pub fn chunks_read(&self) -> usize {
-        self.partitions.iter().map(Vec::len).sum()
+    pub fn chunks_read(&self) -> u64 {
+        self.partitions.iter().map(|p| p.chunks.len()).sum()
     }
 
     /// The number of chunks pruned by filters.
-    pub fn chunks_pruned(&self) -> usize {
-        self.total_chunks - self.chunks.len()
+    pub fn chunks_pruned(&self) -> u64 {
+        self.info.total_chunks - self.info.kept_chunks
+    }
+
+    /// The counts of every partition started so far, added up.
+    pub fn scan_counts(&self) -> zarrow::ScanCounts {
+        let mut total = zarrow::ScanCounts::default();
+        if let Ok(all) = self.metrics.lock() {
+            for m in all.iter().flatten() {
+                total += m.counts();
+            }
+        }
+        total
     }
 
     fn projected_names(&self) -> Vec<String> {
@@ -155,31 +184,51 @@ impl ZarrScanExec {
     }
 }
 
+/// The partitions of `scan` (with a limit: one, holding only the chunks it needs) and the
+/// rows of each.
+fn plan_partitions(
+    model: &TableModel,
+    scan: &ZarrScan,
+    target_partitions: usize,
+) -> Result<(Vec<ZarrScan>, Vec<u64>)> {
+    let partitions = scan.split(target_partitions.max(1));
+    let rows = partitions
+        .iter()
+        .map(|p| {
+            let rows = p.chunks.rows(model.grid()).map_err(to_datafusion_error)?;
+            Ok(p.limit.map_or(rows, |l| rows.min(l)))
+        })
+        .collect::<Result<_>>()?;
+    Ok((partitions, rows))
+}
+
 impl DisplayAs for ZarrScanExec {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        let kept = self.chunks.len();
+        let (kept, total) = (self.info.kept_chunks, self.info.total_chunks);
         match t {
             DisplayFormatType::Default | DisplayFormatType::Verbose => {
                 write!(
                     f,
-                    "ZarrScanExec: location={}, projection=[{}], chunks={kept}/{} ({} pruned), partitions={}",
-                    self.location,
+                    "ZarrScanExec: location={}, projection=[{}], chunks={kept}/{total} ({} pruned), partitions={}",
+                    self.scan.location,
                     self.projected_names().join(", "),
-                    self.total_chunks,
                     self.chunks_pruned(),
                     self.partitions.len()
                 )?;
-                if let Some(limit) = self.limit {
+                if let Some(limit) = self.scan.limit {
                     write!(f, ", limit={limit}")?;
                 }
-                if let Some(p) = &self.predicate {
+                if let Some(p) = &self.info.predicate {
                     write!(f, ", predicate={p}")?;
+                }
+                if matches!(t, DisplayFormatType::Verbose) {
+                    write!(f, ", ranges={}", self.scan.chunks)?;
                 }
                 Ok(())
             }
             DisplayFormatType::TreeRender => {
-                writeln!(f, "location={}", self.location)?;
-                writeln!(f, "chunks={kept}/{}", self.total_chunks)?;
+                writeln!(f, "location={}", self.scan.location)?;
+                writeln!(f, "chunks={kept}/{total}")?;
                 write!(f, "pruned={}", self.chunks_pruned())
             }
         }
@@ -222,29 +271,100 @@ impl ExecutionPlan for ZarrScanExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let Some(chunks) = self.partitions.get(partition) else {
+        let Some(scan) = self.partitions.get(partition) else {
             return internal_err!(
                 "ZarrScanExec: partition {partition} of {}",
                 self.partitions.len()
             );
         };
-        let batch_size = context.session_config().batch_size();
-        let stream = self
-            .model
-            .read_chunks(
-                chunks.clone(),
-                self.projection.clone(),
-                self.read.clone(),
-                batch_size,
-                self.limit,
-                Some(self.cache.clone()),
-            )
-            .map_err(to_datafusion_error)?
-            .map_err(to_datafusion_error);
+        let scan = ZarrScan {
+            batch_size: context.session_config().batch_size(),
+            ..scan.clone()
+        };
+        let metrics = ScanMetrics::new();
+        if let Ok(mut all) = self.metrics.lock() {
+            if let Some(slot) = all.get_mut(partition) {
+                *slot = Some(metrics.clone());
+            }
+        }
+        let ctx = ScanContext {
+            metrics,
+            ..self.ctx.clone()
+        };
+        let stream = match &self.model {
+            Some(model) => scan
+                .stream(model.clone(), ctx)
+                .map_err(to_datafusion_error)?
+                .boxed(),
+            None => {
+                let store = registered_store(context.runtime_env().as_ref(), &scan.location);
+                futures::stream::once(async move {
+                    let model = match store {
+                        Some(store) => {
+                            let node = zarrow::Node::open_store(store, &scan.location).await?;
+                            TableModel::from_node(node, scan.options.clone()).await?
+                        }
+                        None => TableModel::open(&scan.location, scan.options.clone()).await?,
+                    };
+                    scan.stream(Arc::new(model), ctx)
+                })
+                .try_flatten()
+                .boxed()
+            }
+        };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.schema.clone(),
-            stream,
+            stream.map_err(to_datafusion_error),
         )))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        let mut set = MetricsSet::new();
+        let count = |name: &'static str, n: u64, p: usize| {
+            let c = Count::new();
+            c.add(usize::try_from(n).unwrap_or(usize::MAX));
+            let value = match name {
+                "output_rows" => MetricValue::OutputRows(c),
+                _ => MetricValue::Count {
+                    name: Cow::Borrowed(name),
+                    count: c,
+                },
+            };
+            Arc::new(Metric::new(value, Some(p)))
+        };
+        let time = |name: &'static str, d: std::time::Duration, p: usize| {
+            let t = Time::new();
+            t.add_duration(d);
+            Arc::new(Metric::new(
+                MetricValue::Time {
+                    name: Cow::Borrowed(name),
+                    time: t,
+                },
+                Some(p),
+            ))
+        };
+        let all = self.metrics.lock().ok()?;
+        for (p, m) in all.iter().enumerate() {
+            let Some(m) = m else { continue };
+            let c = m.counts();
+            set.push(count("output_rows", c.rows_out, p));
+            set.push(count("chunks_read", c.chunks_read, p));
+            set.push(count("requests", c.requests, p));
+            set.push(count("bytes_fetched", c.bytes_fetched, p));
+            set.push(time("fetch_time", c.fetch_time, p));
+            set.push(time("decompress_time", c.decompress_time, p));
+            set.push(time("decode_time", c.decode_time, p));
+        }
+        let pruned = Count::new();
+        pruned.add(usize::try_from(self.chunks_pruned()).unwrap_or(usize::MAX));
+        set.push(Arc::new(Metric::new(
+            MetricValue::Count {
+                name: Cow::Borrowed("chunks_pruned"),
+                count: pruned,
+            },
+            None,
+        )));
+        Some(set)
     }
 
     fn statistics_from_inputs(
@@ -272,16 +392,30 @@ impl ExecutionPlan for ZarrScanExec {
     }
 
     fn with_fetch(&self, limit: Option<usize>) -> Option<Arc<dyn ExecutionPlan>> {
-        let mut exec = self.clone();
-        exec.limit = match (self.limit, limit) {
+        let model = self.model.as_ref()?;
+        let limit = match (self.scan.limit, limit.map(|l| l as u64)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        exec.plan_partitions().ok()?;
-        Some(Arc::new(exec))
+        let mut scan = self.scan.clone();
+        scan.limit = limit;
+        if let Some(limit) = limit {
+            scan.chunks = scan.chunks.take_rows(model.grid(), limit).ok()?;
+        }
+        let target = self.partitions.len();
+        let (partitions, rows) = plan_partitions(model, &scan, target).ok()?;
+        Some(Arc::new(Self::from_parts(
+            scan,
+            partitions,
+            rows,
+            self.info.clone(),
+            self.schema.clone(),
+            Some(model.clone()),
+            self.ctx.clone(),
+        )))
     }
 
     fn fetch(&self) -> Option<usize> {
-        self.limit
+        self.scan.limit.and_then(|l| usize::try_from(l).ok())
     }
 }

@@ -9,21 +9,18 @@ use datafusion::common::stats::Precision;
 use datafusion::common::Statistics;
 use datafusion::error::Result;
 use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use object_store::path::Path;
 use object_store::ObjectStore;
-use zarrow::region::ChunkCache;
 use zarrow::table::{ColumnRole, TableModel};
-use zarrow::{Node, ZarrReadOptions, ZarrStore};
+use zarrow::{Node, ReadContext, ScanContext, ZarrScan, ZarrStore};
 
 use crate::error::to_datafusion_error;
-use crate::exec::ZarrScanExec;
+use crate::exec::{ScanPlanInfo, ZarrScanExec};
 use crate::options::{ZarrConfig, ZarrTableOptions};
 use crate::pruning;
-
-/// The decoded read units a scan keeps for arrays read by more than one chunk of rows.
-const SCAN_CACHE_BYTES: usize = 64 << 20;
 
 /// A zarr array or group as a table (rows are the cells of its dimensions; see
 /// [`zarrow::table`] for which arrays become which columns).
@@ -59,7 +56,7 @@ impl ZarrTable {
         location: &str,
         options: ZarrTableOptions,
     ) -> Result<Self> {
-        if let Some(store) = registered_store(state, location) {
+        if let Some(store) = registered_store(state.runtime_env(), location) {
             let node = Node::open_store(store, location)
                 .await
                 .map_err(to_datafusion_error)?;
@@ -113,15 +110,17 @@ impl ZarrTable {
     }
 }
 
-/// A `ZarrStore` over an object store the session has registered for `location`'s scheme
-/// and authority (not for local paths and `memory://`, which zarrow opens itself).
-fn registered_store(state: &dyn Session, location: &str) -> Option<ZarrStore> {
+/// A `ZarrStore` over the object store the runtime has registered for `location`'s scheme and
+/// authority, used as the application set it up. `None` for local paths and `file://` (zarrow
+/// resolves `..` in them itself) and for locations nothing is registered for (zarrow then
+/// opens the store itself: `memory://` as its process-wide store, clouds from the environment).
+pub(crate) fn registered_store(runtime: &RuntimeEnv, location: &str) -> Option<ZarrStore> {
     let url = url::Url::parse(location).ok()?;
-    if url.scheme().len() <= 1 || matches!(url.scheme(), "file" | "memory") {
+    if url.scheme().len() <= 1 || url.scheme() == "file" {
         return None;
     }
     let base = ObjectStoreUrl::parse(format!("{}://{}", url.scheme(), url.authority())).ok()?;
-    let store: Arc<dyn ObjectStore> = state.runtime_env().object_store(&base).ok()?;
+    let store: Arc<dyn ObjectStore> = runtime.object_store(&base).ok()?;
     Some(ZarrStore::new(
         store,
         Path::from(url.path().trim_matches('/')),
@@ -146,35 +145,54 @@ impl TableProvider for ZarrTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let config = ZarrConfig::from_config_options(state.config_options());
-        let read = ZarrReadOptions::default()
-            .with_string_type(self.options.string_type)
+        let read = self
+            .model
+            .options()
+            .read
+            .clone()
             .with_concurrency(config.concurrency);
+        let model = Arc::new(
+            self.model
+                .with_read_options(read.clone())
+                .map_err(to_datafusion_error)?,
+        );
         let projection = projection
             .cloned()
-            .unwrap_or_else(|| (0..self.model.columns().len()).collect());
-        let all = self.model.all_chunks();
-        let total = all.len();
+            .unwrap_or_else(|| (0..model.columns().len()).collect());
         let prunable: Vec<Expr> = filters
             .iter()
             .filter(|f| self.prunable(f))
             .cloned()
             .collect();
-        // One cache for the whole scan: pruning statistics and every partition share it.
-        let cache = Arc::new(ChunkCache::new(SCAN_CACHE_BYTES));
-        let pruned =
-            pruning::prune_chunks(state, &self.model, &prunable, all, &read, &cache).await?;
-        let exec = ZarrScanExec::try_new(
-            self.location.clone(),
-            self.model.clone(),
-            projection,
-            pruned.kept,
-            total,
-            pruned.predicate,
-            limit,
-            state.config().target_partitions(),
-            read,
-            cache,
-        )?;
+        // One context for the whole scan: pruning and every partition share its cache.
+        let ctx = ScanContext::default();
+        let read_ctx = ReadContext {
+            options: read,
+            cache: Some(ctx.cache.clone()),
+            metrics: ctx.metrics.clone(),
+        };
+        let pruned = pruning::prune_chunks(state, &model, &prunable, &read_ctx).await?;
+        let info = ScanPlanInfo {
+            total_chunks: model.grid().num_chunks(),
+            kept_chunks: pruned.chunks.len(),
+            predicate: pruned.predicate,
+        };
+        let mut scan = ZarrScan::new(&model);
+        scan.columns = projection
+            .iter()
+            .map(|&i| model.schema().field(i).name().clone())
+            .collect();
+        scan.batch_size = state.config().batch_size();
+        scan.chunks = match limit {
+            Some(l) => pruned
+                .chunks
+                .take_rows(model.grid(), l as u64)
+                .map_err(to_datafusion_error)?,
+            None => pruned.chunks,
+        };
+        scan.limit = limit.map(|l| l as u64);
+        let exec =
+            ZarrScanExec::try_new(model, scan, info, state.config().target_partitions(), ctx)?;
         Ok(Arc::new(exec))
     }
 

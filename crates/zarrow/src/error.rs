@@ -89,6 +89,12 @@ pub enum Error {
     /// An Arrow error from building arrays or batches.
     #[error("arrow error: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
+    /// A task zarrow ran (a fetch, a decode on the blocking pool) failed or was cancelled.
+    #[error("task failed: {0}")]
+    Task(String),
+    /// The async runtime could not be started or used.
+    #[error("runtime: {0}")]
+    Runtime(String),
     /// Writing failed.
     #[error("writing '{path}': {message}")]
     Write {

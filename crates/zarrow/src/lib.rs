@@ -2,16 +2,19 @@
 //!
 //! ```text
 //!  location ──store.rs──▶ ZarrStore ──node.rs──▶ Node::{Array, Group}
-//!                                                   │ metadata/ (v2 + v3 → one model)
+//!                                                   │ metadata/ (v2 + v3 → one model),
+//!                                                   │ data_type.rs, codec/ (one module a codec)
 //!                                                   ▼
-//!  ZarrArray::read_chunk ──array.rs: GET / shard index + ranged GET──▶ stored bytes
-//!        │                                                                 │
-//!        │           decode/: codec::compression (gzip, zstd, blosc, …) ◀──┘
-//!        │                    then fixed.rs (numbers, fixed strings) or vlen.rs (strings,
-//!        │                    bytes: Arrow buffers are slices of the chunk where the layout allows)
+//!  table/: TableModel — which arrays become which columns (AnnData in table/anndata.rs)
+//!        │ reader.rs: ZarrRecordBatch{Stream,Reader}Builder (with_projection, with_chunks, …)
 //!        ▼
-//!  reader.rs: ZarrRecordBatchStream / ZarrRecordBatchReader (index columns + values)
-//!  writer.rs: Arrow arrays → zarr v3 (vlen-utf8, vlen-bytes, zarrow.arrow_vlen, bytes)
+//!  scan/: ZarrScan — serializable: location, options, columns, chunk ranges (grid.rs), limit
+//!        │ scan/stream.rs: the one pipeline (fetch ahead as tasks, decode a batch at a time)
+//!        ▼
+//!  array/: ZarrArray — fetch (GET │ shard index + ranged GET), region reads, chunk cache
+//!        │ decode/: codec chain, then fixed.rs (numbers, fixed strings) or vlen.rs (strings,
+//!        ▼          bytes: Arrow buffers are slices of the chunk where the layout allows)
+//!  RecordBatch                                   writer.rs: Arrow arrays → zarr v3
 //! ```
 //!
 //! Start with [`ZarrRecordBatchReaderBuilder`] (sync) or [`ZarrRecordBatchStreamBuilder`]
@@ -22,25 +25,31 @@ pub mod codec;
 pub mod data_type;
 pub mod decode;
 pub mod error;
+pub mod grid;
 pub mod metadata;
+pub mod metrics;
 pub mod node;
 pub mod options;
 pub mod reader;
-pub mod region;
+pub mod scan;
 pub mod store;
 pub mod table;
+mod task;
 pub mod writer;
 
-pub use array::{ChunkReader, ZarrArray};
+pub use array::{ChunkCache, ChunkReader, ReadContext, ZarrArray};
 pub use error::{ChunkError, Error, Result};
+pub use grid::{ChunkGrid, ChunkRanges};
 pub use metadata::{ArrayMetadata, DataType, GroupMetadata, NodeMetadata};
+pub use metrics::{ScanCounts, ScanMetrics};
 pub use node::{Node, ZarrGroup};
 pub use options::{BinaryType, StringType, ZarrReadOptions};
 pub use reader::{
-    ZarrRecordBatchReader, ZarrRecordBatchReaderBuilder, ZarrRecordBatchStream,
-    ZarrRecordBatchStreamBuilder,
+    ZarrRecordBatchReader, ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder,
 };
+pub use scan::{ScanContext, ZarrRecordBatchStream, ZarrScan};
 pub use store::ZarrStore;
+pub use table::{TableModel, TableOptions};
 pub use writer::{write_array, write_group, ZarrWriteOptions};
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ impl Node {
         };
         if let Some(bytes) = store.get_opt("zarr.json").await? {
             return Ok(match metadata::parse_v3(&display, &bytes)? {
-                NodeMetadata::Array(m) => Node::Array(ZarrArray::new(store, display, *m)),
+                NodeMetadata::Array(m) => Node::Array(ZarrArray::try_new(store, display, *m)?),
                 NodeMetadata::Group(meta) => Node::Group(ZarrGroup {
                     store,
                     path: display,
@@ -59,7 +59,7 @@ impl Node {
         if let Some(zarray) = store.get_opt(".zarray").await? {
             let zattrs = store.get_opt(".zattrs").await?;
             let m = metadata::parse_v2_array(&display, &zarray, zattrs.as_deref())?;
-            return Ok(Node::Array(ZarrArray::new(store, display, m)));
+            return Ok(Node::Array(ZarrArray::try_new(store, display, m)?));
         }
         if let Some(zgroup) = store.get_opt(".zgroup").await? {
             let zattrs = store.get_opt(".zattrs").await?;
@@ -76,12 +76,29 @@ impl Node {
         Err(Error::NodeNotFound { path: display })
     }
 
+    /// The array, or an error naming `location` if the node is a group.
+    pub fn into_array(self, location: &str) -> Result<ZarrArray> {
+        match self {
+            Node::Array(a) => Ok(a),
+            Node::Group(_) => Err(Error::InvalidArgument(format!(
+                "'{location}' is a group, not an array"
+            ))),
+        }
+    }
+
     /// The node's path (for messages).
     pub fn path(&self) -> &str {
         match self {
             Node::Array(a) => a.path(),
             Node::Group(g) => &g.path,
         }
+    }
+}
+
+impl ZarrArray {
+    /// Open the array at a location.
+    pub async fn open(location: &str) -> Result<Self> {
+        Node::open(location).await?.into_array(location)
     }
 }
 
@@ -101,11 +118,13 @@ impl ZarrGroup {
         &self.store
     }
 
-    fn node_from_meta(&self, relative: &str, meta: &NodeMetadata) -> Node {
+    fn node_from_meta(&self, relative: &str, meta: &NodeMetadata) -> Result<Node> {
         let store = self.store.child(relative);
         let path = metadata::join_path(&self.path, relative);
         match meta {
-            NodeMetadata::Array(m) => Node::Array(ZarrArray::new(store, path, (**m).clone())),
+            NodeMetadata::Array(m) => {
+                Ok(Node::Array(ZarrArray::try_new(store, path, (**m).clone())?))
+            }
             NodeMetadata::Group(g) => {
                 // A child group keeps the part of the consolidated tree below it.
                 let prefix = format!("{relative}/");
@@ -117,7 +136,7 @@ impl ZarrGroup {
                         })
                         .collect()
                 });
-                Node::Group(ZarrGroup {
+                Ok(Node::Group(ZarrGroup {
                     store,
                     path,
                     meta: GroupMetadata {
@@ -125,7 +144,7 @@ impl ZarrGroup {
                         attributes: g.attributes.clone(),
                         consolidated,
                     },
-                })
+                }))
             }
         }
     }
@@ -133,11 +152,11 @@ impl ZarrGroup {
     /// The immediate children, sorted by name.
     pub async fn children(&self) -> Result<Vec<(String, Node)>> {
         if let Some(all) = &self.meta.consolidated {
-            return Ok(all
+            return all
                 .iter()
                 .filter(|(p, _)| !p.contains('/'))
-                .map(|(p, m)| (p.clone(), self.node_from_meta(p, m)))
-                .collect());
+                .map(|(p, m)| Ok((p.clone(), self.node_from_meta(p, m)?)))
+                .collect();
         }
         let mut out = Vec::new();
         let names = match anndata_children(&self.meta.attributes) {
@@ -167,7 +186,7 @@ impl ZarrGroup {
         let relative = relative.trim_matches('/');
         if let Some(all) = &self.meta.consolidated {
             if let Some((_, m)) = all.iter().find(|(p, _)| p == relative) {
-                return Ok(self.node_from_meta(relative, m));
+                return self.node_from_meta(relative, m);
             }
             return Err(Error::NodeNotFound {
                 path: metadata::join_path(&self.path, relative),

@@ -1,11 +1,13 @@
 //! Reader options: which Arrow representation strings and bytes take, and I/O limits.
 
 use arrow_schema::DataType as ArrowType;
+use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
 /// The Arrow type string arrays are read as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum StringType {
     /// `Utf8`: i32 offsets (the default).
     #[default]
@@ -86,7 +88,8 @@ impl BinaryType {
 }
 
 /// Options for reading arrays.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ZarrReadOptions {
     /// How strings are represented (default `Utf8`). Bytes follow: Binary, LargeBinary, BinaryView.
     pub string_type: StringType,

@@ -41,8 +41,16 @@ impl ZarrStore {
         }
     }
 
-    /// Open a location (see the module docs).
+    /// Open a location (see the module docs), cloud credentials from the environment.
     pub fn open(location: &str) -> Result<Self> {
+        Self::open_with_options(location, &[])
+    }
+
+    /// Open a location with storage options for its store, as `object_store` names them
+    /// (`aws_access_key_id`, `aws_endpoint`, `aws_region`, `allow_http`,
+    /// `google_service_account`, `azure_storage_account_name`, …). Options given here win over
+    /// those from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`, as datafusion-cli reads them).
+    pub fn open_with_options(location: &str, options: &[(String, String)]) -> Result<Self> {
         let err = |message: String| Error::Location {
             location: location.to_string(),
             message,
@@ -63,17 +71,7 @@ impl ZarrStore {
                         Path::from(path.trim_matches('/')),
                     )
                 }
-                #[cfg(feature = "cloud")]
-                "s3" | "s3a" | "gs" | "gcs" | "az" | "abfs" | "abfss" | "azure" | "http"
-                | "https" => cloud::open(&url).map_err(err)?,
-                #[cfg(not(feature = "cloud"))]
-                "s3" | "s3a" | "gs" | "gcs" | "az" | "abfs" | "abfss" | "azure" | "http"
-                | "https" => {
-                    return Err(err(
-                        "cloud stores need zarrow built with the `cloud` feature".into(),
-                    ))
-                }
-                other => return Err(err(format!("unsupported scheme '{other}'"))),
+                _ => remote(&url, options).map_err(err)?,
             },
             // No scheme (or a Windows drive letter): a local path.
             _ => local(trimmed).map_err(err)?,
@@ -150,6 +148,16 @@ impl ZarrStore {
                 let bytes = r.bytes().await.map_err(|source| store_err(&path, source))?;
                 Ok(Some((bytes, size)))
             }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(source) => Err(store_err(&path, source)),
+        }
+    }
+
+    /// The size of an object; `Ok(None)` if it does not exist.
+    pub async fn size_opt(&self, relative: &str) -> Result<Option<u64>> {
+        let path = self.key(relative);
+        match self.store.head(&path).await {
+            Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(source) => Err(store_err(&path, source)),
         }
@@ -237,57 +245,48 @@ fn normalize(path: &std::path::Path) -> std::path::PathBuf {
     out
 }
 
+/// A cloud or HTTP store for `url` (`object_store`'s URL parsing: `s3://`, `gs://`, `az://`,
+/// `abfs://`, `http(s)://`, and the providers' https URLs), configured from the environment
+/// and then `options`; the URL's path is the node's path inside it.
 #[cfg(feature = "cloud")]
-mod cloud {
-    use super::*;
-
-    /// Build a cloud store for the bucket/container/host of `url`, configured from the
-    /// environment; the URL path is the node path inside it.
-    pub(super) fn open(url: &Url) -> std::result::Result<(Arc<dyn ObjectStore>, Path), String> {
-        let path = Path::from(url.path().trim_matches('/'));
-        let store: Arc<dyn ObjectStore> = match url.scheme() {
-            "s3" | "s3a" => {
-                let bucket = url.host_str().ok_or("s3 URL without a bucket")?;
-                let mut b = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
-                if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") {
-                    b = b.with_endpoint(endpoint.clone());
-                    if endpoint.starts_with("http://") {
-                        b = b.with_allow_http(true);
-                    }
-                }
-                Arc::new(b.build().map_err(|e| e.to_string())?)
-            }
-            "gs" | "gcs" => {
-                let bucket = url.host_str().ok_or("gs URL without a bucket")?;
-                Arc::new(
-                    object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                        .with_bucket_name(bucket)
-                        .build()
-                        .map_err(|e| e.to_string())?,
-                )
-            }
-            "az" | "abfs" | "abfss" | "azure" => Arc::new(
-                object_store::azure::MicrosoftAzureBuilder::from_env()
-                    .with_url(url.as_str())
-                    .build()
-                    .map_err(|e| e.to_string())?,
-            ),
-            "http" | "https" => {
-                let base = format!("{}://{}", url.scheme(), url.authority());
-                Arc::new(
-                    object_store::http::HttpBuilder::new()
-                        .with_url(base)
-                        .with_client_options(
-                            object_store::ClientOptions::new().with_allow_http(true),
-                        )
-                        .build()
-                        .map_err(|e| e.to_string())?,
-                )
-            }
-            other => return Err(format!("unsupported scheme '{other}'")),
-        };
-        Ok((store, path))
+fn remote(
+    url: &Url,
+    options: &[(String, String)],
+) -> std::result::Result<(Arc<dyn ObjectStore>, Path), String> {
+    let (scheme, _) = object_store::ObjectStoreScheme::parse(url).map_err(|e| e.to_string())?;
+    if matches!(
+        scheme,
+        object_store::ObjectStoreScheme::Local | object_store::ObjectStoreScheme::Memory
+    ) {
+        return Err(format!("unsupported scheme '{}'", url.scheme()));
     }
+    let mut all: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| {
+            ["AWS_", "GOOGLE_", "AZURE_"]
+                .iter()
+                .any(|p| k.starts_with(p))
+        })
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .collect();
+    // An http:// endpoint (a local S3 server) needs plain HTTP allowed; HTTP stores always.
+    let http_endpoint = std::env::var("AWS_ENDPOINT_URL").is_ok_and(|e| e.starts_with("http://"));
+    if http_endpoint || scheme == object_store::ObjectStoreScheme::Http {
+        all.push(("allow_http".into(), "true".into()));
+    }
+    all.extend(options.iter().cloned());
+    let (store, path) = object_store::parse_url_opts(url, all).map_err(|e| e.to_string())?;
+    Ok((Arc::from(store), path))
+}
+
+#[cfg(not(feature = "cloud"))]
+fn remote(
+    url: &Url,
+    _options: &[(String, String)],
+) -> std::result::Result<(Arc<dyn ObjectStore>, Path), String> {
+    Err(format!(
+        "'{}://' needs zarrow built with the `cloud` feature",
+        url.scheme()
+    ))
 }
 
 #[cfg(test)]

@@ -15,8 +15,8 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-use crate::array::grid_coords;
 use crate::codec::BytesToBytes;
+use crate::grid::c_order;
 use crate::store::ZarrStore;
 use crate::{Error, Result};
 
@@ -274,8 +274,7 @@ pub async fn write_array(
     let (data_type, default_fill, fixed_size) = zarr_type(values.data_type())?;
     let fill_json = opts.fill_value.clone().unwrap_or(default_fill);
     let parsed_type = crate::data_type::parse_v3_data_type(&data_type).map_err(werr)?;
-    let fill = crate::data_type::parse_fill_value(&parsed_type, &fill_json, false)
-        .map_err(werr)?;
+    let fill = crate::data_type::parse_fill_value(&parsed_type, &fill_json, false).map_err(werr)?;
     let compression = match opts.compression {
         Compression::None => None,
         Compression::Zstd(level) => Some(BytesToBytes::Zstd {
@@ -331,7 +330,7 @@ pub async fn write_array(
         .collect();
     let chunk_len: u64 = chunk_shape.iter().product();
     let key_encoding = crate::metadata::ChunkKeyEncoding::Default { separator: '/' };
-    for coords in grid_coords(&grid) {
+    for coords in c_order(&grid) {
         // Source index of every chunk position, None outside the array (padding).
         let mut take: Vec<Option<u32>> = Vec::with_capacity(chunk_len as usize);
         let mut pos = vec![0u64; shape.len()];

@@ -21,8 +21,8 @@ use arrow_schema::{DataType as ArrowType, TimeUnit};
 use bytes::Bytes;
 
 use super::vlen::{self, VlenTarget};
-use crate::error::ChunkError;
 use crate::data_type::{DataType, Endian};
+use crate::error::ChunkError;
 use crate::options::StringType;
 
 /// Bring `buf` to little-endian: a no-op for little-endian or one-byte units, else a swapped copy.

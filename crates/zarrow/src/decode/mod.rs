@@ -20,8 +20,8 @@ use arrow_array::{Array, ArrayRef, UInt32Array};
 use bytes::Bytes;
 
 use crate::codec::{ArrayToBytes, CodecChain, IndexLocation, ZarrsVlen};
-use crate::error::ChunkError;
 use crate::data_type::{DataType, Endian, FillValue};
+use crate::error::ChunkError;
 use crate::options::ZarrReadOptions;
 use vlen::VlenTarget;
 

@@ -32,8 +32,8 @@ use super::fixed::decode_fixed;
 use super::vlen::{self, VlenTarget};
 use super::ChunkSelection;
 use crate::codec::{ArrayToBytes, CodecChain};
-use crate::error::ChunkError;
 use crate::data_type::{DataType, Endian};
+use crate::error::ChunkError;
 use crate::options::{StringType, ZarrReadOptions};
 
 /// The rows of one chunk, handed out in runs by [`ChunkRows::next_rows`].

@@ -10,9 +10,9 @@
 use serde_json::{Map, Value};
 
 use crate::codec::{parse_v2_chain, parse_v3_chain, ArrayToBytes, ChainError, CodecChain};
-use crate::{Error, Result};
 use crate::data_type;
 pub use crate::data_type::{DataType, Endian, FillValue, NpTimeUnit};
+use crate::{Error, Result};
 
 /// How chunk grid coordinates become store keys.
 #[derive(Debug, Clone, PartialEq, Eq)]

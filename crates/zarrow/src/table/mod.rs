@@ -1,51 +1,45 @@
-//! Zarr nodes as tables: which arrays become which columns, and reading the rows of one
-//! chunk of the table. Knows nothing of DataFusion (zarrow-datafusion translates).
+//! Zarr nodes as tables: which arrays become which columns. Knows nothing of DataFusion
+//! (zarrow-datafusion translates) and nothing of how rows are streamed (see [`crate::scan`]).
 //!
 //! ```text
 //!  Node::Array ─▶ array table: index columns (dim names / dim_i) + the value column
-//!  Node::Group ─▶ members: child arrays, AnnData encoded groups (categorical, nullable-*)
+//!  Node::Group ─▶ members: child arrays, AnnData encoded groups (anndata.rs)
 //!                  │ table dims = dims of the members with the most dims (`arrays` picks)
 //!                  ▼
 //!                columns: per dim a coordinate (1-D array of that name, AnnData `_index`)
 //!                         or an Int64 index; then every member whose dims ⊆ the table's,
 //!                         broadcast along the missing dims; the rest is `left_out`
-//!  read_chunk(driver coords) ─▶ per projected column: read_region of its array over the
-//!        driver chunk's box ─▶ mask / categories / CF / fill_as_null ─▶ broadcast ─▶ batch
 //! ```
 //!
 //! Rows are the cells of the table's dimensions; they come out chunk by chunk, over the chunk
 //! grid of a "driver" array (the first column that spans every table dimension), so that the
-//! driver's chunks are read exactly once and whole.
+//! driver's chunks are read exactly once and whole. How one column is read over a chunk's box
+//! of rows is `read.rs`; the kernels that lay values out (index values, broadcast) `layout.rs`.
 
+mod anndata;
 mod cf;
+mod layout;
+pub(crate) mod read;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Int16Type, Int32Type, Int64Type, Int8Type};
-use arrow_array::{
-    Array, ArrayRef, DictionaryArray, Int64Array, PrimitiveArray, RecordBatch, RecordBatchOptions,
-    UInt32Array, UInt64Array,
-};
+use arrow_array::ArrayRef;
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
-use bytes::Bytes;
-use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt};
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-use crate::array::{grid_coords, ZarrArray};
+use crate::array::ZarrArray;
 use crate::decode::fill_array;
+use crate::grid::{ChunkGrid, ChunkRanges};
 use crate::node::{Node, ZarrGroup};
 use crate::options::ZarrReadOptions;
-use crate::reader::{array_table_names, ChunkBatches, ColumnRuns, RunMap};
-use crate::region::ChunkCache;
 use crate::{Error, Result};
 
-use cf::{equals_scalar, null_where, CfDecode};
+use cf::CfDecode;
 
 /// How a node becomes a table.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TableOptions {
     /// Reader options (string type, concurrency).
     pub read: ZarrReadOptions,
@@ -129,7 +123,7 @@ pub struct TableModel {
     location: String,
     schema: SchemaRef,
     dims: Vec<TableDimension>,
-    chunk_shape: Vec<u64>,
+    grid: ChunkGrid,
     columns: Vec<TableColumn>,
     left_out: Vec<(String, String)>,
     options: TableOptions,
@@ -157,6 +151,31 @@ enum MemberKind {
         codes: ZarrArray,
         categories: ZarrArray,
     },
+}
+
+/// Names of the columns of an array table: the dimension columns (dimension names, else
+/// `dim_i`; `<name>_index` where one would take the value column's name), then the value
+/// column, named after the array — `value` for the array at the root of a store (`x.zarr`).
+fn array_table_names(array: &ZarrArray) -> (Vec<String>, String) {
+    let mut value = array.name().to_string();
+    if value.to_ascii_lowercase().ends_with(".zarr") {
+        value = "value".to_string();
+    }
+    let dims = (0..array.shape().len())
+        .map(|d| {
+            let name = array
+                .metadata()
+                .dimension_name(d)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("dim_{d}"));
+            if name == value {
+                format!("{name}_index")
+            } else {
+                name
+            }
+        })
+        .collect();
+    (dims, value)
 }
 
 fn dim_names(array: &ZarrArray) -> Option<Vec<String>> {
@@ -193,16 +212,7 @@ impl TableModel {
                 array.path()
             )));
         }
-        let (mut dim_names, mut value) = array_table_names(&array);
-        // The array at the root of a store (`x.zarr`) is `value`, as the design names it.
-        if value.to_ascii_lowercase().ends_with(".zarr") {
-            value = "value".to_string();
-            for d in &mut dim_names {
-                if *d == value {
-                    *d = format!("{value}_index");
-                }
-            }
-        }
+        let (dim_names, value) = array_table_names(&array);
         let dims: Vec<TableDimension> = dim_names
             .iter()
             .zip(array.shape())
@@ -302,64 +312,10 @@ impl TableModel {
                     shape: a.shape().to_vec(),
                     kind: MemberKind::Array(a),
                 }),
-                Node::Group(g) => {
-                    let encoding = g
-                        .metadata()
-                        .attributes
-                        .get("encoding-type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string();
-                    let child_array = |n: &'static str| {
-                        let g = g.clone();
-                        async move {
-                            match g.child(n).await {
-                                Ok(Node::Array(a)) => Ok(Some(a)),
-                                Ok(Node::Group(_)) | Err(Error::NodeNotFound { .. }) => Ok(None),
-                                Err(e) => Err(e),
-                            }
-                        }
-                    };
-                    match encoding.as_str() {
-                        "categorical" => match (child_array("codes").await?, child_array("categories").await?) {
-                            (Some(codes), Some(categories)) if codes.metadata().data_type.arrow_type(Default::default(), Default::default()).is_signed_integer() && categories.shape().len() == 1 => {
-                                members.push(Member {
-                                    name: name.clone(),
-                                    path: g.path().to_string(),
-                                    dims: dim_names(&codes),
-                                    shape: codes.shape().to_vec(),
-                                    kind: MemberKind::Categorical { codes, categories },
-                                })
-                            }
-                            _ => left_out.push((name, "categorical group without signed integer `codes` and 1-D `categories`".into())),
-                        },
-                        "nullable-integer" | "nullable-boolean" | "nullable-string-array" => {
-                            match (child_array("values").await?, child_array("mask").await?) {
-                                (Some(values), Some(mask))
-                                    if mask.shape() == values.shape()
-                                        && mask.metadata().data_type == crate::DataType::Bool =>
-                                {
-                                    members.push(Member {
-                                        name: name.clone(),
-                                        path: g.path().to_string(),
-                                        dims: dim_names(&values),
-                                        shape: values.shape().to_vec(),
-                                        kind: MemberKind::Masked { values, mask },
-                                    })
-                                }
-                                _ => left_out.push((
-                                    name,
-                                    format!("{encoding} group without `values` and a boolean `mask` of the same shape"),
-                                )),
-                            }
-                        }
-                        "" => left_out.push((name.clone(), format!("a group: read '{}' as a table of its own", g.path()))),
-                        other => left_out.push((
-                            name.clone(),
-                            format!("a group (encoding-type {other}): read '{}' as a table of its own", g.path()),
-                        )),
-                    }
-                }
+                Node::Group(g) => match anndata::encoded_member(&name, &g).await? {
+                    Ok(member) => members.push(member),
+                    Err(why) => left_out.push((name, why)),
+                },
             }
         }
         Ok(members)
@@ -369,19 +325,8 @@ impl TableModel {
         let mut left_out = Vec::new();
         let mut members = Self::members(&group, &mut left_out).await?;
         let attrs = &group.metadata().attributes;
-        let anndata_index = attrs
-            .get("_index")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let column_order: Vec<String> = attrs
-            .get("column-order")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let anndata_index = anndata::index_column(attrs);
+        let column_order = anndata::column_order(attrs);
 
         // The `arrays` option: these members only (coordinates are re-added below).
         let mut held_back: Vec<Member> = Vec::new();
@@ -677,11 +622,14 @@ impl TableModel {
         let fields: Vec<Field> = columns.iter().map(|c| Self::field(c, &options)).collect();
         let mut left_out = left_out;
         left_out.sort();
+        let shape = dims.iter().map(|d| d.size).collect();
+        let grid = ChunkGrid::new(shape, chunk_shape)
+            .map_err(|e| Error::InvalidArgument(format!("'{location}': {e}")))?;
         Ok(TableModel {
             location,
             schema: Arc::new(Schema::new(fields)),
             dims,
-            chunk_shape,
+            grid,
             columns,
             left_out,
             options,
@@ -761,443 +709,61 @@ impl TableModel {
 
     /// The shape of one chunk of rows (the driver array's read unit, in table dimension order).
     pub fn chunk_shape(&self) -> &[u64] {
-        &self.chunk_shape
+        self.grid.chunk_shape()
+    }
+
+    /// The grid of chunks of rows.
+    pub fn grid(&self) -> &ChunkGrid {
+        &self.grid
     }
 
     /// The number of chunks per dimension.
     pub fn chunk_grid_shape(&self) -> Vec<u64> {
-        self.dims
-            .iter()
-            .zip(&self.chunk_shape)
-            .map(|(d, c)| d.size.div_ceil(*c))
-            .collect()
+        self.grid.grid_shape()
     }
 
-    /// Every chunk's coordinates, in C order.
-    pub fn all_chunks(&self) -> Vec<Vec<u64>> {
-        grid_coords(&self.chunk_grid_shape())
+    /// Every chunk, as ranges over the grid.
+    pub fn all_chunks(&self) -> ChunkRanges {
+        ChunkRanges::all(&self.grid.grid_shape())
     }
 
     /// The box of rows of the chunk at `coords`: (start, shape) per dimension.
     pub fn chunk_region(&self, coords: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
-        let grid = self.chunk_grid_shape();
-        if coords.len() != grid.len() || coords.iter().zip(&grid).any(|(c, g)| c >= g) {
-            return Err(Error::InvalidArgument(format!(
-                "'{}': chunk {coords:?} outside the chunk grid {grid:?}",
-                self.location
-            )));
-        }
-        let start: Vec<u64> = coords
-            .iter()
-            .zip(&self.chunk_shape)
-            .map(|(c, s)| c * s)
-            .collect();
-        let shape = start
-            .iter()
-            .zip(&self.chunk_shape)
-            .zip(&self.dims)
-            .map(|((st, cs), d)| (*cs).min(d.size - st))
-            .collect();
-        Ok((start, shape))
+        self.grid
+            .chunk_box(coords)
+            .map_err(|e| Error::InvalidArgument(format!("'{}': {e}", self.location)))
     }
 
     /// The number of rows of the chunk at `coords`.
     pub fn chunk_rows(&self, coords: &[u64]) -> Result<u64> {
-        Ok(self.chunk_region(coords)?.1.iter().product())
+        self.grid
+            .chunk_len(coords)
+            .map_err(|e| Error::InvalidArgument(format!("'{}': {e}", self.location)))
     }
 
-    /// The values of column `column` over the box `start .. start + shape` of the table's
-    /// dimensions, in C order (broadcast where the column has fewer dimensions).
-    pub async fn read_column_region(
-        &self,
-        column: usize,
-        start: &[u64],
-        shape: &[u64],
-        opts: &ZarrReadOptions,
-    ) -> Result<ArrayRef> {
-        self.read_column(column, start, shape, opts, None).await
-    }
-
-    /// The whole coordinate (or index) column of dimension `dim`, decoded: what filters on
-    /// that dimension are pruned with.
-    pub async fn read_dimension_values(
-        &self,
-        dim: usize,
-        opts: &ZarrReadOptions,
-        cache: Option<&ChunkCache>,
-    ) -> Result<ArrayRef> {
-        let column = self
+    /// The same table with other reader options (the string type changes the schema).
+    pub fn with_read_options(&self, read: ZarrReadOptions) -> Result<Self> {
+        read.string_type.check_available()?;
+        let options = TableOptions {
+            read,
+            ..self.options.clone()
+        };
+        let fields: Vec<Field> = self
             .columns
             .iter()
-            .position(
-                |c| matches!(c.role, ColumnRole::Coordinate(d) | ColumnRole::Index(d) if d == dim),
-            )
-            .ok_or_else(|| Error::InvalidArgument(format!("no dimension {dim}")))?;
-        let src = self.columns[column].kind.main_array();
-        match src {
-            None => {
-                let size = self.dims[dim].size as i64;
-                Ok(Arc::new(Int64Array::from_iter_values(0..size)))
-            }
-            Some(_) => {
-                let mut start = vec![0u64; self.dims.len()];
-                let mut shape = vec![1u64; self.dims.len()];
-                start[dim] = 0;
-                shape[dim] = self.dims[dim].size;
-                self.read_column(column, &start, &shape, opts, cache).await
-            }
-        }
+            .map(|c| Self::field(c, &options))
+            .collect();
+        Ok(TableModel {
+            schema: Arc::new(Schema::new(fields)),
+            options,
+            ..self.clone()
+        })
     }
-
-    /// Does column `c` follow the driver's chunking (its array spans the table dimensions in
-    /// order, in chunks of the driver's shape)? Then the table's chunk `k` is exactly its
-    /// array's chunk `k`.
-    fn is_aligned(&self, c: &TableColumn) -> bool {
-        let ColumnRole::Data(map) = &c.role else {
-            return false;
-        };
-        map.len() == self.dims.len()
-            && map.iter().enumerate().all(|(i, &t)| i == t)
-            && c.kind
-                .main_array()
-                .is_some_and(|a| a.chunk_shape() == self.chunk_shape.as_slice())
-    }
-
-    /// The stored bytes of chunk `coords` of each projected column that is a plain array
-    /// following the driver's chunking (`Some`; the inner `None`: not stored, the fill
-    /// value); `None` for the other columns, which [`Self::chunk_batches`] reads whole.
-    async fn fetch_aligned(&self, coords: &[u64], projection: &[usize]) -> Result<Fetched> {
-        let reads = projection.iter().map(|&i| async move {
-            match self.fetched_ahead(i) {
-                Some(array) => array.fetch_chunk(coords).await.map(Some),
-                None => Ok(None),
-            }
-        });
-        futures::future::try_join_all(reads).await
-    }
-
-    /// The array of column `i` if it is a plain array following the driver's chunking: one
-    /// whose chunks [`Self::read_chunks`] fetches ahead and decodes a batch at a time.
-    fn fetched_ahead(&self, i: usize) -> Option<&ZarrArray> {
-        match self.columns.get(i) {
-            Some(
-                c @ TableColumn {
-                    kind: SourceKind::Plain { array, .. },
-                    ..
-                },
-            ) if self.is_aligned(c) => Some(array),
-            _ => None,
-        }
-    }
-
-    /// Column `column` over the box `start .. start + shape`, decoded whole.
-    async fn read_column(
-        &self,
-        column: usize,
-        start: &[u64],
-        shape: &[u64],
-        opts: &ZarrReadOptions,
-        cache: Option<&ChunkCache>,
-    ) -> Result<ArrayRef> {
-        let c = self
-            .columns
-            .get(column)
-            .ok_or_else(|| Error::InvalidArgument(format!("column {column} out of range")))?;
-        let map: Vec<usize> = match &c.role {
-            ColumnRole::Index(d) => return Ok(index_values(start, shape, *d)),
-            ColumnRole::Coordinate(d) => vec![*d],
-            ColumnRole::Data(m) => m.clone(),
-        };
-        let a_start: Vec<u64> = map.iter().map(|&t| start[t]).collect();
-        let a_shape: Vec<u64> = map.iter().map(|&t| shape[t]).collect();
-        // Arrays that follow the driver's chunking are read once per chunk; others go
-        // through the cache.
-        let cache = if self.is_aligned(c) { None } else { cache };
-        let values = match &c.kind {
-            SourceKind::Index => return Ok(index_values(start, shape, 0)),
-            SourceKind::Plain { array, fill, cf } => {
-                let v = array
-                    .read_region_cached(&a_start, &a_shape, opts, cache)
-                    .await?;
-                plain_values(array, fill.as_ref(), cf.as_ref(), v)?
-            }
-            SourceKind::Masked { values, mask } => {
-                let (v, m) = futures::try_join!(
-                    values.read_region_cached(&a_start, &a_shape, opts, cache),
-                    mask.read_region_cached(&a_start, &a_shape, opts, cache)
-                )?;
-                null_where(v, m.as_boolean())?
-            }
-            SourceKind::Categorical {
-                codes,
-                categories,
-                loaded,
-            } => {
-                let cats = loaded
-                    .get_or_try_init(|| async {
-                        categories.read_region(&[0], categories.shape(), opts).await
-                    })
-                    .await?
-                    .clone();
-                let k = codes
-                    .read_region_cached(&a_start, &a_shape, opts, cache)
-                    .await?;
-                dictionary(codes.path(), k, cats)?
-            }
-        };
-        broadcast(values, shape, &map)
-    }
-
-    /// Read the rows of chunk `coords`, the columns of `projection` (indices into
-    /// [`Self::schema`]). Only the arrays of projected columns are fetched.
-    pub async fn read_chunk(
-        &self,
-        coords: &[u64],
-        projection: &[usize],
-        opts: &ZarrReadOptions,
-    ) -> Result<RecordBatch> {
-        let (start, shape) = self.chunk_region(coords)?;
-        let rows: u64 = shape.iter().product();
-        let schema = self.projected_schema(projection)?;
-        let reads = projection
-            .iter()
-            .map(|&i| Box::pin(self.read_column(i, &start, &shape, opts, None)));
-        let columns: Vec<ArrayRef> = futures::future::try_join_all(reads).await?;
-        Ok(RecordBatch::try_new_with_options(
-            schema,
-            columns,
-            &RecordBatchOptions::new().with_row_count(Some(rows as usize)),
-        )?)
-    }
-
-    /// The first `take` rows of chunk `coords`, projected, as batches of at most `batch_size`
-    /// rows. Columns that follow the driver's chunking come from `fetched` (their stored
-    /// bytes, from [`Self::fetch_aligned`]) and are decoded a batch at a time; the others are
-    /// read whole for the chunk's box, through `cache`, and sliced.
-    #[allow(clippy::too_many_arguments)]
-    async fn chunk_batches(
-        &self,
-        coords: &[u64],
-        take: usize,
-        projection: &[usize],
-        fetched: Fetched,
-        opts: &ZarrReadOptions,
-        cache: &ChunkCache,
-        batch_size: usize,
-    ) -> Result<ChunkBatches> {
-        let (start, shape) = self.chunk_region(coords)?;
-        let schema = self.projected_schema(projection)?;
-        let reads = projection.iter().zip(fetched).map(|(&i, stored)| {
-            let (start, shape) = (&start, &shape);
-            async move {
-                let column = self.columns.get(i);
-                match (column.map(|c| &c.kind), stored) {
-                    (Some(SourceKind::Plain { array, fill, cf }), Some(stored)) => {
-                        let reader = array.chunk_reader(coords, stored, opts).await?;
-                        let map = (fill.is_some() || cf.is_some()).then(|| {
-                            let (array, fill, cf) = (array.clone(), fill.clone(), cf.clone());
-                            Arc::new(move |v| plain_values(&array, fill.as_ref(), cf.as_ref(), v))
-                                as RunMap
-                        });
-                        Ok(ColumnRuns::Runs(Box::new(reader), map))
-                    }
-                    _ => self
-                        .read_column(i, start, shape, opts, Some(cache))
-                        .await
-                        .map(ColumnRuns::Whole),
-                }
-            }
-        });
-        let columns = futures::future::try_join_all(reads).await?;
-        Ok(ChunkBatches::new(schema, columns, take, batch_size))
-    }
-
-    /// A stream of the rows of `chunks` (in this order), projected, in batches of at most
-    /// `batch_size` rows, stopping after `limit` rows.
-    ///
-    /// Two stages. First the stored bytes of the chunks ahead are fetched, `opts.concurrency`
-    /// array chunks in flight (for a table of four arrays, two chunks of rows ahead), each
-    /// fetch its own tokio task where there is a runtime, so that it makes progress while this
-    /// stream decodes. Then the chunk being handed out is decoded a batch at a time as the
-    /// consumer asks (see [`crate::decode::rows`]). What is buffered is compressed bytes.
-    /// Arrays that do not follow the driver's chunking (broadcast ones, coordinates) are
-    /// fetched and decoded whole in the second stage, through `cache` (pass one cache to the
-    /// streams of all partitions of a scan; `None`: a cache of 64 MiB for this stream).
-    pub fn read_chunks(
-        self: &Arc<Self>,
-        chunks: Vec<Vec<u64>>,
-        projection: Vec<usize>,
-        opts: ZarrReadOptions,
-        batch_size: usize,
-        limit: Option<usize>,
-        cache: Option<Arc<ChunkCache>>,
-    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        if let Some(bad) = projection.iter().find(|&&i| i >= self.columns.len()) {
-            return Err(Error::InvalidArgument(format!(
-                "projection index {bad} out of range"
-            )));
-        }
-        let mut plan = Vec::with_capacity(chunks.len());
-        let mut remaining = limit.unwrap_or(usize::MAX);
-        for c in chunks {
-            if remaining == 0 {
-                break;
-            }
-            let rows = self.chunk_rows(&c)? as usize;
-            let take = rows.min(remaining);
-            remaining -= take;
-            plan.push((c, take));
-        }
-        let cache = cache.unwrap_or_else(|| Arc::new(ChunkCache::new(64 << 20)));
-        // `concurrency` counts chunk reads in flight: a chunk of rows fetches one chunk per
-        // column that follows the driver's chunking.
-        let per_chunk = projection
-            .iter()
-            .filter(|&&i| self.fetched_ahead(i).is_some())
-            .count();
-        let ahead = (opts.concurrency / per_chunk.max(1)).max(1);
-        let projection = Arc::new(projection);
-        let (fetcher, fetch_projection) = (self.clone(), projection.clone());
-        let decoder = self.clone();
-        Ok(futures::stream::iter(plan)
-            .map(move |(coords, take)| {
-                let this = fetcher.clone();
-                let projection = fetch_projection.clone();
-                crate::reader::in_background(async move {
-                    let fetched = this.fetch_aligned(&coords, &projection).await?;
-                    Ok((coords, take, fetched))
-                })
-            })
-            .buffered(ahead)
-            .and_then(move |(coords, take, fetched)| {
-                let this = decoder.clone();
-                let projection = projection.clone();
-                let opts = opts.clone();
-                let cache = cache.clone();
-                async move {
-                    let batches = this
-                        .chunk_batches(
-                            &coords,
-                            take,
-                            &projection,
-                            fetched,
-                            &opts,
-                            &cache,
-                            batch_size,
-                        )
-                        .await?;
-                    Ok::<_, Error>(futures::stream::iter(batches))
-                }
-            })
-            .try_flatten()
-            .boxed())
-    }
-}
-
-/// Elements of a plain array's column as the table shows them: equal to the fill value → NULL
-/// (`fill`, the `fill_as_null` option), then the CF conventions (`cf`, `decode_cf`).
-fn plain_values(
-    array: &ZarrArray,
-    fill: Option<&ArrayRef>,
-    cf: Option<&CfDecode>,
-    mut v: ArrayRef,
-) -> Result<ArrayRef> {
-    if let Some(fill) = fill {
-        if let Some(mask) = equals_scalar(v.as_ref(), fill.as_ref()) {
-            v = null_where(v, &mask)?;
-        }
-    }
-    if let Some(cf) = cf {
-        v = cf.apply(array.path(), v)?;
-    }
-    Ok(v)
-}
-
-/// What [`TableModel::fetch_aligned`] fetched for each projected column.
-type Fetched = Vec<Option<Option<Bytes>>>;
-
-/// Int64 positions along dimension `dim` for the box `start .. start + shape`, C order.
-fn index_values(start: &[u64], shape: &[u64], dim: usize) -> ArrayRef {
-    let n: u64 = shape.iter().product();
-    let inner: u64 = shape[dim + 1..].iter().product();
-    let outer: u64 = shape[..dim].iter().product();
-    let mut values = Vec::with_capacity(n as usize);
-    for _ in 0..outer {
-        for i in 0..shape[dim] {
-            values.extend(std::iter::repeat_n((start[dim] + i) as i64, inner as usize));
-        }
-    }
-    Arc::new(Int64Array::from(values))
-}
-
-/// Values over the array dims `map` (array dim `i` = table dim `map[i]`), laid out in C order
-/// of the array's box, spread over the table box `shape` (C order).
-fn broadcast(values: ArrayRef, shape: &[u64], map: &[usize]) -> Result<ArrayRef> {
-    let ndim = shape.len();
-    if map.len() == ndim && map.iter().enumerate().all(|(i, &t)| i == t) {
-        return Ok(values);
-    }
-    // stride (in the array's box) of each table dimension; 0 where broadcast
-    let mut strides = vec![0u64; ndim];
-    let mut s = 1u64;
-    for &t in map.iter().rev() {
-        strides[t] = s;
-        s *= shape[t];
-    }
-    let n: u64 = shape.iter().product();
-    let mut idx: Vec<u64> = Vec::with_capacity(n as usize);
-    for pos in grid_coords(shape) {
-        idx.push(pos.iter().zip(&strides).map(|(p, s)| p * s).sum());
-    }
-    if ndim == 0 {
-        idx = vec![0];
-    }
-    let taken = if s <= u32::MAX as u64 {
-        let idx = UInt32Array::from_iter_values(idx.into_iter().map(|i| i as u32));
-        arrow_select::take::take(values.as_ref(), &idx, None)?
-    } else {
-        let idx = UInt64Array::from(idx);
-        arrow_select::take::take(values.as_ref(), &idx, None)?
-    };
-    Ok(taken)
-}
-
-/// AnnData categorical codes → a dictionary array; negative codes are NULL.
-fn dictionary(path: &str, codes: ArrayRef, categories: ArrayRef) -> Result<ArrayRef> {
-    let n = categories.len();
-    macro_rules! dict {
-        ($t:ty) => {{
-            let keys: PrimitiveArray<$t> = codes
-                .as_primitive::<$t>()
-                .iter()
-                .map(|k| k.filter(|k| *k >= 0))
-                .collect();
-            if let Some(bad) = keys.iter().flatten().find(|k| *k as i64 >= n as i64) {
-                return Err(Error::InvalidArgument(format!(
-                    "categorical '{path}': code {bad} but only {n} categories"
-                )));
-            }
-            Arc::new(DictionaryArray::<$t>::try_new(keys, categories)?) as ArrayRef
-        }};
-    }
-    Ok(match codes.data_type() {
-        ArrowType::Int8 => dict!(Int8Type),
-        ArrowType::Int16 => dict!(Int16Type),
-        ArrowType::Int32 => dict!(Int32Type),
-        ArrowType::Int64 => dict!(Int64Type),
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "categorical '{path}': codes of type {other} are not supported"
-            )))
-        }
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use arrow_array::cast::AsArray;
-    use arrow_array::types::Int64Type;
-    use arrow_array::StringArray;
 
     use super::*;
 
@@ -1208,32 +774,6 @@ mod tests {
             .iter()
             .map(|v| v.unwrap_or("NULL"))
             .collect()
-    }
-
-    #[test]
-    fn index_and_broadcast() {
-        let idx = index_values(&[2, 3], &[2, 2], 1);
-        assert_eq!(idx.as_primitive::<Int64Type>().values(), &[3, 4, 3, 4]);
-        let idx = index_values(&[2, 3], &[2, 2], 0);
-        assert_eq!(idx.as_primitive::<Int64Type>().values(), &[2, 2, 3, 3]);
-        let ab: ArrayRef = Arc::new(StringArray::from(vec!["a", "b"]));
-        assert_eq!(
-            strings(&broadcast(ab.clone(), &[2, 2], &[1]).unwrap()),
-            ["a", "b", "a", "b"]
-        );
-        assert_eq!(
-            strings(&broadcast(ab.clone(), &[2, 2], &[0]).unwrap()),
-            ["a", "a", "b", "b"]
-        );
-        assert_eq!(strings(&broadcast(ab, &[], &[]).unwrap()), ["a", "b"]);
-        // an array over (y, x) in a table over (x, y): a transpose
-        let yx: ArrayRef = Arc::new(StringArray::from(vec![
-            "y0x0", "y0x1", "y1x0", "y1x1", "y2x0", "y2x1",
-        ]));
-        assert_eq!(
-            strings(&broadcast(yx, &[2, 3], &[1, 0]).unwrap()),
-            ["y0x0", "y1x0", "y2x0", "y0x1", "y1x1", "y2x1"]
-        );
     }
 
     #[tokio::test]
@@ -1261,8 +801,20 @@ mod tests {
         assert_eq!(t.chunk_shape(), [4, 3]);
         assert_eq!(t.chunk_grid_shape(), [3, 2]);
         assert!(t.left_out().is_empty());
-        let opts = ZarrReadOptions::default();
-        let batch = t.read_chunk(&[2, 1], &[1, 3, 2], &opts).await.unwrap();
+        let t = Arc::new(t);
+        let chunk = |coords: &[u64], projection: Vec<usize>| {
+            let builder = crate::ZarrRecordBatchStreamBuilder::new(t.clone())
+                .with_chunks(ChunkRanges::single(&t.chunk_grid_shape(), coords).unwrap())
+                .with_projection(projection);
+            async move {
+                let batches: Vec<_> = futures::TryStreamExt::try_collect(builder.build().unwrap())
+                    .await
+                    .unwrap();
+                assert_eq!(batches.len(), 1);
+                batches.into_iter().next().unwrap()
+            }
+        };
+        let batch = chunk(&[2, 1], vec![1, 3, 2]).await;
         assert_eq!(batch.num_rows(), 4);
         assert_eq!(
             strings(batch.column(0)),
@@ -1272,7 +824,7 @@ mod tests {
             strings(batch.column(1)),
             ["Delta δ", "Echo 🌊", "Delta δ", "Echo 🌊"]
         );
-        let batch = t.read_chunk(&[0, 0], &[], &opts).await.unwrap();
+        let batch = chunk(&[0, 0], vec![]).await;
         assert_eq!((batch.num_rows(), batch.num_columns()), (12, 0));
     }
 

@@ -7,91 +7,13 @@
 //!        ─▶ one chunk: slice (contiguous part) or take; several: interleave
 //! ```
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
-
 use arrow_array::{new_empty_array, Array, ArrayRef, UInt32Array};
 use futures::{StreamExt, TryStreamExt};
 
-use crate::array::{grid_coords, ZarrArray};
+use super::{ReadContext, ZarrArray};
+use crate::grid::c_order;
 use crate::options::ZarrReadOptions;
 use crate::{Error, Result};
-
-/// A bounded cache of decoded read units, shared by the reads of one scan so that arrays
-/// broadcast over many row chunks (coordinates, `station_name(station)` over
-/// `(time, station)`) are fetched once, also when several partitions want the same unit at
-/// the same time (the later ones wait for the first read). Entries are evicted first in,
-/// first out once their total size passes the budget.
-#[derive(Debug)]
-pub struct ChunkCache {
-    budget: usize,
-    inner: Mutex<CacheInner>,
-}
-
-type CacheKey = (String, Vec<u64>);
-type CacheCell = Arc<tokio::sync::OnceCell<ArrayRef>>;
-
-#[derive(Debug, Default)]
-struct CacheInner {
-    map: HashMap<CacheKey, CacheCell>,
-    order: VecDeque<(CacheKey, usize)>,
-    bytes: usize,
-}
-
-impl ChunkCache {
-    /// A cache holding at most about `budget_bytes` of decoded arrays.
-    pub fn new(budget_bytes: usize) -> Self {
-        ChunkCache {
-            budget: budget_bytes,
-            inner: Mutex::default(),
-        }
-    }
-
-    /// The cached unit for `key`, or the result of `read` (stored when it succeeds).
-    async fn get_or_read<F, Fut>(&self, key: CacheKey, read: F) -> Result<ArrayRef>
-    where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<ArrayRef>>,
-    {
-        let (cell, fresh) = {
-            let Ok(mut inner) = self.inner.lock() else {
-                return read().await;
-            };
-            match inner.map.get(&key) {
-                Some(cell) => (cell.clone(), false),
-                None => {
-                    let cell = CacheCell::default();
-                    inner.map.insert(key.clone(), cell.clone());
-                    (cell, true)
-                }
-            }
-        };
-        let result = cell.get_or_try_init(read).await.cloned();
-        if let Ok(mut inner) = self.inner.lock() {
-            match &result {
-                Err(_) => {
-                    if fresh {
-                        inner.map.remove(&key);
-                    }
-                }
-                Ok(array) if fresh => {
-                    let size = array.get_array_memory_size();
-                    inner.bytes += size;
-                    inner.order.push_back((key, size));
-                    while inner.bytes > self.budget {
-                        let Some((old, size)) = inner.order.pop_front() else {
-                            break;
-                        };
-                        inner.map.remove(&old);
-                        inner.bytes = inner.bytes.saturating_sub(size);
-                    }
-                }
-                Ok(_) => {}
-            }
-        }
-        result
-    }
-}
 
 impl ZarrArray {
     /// The elements of the box `start .. start + shape`, in C order.
@@ -101,17 +23,19 @@ impl ZarrArray {
         shape: &[u64],
         opts: &ZarrReadOptions,
     ) -> Result<ArrayRef> {
-        self.read_region_cached(start, shape, opts, None).await
+        self.read_region_in(start, shape, &ReadContext::new(opts.clone()))
+            .await
     }
 
-    /// [`Self::read_region`], taking and putting read units in `cache`.
-    pub async fn read_region_cached(
+    /// [`Self::read_region`] in a scan's context: read units through its cache (if any),
+    /// fetches counted in its metrics.
+    pub async fn read_region_in(
         &self,
         start: &[u64],
         shape: &[u64],
-        opts: &ZarrReadOptions,
-        cache: Option<&ChunkCache>,
+        ctx: &ReadContext,
     ) -> Result<ArrayRef> {
+        let opts = &ctx.options;
         let ndim = self.shape().len();
         if start.len() != ndim || shape.len() != ndim {
             return Err(Error::InvalidArgument(format!(
@@ -142,16 +66,11 @@ impl ZarrArray {
             .map(|d| (start[d] + shape[d] - 1) / cs[d])
             .collect();
         let counts: Vec<u64> = (0..ndim).map(|d| last[d] - first[d] + 1).collect();
-        let chunks: Vec<Vec<u64>> = grid_coords(&counts)
-            .into_iter()
+        let chunks: Vec<Vec<u64>> = c_order(&counts)
             .map(|rel| rel.iter().zip(&first).map(|(r, f)| r + f).collect())
             .collect();
         let arrays: Vec<ArrayRef> = futures::stream::iter(chunks.clone())
-            .map(|c| {
-                let this = self.clone();
-                let opts = opts.clone();
-                async move { this.read_chunk_cached(&c, &opts, cache).await }
-            })
+            .map(|c| async move { self.read_chunk_in(&c, ctx).await })
             .buffered(opts.concurrency.max(1))
             .try_collect()
             .await?;
@@ -187,7 +106,7 @@ impl ZarrArray {
         } else {
             let outer: Vec<u64> = shape[..ndim - 1].to_vec();
             let last_d = ndim - 1;
-            for pos in grid_coords(&outer) {
+            for pos in c_order(&outer) {
                 // Chunk index and local offset for the outer dimensions.
                 let mut k_outer = 0u64;
                 let mut local_outer = vec![0u64; ndim];
@@ -223,20 +142,22 @@ impl ZarrArray {
         Ok(arrow_select::interleave::interleave(&refs, &pairs)?)
     }
 
-    /// [`Self::read_chunk`] through an optional cache.
-    pub async fn read_chunk_cached(
-        &self,
-        coords: &[u64],
-        opts: &ZarrReadOptions,
-        cache: Option<&ChunkCache>,
-    ) -> Result<ArrayRef> {
-        let Some(cache) = cache else {
-            return self.read_chunk(coords, opts).await;
+    /// [`Self::read_chunk`] in a scan's context: through its cache (if any), fetches counted.
+    pub async fn read_chunk_in(&self, coords: &[u64], ctx: &ReadContext) -> Result<ArrayRef> {
+        let read = || async {
+            let stored = self.fetch_chunk_counted(coords, &ctx.metrics).await?;
+            let started = std::time::Instant::now();
+            let array = self.decode_fetched(coords, stored, &ctx.options).await;
+            ctx.metrics.add_decode(started.elapsed());
+            array
         };
-        let key = (self.path().to_string(), coords.to_vec());
-        cache
-            .get_or_read(key, || self.read_chunk(coords, opts))
-            .await
+        match &ctx.cache {
+            None => read().await,
+            Some(cache) => {
+                let key = (self.path().to_string(), coords.to_vec());
+                cache.get_or_read(key, read).await
+            }
+        }
     }
 }
 
@@ -274,7 +195,11 @@ mod tests {
             .unwrap();
         let want = expected_2d();
         let opts = ZarrReadOptions::default();
-        let cache = ChunkCache::new(1 << 20);
+        let plain = ReadContext::new(opts.clone());
+        let cached = ReadContext {
+            cache: Some(std::sync::Arc::new(super::super::ChunkCache::new(1 << 20))),
+            ..plain.clone()
+        };
         for (start, shape) in [
             ([0u64, 0u64], [7u64, 5u64]),
             ([1, 1], [5, 3]),
@@ -283,11 +208,8 @@ mod tests {
             ([2, 0], [2, 5]),
             ([0, 3], [7, 0]),
         ] {
-            for cache in [None, Some(&cache)] {
-                let got = array
-                    .read_region_cached(&start, &shape, &opts, cache)
-                    .await
-                    .unwrap();
+            for ctx in [&plain, &cached] {
+                let got = array.read_region_in(&start, &shape, ctx).await.unwrap();
                 let got = got.as_string::<i32>();
                 let mut expected = Vec::new();
                 for r in start[0]..start[0] + shape[0] {

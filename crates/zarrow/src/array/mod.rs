@@ -10,22 +10,51 @@
 //! chunk_reader(bytes)  ─▶ ChunkReader: the in-bounds rows decoded a run at a time (decode::rows)
 //! ```
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+pub mod cache;
+pub mod region;
+mod shard;
+
+use std::sync::Arc;
+use std::time::Instant;
 
 use arrow_array::ArrayRef;
 use arrow_schema::Field;
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
-use object_store::GetRange;
 
-use crate::codec::IndexLocation;
-use crate::decode::{decode_bytes, fill_array, ChunkRows, ChunkSelection};
+pub use cache::ChunkCache;
+
+use crate::decode::{fill_array, ChunkRows, ChunkSelection};
 use crate::error::ChunkError;
+use crate::grid::{ChunkGrid, ChunkRanges};
 use crate::metadata::ArrayMetadata;
+use crate::metrics::ScanMetrics;
 use crate::options::ZarrReadOptions;
 use crate::store::ZarrStore;
+use crate::task::blocking;
 use crate::{Error, Result};
+use shard::{ShardIndexes, ShardReadError};
+
+/// What a read needs besides coordinates: the reader options, the cache of decoded read units
+/// a scan shares between its reads (if any), and the counters of the scan.
+#[derive(Debug, Clone, Default)]
+pub struct ReadContext {
+    /// Reader options.
+    pub options: ZarrReadOptions,
+    /// Decoded read units of arrays read by more than one chunk of rows.
+    pub cache: Option<Arc<ChunkCache>>,
+    /// What the reads count into.
+    pub metrics: ScanMetrics,
+}
+
+impl ReadContext {
+    /// A context with these options, no cache and fresh counters.
+    pub fn new(options: ZarrReadOptions) -> Self {
+        ReadContext {
+            options,
+            ..Default::default()
+        }
+    }
+}
 
 /// Where a read unit's bytes are in the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,41 +74,30 @@ impl std::fmt::Display for ChunkLocation {
     }
 }
 
-/// A decoded shard index: per inner chunk `(offset, nbytes)`, `None` when absent.
-#[derive(Debug)]
-struct ShardIndex {
-    entries: Vec<Option<(u64, u64)>>,
-}
-
 /// An open zarr array.
 #[derive(Debug, Clone)]
 pub struct ZarrArray {
     store: ZarrStore,
     path: String,
     meta: Arc<ArrayMetadata>,
-    shard_indexes: Arc<Mutex<HashMap<String, Arc<Option<ShardIndex>>>>>,
+    grid: Arc<ChunkGrid>,
+    shards: ShardIndexes,
 }
 
 impl ZarrArray {
     /// An array from its store (rooted at the array) and parsed metadata. `path` names the array
-    /// in messages.
-    pub fn new(store: ZarrStore, path: impl Into<String>, meta: ArrayMetadata) -> Self {
-        ZarrArray {
+    /// in messages. Fails when the grid of read units has more than 2^64 of them.
+    pub fn try_new(store: ZarrStore, path: impl Into<String>, meta: ArrayMetadata) -> Result<Self> {
+        let path = path.into();
+        let grid = ChunkGrid::new(meta.shape.clone(), meta.read_chunk_shape().to_vec())
+            .map_err(|e| Error::metadata(&path, "chunk grid", e))?;
+        Ok(ZarrArray {
             store,
-            path: path.into(),
+            path,
             meta: Arc::new(meta),
-            shard_indexes: Arc::default(),
-        }
-    }
-
-    /// Open the array at a location.
-    pub async fn open(location: &str) -> Result<Self> {
-        match crate::node::Node::open(location).await? {
-            crate::node::Node::Array(a) => Ok(a),
-            crate::node::Node::Group(_) => Err(Error::InvalidArgument(format!(
-                "'{location}' is a group, not an array"
-            ))),
-        }
+            grid: Arc::new(grid),
+            shards: ShardIndexes::default(),
+        })
     }
 
     /// The metadata.
@@ -119,7 +137,12 @@ impl ZarrArray {
 
     /// The number of read units per dimension.
     pub fn chunk_grid_shape(&self) -> Vec<u64> {
-        self.meta.read_grid_shape()
+        self.grid.grid_shape()
+    }
+
+    /// The grid of read units.
+    pub fn grid(&self) -> &ChunkGrid {
+        &self.grid
     }
 
     /// The Arrow field of the values (nullable: NaT, and masks in tables, give nulls).
@@ -133,20 +156,10 @@ impl ZarrArray {
 
     /// The in-bounds extent of the read unit at `coords`.
     pub fn chunk_valid_shape(&self, coords: &[u64]) -> Result<Vec<u64>> {
-        let cs = self.chunk_shape();
-        let grid = self.chunk_grid_shape();
-        if coords.len() != cs.len() || coords.iter().zip(&grid).any(|(c, g)| c >= g) {
-            return Err(Error::InvalidArgument(format!(
-                "array '{}': chunk {coords:?} outside the chunk grid {grid:?}",
-                self.path
-            )));
-        }
-        Ok(coords
-            .iter()
-            .zip(cs)
-            .zip(self.shape())
-            .map(|((c, size), shape)| (shape - c * size).min(*size))
-            .collect())
+        self.grid
+            .chunk_box(coords)
+            .map(|(_, shape)| shape)
+            .map_err(|e| Error::InvalidArgument(format!("array '{}': {e}", self.path)))
     }
 
     /// Where the read unit at `coords` lives.
@@ -183,79 +196,49 @@ impl ZarrArray {
 
     /// The stored bytes of a read unit; `None` if it is not stored (fill value).
     pub async fn fetch_chunk(&self, coords: &[u64]) -> Result<Option<Bytes>> {
-        let loc = self.chunk_location(coords);
-        match loc.inner {
-            None => self.store.get_opt(&loc.key).await,
-            Some(inner) => {
-                let index = self.shard_index(&loc).await?;
-                let Some(index) = index.as_ref() else {
-                    return Ok(None);
-                };
-                match index.entries.get(inner).copied().flatten() {
-                    None => Ok(None),
-                    Some((offset, nbytes)) => self
-                        .store
-                        .get_range(&loc.key, offset..offset + nbytes)
-                        .await
-                        .map(Some),
-                }
-            }
-        }
+        self.fetch_chunk_counted(coords, &ScanMetrics::default())
+            .await
     }
 
-    async fn shard_index(&self, loc: &ChunkLocation) -> Result<Arc<Option<ShardIndex>>> {
-        if let Some(hit) = self
-            .shard_indexes
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&loc.key).cloned())
-        {
-            return Ok(hit);
-        }
-        let Some(s) = self.meta.sharding() else {
-            return Ok(Arc::new(None));
-        };
-        let n: u64 = self
-            .meta
-            .chunk_shape
-            .iter()
-            .zip(&s.chunk_shape)
-            .map(|(o, i)| o / i)
-            .product();
-        let checksum = s.index_codecs.bytes_to_bytes.len() as u64 * 4;
-        let index_size = n * 16 + checksum;
-        let range = match s.index_location {
-            IndexLocation::Start => GetRange::Bounded(0..index_size),
-            IndexLocation::End => GetRange::Suffix(index_size),
-        };
-        let index = match self.store.get_range_opt(&loc.key, range).await {
-            Err(Error::Store { source, .. }) if is_range_error(&source) => {
-                return Err(self.chunk_error(
-                    loc,
-                    ChunkError::ShardIndex(format!(
-                        "shard is shorter than its {index_size}-byte index"
-                    )),
-                ))
+    /// [`Self::fetch_chunk`], counting requests, bytes and time into `metrics`.
+    pub async fn fetch_chunk_counted(
+        &self,
+        coords: &[u64],
+        metrics: &ScanMetrics,
+    ) -> Result<Option<Bytes>> {
+        let loc = self.chunk_location(coords);
+        let started = Instant::now();
+        let fetched = match (loc.inner, self.meta.sharding()) {
+            (Some(inner), Some(sharding)) => {
+                let per_shard: u64 = self
+                    .meta
+                    .chunk_shape
+                    .iter()
+                    .zip(&sharding.chunk_shape)
+                    .map(|(o, i)| o / i)
+                    .product();
+                let index = self
+                    .shards
+                    .get(&self.store, &loc.key, sharding, per_shard, metrics)
+                    .await
+                    .map_err(|e| match e {
+                        ShardReadError::Store(e) => e,
+                        ShardReadError::Index(e) => self.chunk_error(&loc, e),
+                    })?;
+                let Some(range) = index.as_ref().as_ref().and_then(|i| i.range(inner)) else {
+                    return Ok(None);
+                };
+                let started = Instant::now();
+                let bytes = self.store.get_range(&loc.key, range).await?;
+                metrics.add_fetch(bytes.len(), started.elapsed());
+                return Ok(Some(bytes));
             }
-            Err(e) => return Err(e),
-            Ok(None) => None,
-            Ok(Some((bytes, size))) => Some(
-                parse_shard_index(
-                    &s.index_codecs,
-                    bytes,
-                    n as usize,
-                    index_size,
-                    size,
-                    s.index_location,
-                )
-                .map_err(|e| self.chunk_error(loc, e))?,
-            ),
+            _ => self.store.get_opt(&loc.key).await?,
         };
-        let index = Arc::new(index);
-        if let Ok(mut m) = self.shard_indexes.lock() {
-            m.insert(loc.key.clone(), index.clone());
+        if let Some(bytes) = &fetched {
+            metrics.add_fetch(bytes.len(), started.elapsed());
         }
-        Ok(index)
+        Ok(fetched)
     }
 
     /// Decode stored bytes of the read unit at `coords` (or the fill value for `None`) into
@@ -308,29 +291,21 @@ impl ZarrArray {
 
     /// Read the read unit at `coords`: its in-bounds elements in C order.
     pub async fn read_chunk(&self, coords: &[u64], opts: &ZarrReadOptions) -> Result<ArrayRef> {
-        let stored = self.fetch_chunk(coords).await?;
-        self.decode_fetched(coords, stored, opts).await
+        self.read_chunk_in(coords, &ReadContext::new(opts.clone()))
+            .await
     }
 
     /// [`Self::decode_chunk`] of a unit's fetched bytes, on the blocking pool when large and
     /// inside a runtime (decoding is CPU work: it stays off the I/O threads).
-    async fn decode_fetched(
+    pub(crate) async fn decode_fetched(
         &self,
         coords: &[u64],
         stored: Option<Bytes>,
         opts: &ZarrReadOptions,
     ) -> Result<ArrayRef> {
         let big = stored.as_ref().is_some_and(|b| b.len() > 64 * 1024);
-        if big && tokio::runtime::Handle::try_current().is_ok() {
-            let this = self.clone();
-            let coords = coords.to_vec();
-            let opts = opts.clone();
-            tokio::task::spawn_blocking(move || this.decode_chunk(&coords, stored, &opts))
-                .await
-                .map_err(|e| Error::InvalidArgument(format!("decode task failed: {e}")))?
-        } else {
-            self.decode_chunk(coords, stored, opts)
-        }
+        let (this, coords, opts) = (self.clone(), coords.to_vec(), opts.clone());
+        blocking(big, move || this.decode_chunk(&coords, stored, &opts)).await?
     }
 
     /// The in-bounds rows of the read unit at `coords`, from its stored bytes (from
@@ -349,14 +324,11 @@ impl ZarrArray {
         let meta = &self.meta;
         let cheap = ChunkRows::starts_cheaply(meta.read_chain(), &meta.data_type, &selection);
         let big = stored.as_ref().is_some_and(|b| b.len() > 64 * 1024);
-        let rows = if !cheap && big && tokio::runtime::Handle::try_current().is_ok() {
-            let (this, opts) = (self.clone(), opts.clone());
-            tokio::task::spawn_blocking(move || this.unit_rows(&selection, stored, &opts))
-                .await
-                .map_err(|e| Error::InvalidArgument(format!("decode task failed: {e}")))?
-        } else {
-            self.unit_rows(&selection, stored, opts)
-        };
+        let (this, opts) = (self.clone(), opts.clone());
+        let rows = blocking(!cheap && big, move || {
+            this.unit_rows(&selection, stored, &opts)
+        })
+        .await?;
         match rows {
             Ok(rows) => Ok(ChunkReader {
                 rows,
@@ -367,39 +339,10 @@ impl ZarrArray {
         }
     }
 
-    /// Read several read units, in the order given: `opts.concurrency` fetches in flight,
-    /// each its own task where there is a runtime, and at most as many units decoded at
-    /// once as the machine has cores ([`decoders`]), since decoding more at once than there
-    /// are cores to run them only adds memory and cache misses.
-    pub async fn read_chunks(
-        &self,
-        coords: &[Vec<u64>],
-        opts: &ZarrReadOptions,
-    ) -> Result<Vec<ArrayRef>> {
-        let concurrency = opts.concurrency.max(1);
-        futures::stream::iter(coords.iter().map(|c| {
-            let (this, coords) = (self.clone(), c.clone());
-            crate::reader::in_background(async move {
-                let stored = this.fetch_chunk(&coords).await?;
-                Ok((coords, stored))
-            })
-        }))
-        .buffered(concurrency)
-        .map_ok(|(coords, stored)| async move { self.decode_fetched(&coords, stored, opts).await })
-        .try_buffered(decoders().min(concurrency))
-        .try_collect()
-        .await
+    /// Every read unit, as ranges over the grid.
+    pub fn all_chunks(&self) -> ChunkRanges {
+        ChunkRanges::all(&self.grid.grid_shape())
     }
-
-    /// Every read unit's coordinates, in C order of the grid.
-    pub fn all_chunks(&self) -> Vec<Vec<u64>> {
-        grid_coords(&self.chunk_grid_shape())
-    }
-}
-
-fn is_range_error(e: &object_store::Error) -> bool {
-    let msg = e.to_string();
-    msg.contains("range") || msg.contains("Range")
 }
 
 /// One read unit's in-bounds rows, handed out a run at a time ([`ZarrArray::chunk_reader`]);
@@ -429,80 +372,4 @@ impl ChunkReader {
             .next_rows(k)
             .map_err(|e| Error::chunk(self.array.clone(), self.chunk.clone(), e))
     }
-}
-
-/// How many read units [`ZarrArray::read_chunks`] decodes at once: the cores this process
-/// may run on.
-fn decoders() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// All coordinates of a grid, in C order.
-pub fn grid_coords(grid: &[u64]) -> Vec<Vec<u64>> {
-    let total: u64 = grid.iter().product();
-    let mut out = Vec::with_capacity(total as usize);
-    if total == 0 {
-        return out;
-    }
-    let mut idx = vec![0u64; grid.len()];
-    loop {
-        out.push(idx.clone());
-        let mut d = grid.len();
-        loop {
-            if d == 0 {
-                return out;
-            }
-            d -= 1;
-            idx[d] += 1;
-            if idx[d] < grid[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
-}
-
-fn parse_shard_index(
-    chain: &crate::codec::CodecChain,
-    bytes: Bytes,
-    n: usize,
-    index_size: u64,
-    shard_size: u64,
-    location: IndexLocation,
-) -> Result<ShardIndex, ChunkError> {
-    if (bytes.len() as u64) != index_size {
-        return Err(ChunkError::ShardIndex(format!(
-            "index is {} bytes, expected {index_size}",
-            bytes.len()
-        )));
-    }
-    let raw = decode_bytes(chain, bytes, n * 16)?;
-    if raw.len() != n * 16 {
-        return Err(ChunkError::ShardIndex(format!(
-            "decoded index is {} bytes, expected {}",
-            raw.len(),
-            n * 16
-        )));
-    }
-    let (data_start, data_end) = match location {
-        IndexLocation::Start => (index_size, shard_size),
-        IndexLocation::End => (0, shard_size.saturating_sub(index_size)),
-    };
-    let mut entries = Vec::with_capacity(n);
-    for (i, e) in raw.chunks_exact(16).enumerate() {
-        let offset = u64::from_le_bytes(e[..8].try_into().unwrap_or_default());
-        let nbytes = u64::from_le_bytes(e[8..].try_into().unwrap_or_default());
-        if offset == u64::MAX && nbytes == u64::MAX {
-            entries.push(None);
-            continue;
-        }
-        let end = offset.checked_add(nbytes);
-        if offset < data_start || end.is_none_or(|end| end > data_end) {
-            return Err(ChunkError::ShardIndex(format!(
-                "inner chunk {i}: bytes {offset}+{nbytes} outside the shard's data ({data_start}..{data_end})"
-            )));
-        }
-        entries.push(Some((offset, nbytes)));
-    }
-    Ok(ShardIndex { entries })
 }

@@ -1,0 +1,84 @@
+//! A bounded cache of decoded read units, shared by the reads of one scan.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::{Array, ArrayRef};
+
+use crate::Result;
+
+/// A bounded cache of decoded read units, shared by the reads of one scan so that arrays
+/// broadcast over many row chunks (coordinates, `station_name(station)` over
+/// `(time, station)`) are fetched once, also when several partitions want the same unit at
+/// the same time (the later ones wait for the first read). Entries are evicted first in,
+/// first out once their total size passes the budget.
+#[derive(Debug)]
+pub struct ChunkCache {
+    budget: usize,
+    inner: Mutex<CacheInner>,
+}
+
+type CacheKey = (String, Vec<u64>);
+type CacheCell = Arc<tokio::sync::OnceCell<ArrayRef>>;
+
+#[derive(Debug, Default)]
+struct CacheInner {
+    map: HashMap<CacheKey, CacheCell>,
+    order: VecDeque<(CacheKey, usize)>,
+    bytes: usize,
+}
+
+impl ChunkCache {
+    /// A cache holding at most about `budget_bytes` of decoded arrays.
+    pub fn new(budget_bytes: usize) -> Self {
+        ChunkCache {
+            budget: budget_bytes,
+            inner: Mutex::default(),
+        }
+    }
+
+    /// The cached unit for `key`, or the result of `read` (stored when it succeeds).
+    pub(crate) async fn get_or_read<F, Fut>(&self, key: CacheKey, read: F) -> Result<ArrayRef>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<ArrayRef>>,
+    {
+        let (cell, fresh) = {
+            let Ok(mut inner) = self.inner.lock() else {
+                return read().await;
+            };
+            match inner.map.get(&key) {
+                Some(cell) => (cell.clone(), false),
+                None => {
+                    let cell = CacheCell::default();
+                    inner.map.insert(key.clone(), cell.clone());
+                    (cell, true)
+                }
+            }
+        };
+        let result = cell.get_or_try_init(read).await.cloned();
+        if let Ok(mut inner) = self.inner.lock() {
+            match &result {
+                Err(_) => {
+                    if fresh {
+                        inner.map.remove(&key);
+                    }
+                }
+                Ok(array) if fresh => {
+                    let size = array.get_array_memory_size();
+                    inner.bytes += size;
+                    inner.order.push_back((key, size));
+                    while inner.bytes > self.budget {
+                        let Some((old, size)) = inner.order.pop_front() else {
+                            break;
+                        };
+                        inner.map.remove(&old);
+                        inner.bytes = inner.bytes.saturating_sub(size);
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
+        result
+    }
+}

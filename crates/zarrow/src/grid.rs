@@ -1,0 +1,629 @@
+//! Regular chunk grids, and selections of chunks as ranges over them.
+//!
+//! A [`ChunkGrid`] is a shape cut into chunks of one shape (the last chunk along a dimension
+//! may stick out past the shape). A [`ChunkRanges`] selects chunks of a grid without listing
+//! them: per dimension a sorted list of disjoint ranges of chunk indices, the selection being
+//! their product, enumerated in C order, and a window `[start, end)` of that enumeration (what
+//! a partition or a limit reads). Everything here costs memory and time in the number of
+//! ranges, never in the number of chunks: a grid of 2^40 chunks is one range per dimension.
+//!
+//! ```text
+//!  dims:   d0: [0..2, 5..6]   d1: [0..3]        selection = {0,1,5} × {0,1,2}, C order:
+//!  ordinal 0 1 2 3 4 5 6 7 8  →  (0,0) (0,1) (0,2) (1,0) (1,1) (1,2) (5,0) (5,1) (5,2)
+//!  window  2..5               →  (0,2) (1,0) (1,1)
+//! ```
+
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// A regular grid of chunks over a shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkGrid {
+    shape: Vec<u64>,
+    chunk_shape: Vec<u64>,
+}
+
+impl ChunkGrid {
+    /// A grid of `chunk_shape` chunks over `shape`. Chunk extents must be positive, and the
+    /// number of chunks must fit in a `u64`.
+    pub fn new(shape: Vec<u64>, chunk_shape: Vec<u64>) -> Result<Self> {
+        if shape.len() != chunk_shape.len() {
+            return Err(Error::InvalidArgument(format!(
+                "chunk shape {chunk_shape:?} does not have the {} dimensions of shape {shape:?}",
+                shape.len()
+            )));
+        }
+        if chunk_shape.contains(&0) {
+            return Err(Error::InvalidArgument(format!(
+                "chunk shape {chunk_shape:?} has a zero extent"
+            )));
+        }
+        let grid = ChunkGrid { shape, chunk_shape };
+        checked_product(&grid.grid_shape()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "a grid of {:?} chunks has more chunks than fit in 64 bits",
+                grid.grid_shape()
+            ))
+        })?;
+        Ok(grid)
+    }
+
+    /// The shape the grid covers.
+    pub fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+
+    /// The shape of one chunk.
+    pub fn chunk_shape(&self) -> &[u64] {
+        &self.chunk_shape
+    }
+
+    /// The number of chunks along each dimension.
+    pub fn grid_shape(&self) -> Vec<u64> {
+        self.shape
+            .iter()
+            .zip(&self.chunk_shape)
+            .map(|(s, c)| s.div_ceil(*c))
+            .collect()
+    }
+
+    /// The number of chunks (checked to fit when the grid was made).
+    pub fn num_chunks(&self) -> u64 {
+        checked_product(&self.grid_shape()).unwrap_or(u64::MAX)
+    }
+
+    /// Checks that `coords` is a chunk of the grid.
+    pub fn check(&self, coords: &[u64]) -> Result<()> {
+        let grid = self.grid_shape();
+        if coords.len() != grid.len() || coords.iter().zip(&grid).any(|(c, g)| c >= g) {
+            return Err(Error::InvalidArgument(format!(
+                "chunk {coords:?} outside the chunk grid {grid:?}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The in-bounds extent of chunk index `i` along dimension `d` (`i` in the grid).
+    pub fn extent(&self, d: usize, i: u64) -> u64 {
+        let (size, cs) = (self.shape[d], self.chunk_shape[d]);
+        size.saturating_sub(i.saturating_mul(cs)).min(cs)
+    }
+
+    /// The box of elements of chunk `coords`: (start, in-bounds shape) per dimension.
+    pub fn chunk_box(&self, coords: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
+        self.check(coords)?;
+        let start = coords
+            .iter()
+            .zip(&self.chunk_shape)
+            .map(|(c, s)| c * s)
+            .collect();
+        let shape = coords
+            .iter()
+            .enumerate()
+            .map(|(d, &c)| self.extent(d, c))
+            .collect();
+        Ok((start, shape))
+    }
+
+    /// The number of in-bounds elements of chunk `coords` (`None` past 64 bits).
+    pub fn chunk_len(&self, coords: &[u64]) -> Result<u64> {
+        let (_, shape) = self.chunk_box(coords)?;
+        checked_product(&shape).ok_or_else(|| {
+            Error::InvalidArgument(format!("chunk {shape:?} holds more than 2^64 elements"))
+        })
+    }
+
+    /// Elements along dimension `d` in the chunk indices `range`.
+    fn elements_in(&self, d: usize, range: &Range<u64>) -> u64 {
+        let (size, cs) = (self.shape[d], self.chunk_shape[d]);
+        let start = range.start.saturating_mul(cs).min(size);
+        let end = range.end.saturating_mul(cs).min(size);
+        end - start
+    }
+}
+
+/// The product of `values`, or `None` when it does not fit in a `u64`.
+pub fn checked_product(values: &[u64]) -> Option<u64> {
+    values.iter().try_fold(1u64, |acc, v| acc.checked_mul(*v))
+}
+
+/// A selection of chunks of a grid: per dimension, sorted disjoint ranges of chunk indices,
+/// their product enumerated in C order, and a window of that enumeration (see the module
+/// docs). Cheap to clone and to serialize: its size is the number of ranges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkRanges {
+    dims: Vec<Vec<Range<u64>>>,
+    window: Range<u64>,
+}
+
+impl ChunkRanges {
+    /// Every chunk of a grid of `grid_shape` chunks.
+    pub fn all(grid_shape: &[u64]) -> Self {
+        let dims: Vec<Vec<Range<u64>>> = grid_shape
+            .iter()
+            .map(|&g| if g == 0 { vec![] } else { vec![0..g] })
+            .collect();
+        let total = Self::product_len(&dims);
+        ChunkRanges {
+            dims,
+            window: 0..total,
+        }
+    }
+
+    /// No chunks (of a grid of `ndim` dimensions).
+    pub fn none(ndim: usize) -> Self {
+        ChunkRanges {
+            dims: vec![Vec::new(); ndim],
+            window: 0..0,
+        }
+    }
+
+    /// The product of per-dimension ranges of chunk indices of a grid of `grid_shape` chunks
+    /// (ranges are clipped to the grid, sorted and merged), all of it.
+    pub fn from_dims(grid_shape: &[u64], dims: Vec<Vec<Range<u64>>>) -> Result<Self> {
+        if dims.len() != grid_shape.len() {
+            return Err(Error::InvalidArgument(format!(
+                "chunk ranges for {} dimensions, but the grid has {}",
+                dims.len(),
+                grid_shape.len()
+            )));
+        }
+        let dims: Vec<Vec<Range<u64>>> = dims
+            .into_iter()
+            .zip(grid_shape)
+            .map(|(ranges, &g)| normalize(ranges, g))
+            .collect();
+        let total = checked_product(
+            &dims
+                .iter()
+                .map(|r| r.iter().map(|r| r.end - r.start).sum())
+                .collect::<Vec<u64>>(),
+        )
+        .ok_or_else(|| Error::InvalidArgument("chunk ranges select over 2^64 chunks".into()))?;
+        Ok(ChunkRanges {
+            dims,
+            window: 0..total,
+        })
+    }
+
+    /// The single chunk at `coords`.
+    pub fn single(grid_shape: &[u64], coords: &[u64]) -> Result<Self> {
+        let dims = coords.iter().map(|&c| vec![c..c + 1]).collect();
+        let ranges = Self::from_dims(grid_shape, dims)?;
+        if ranges.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "chunk {coords:?} outside the chunk grid {grid_shape:?}"
+            )));
+        }
+        Ok(ranges)
+    }
+
+    /// Checks that the ranges fit a grid of `grid_shape` chunks (for a deserialized scan).
+    pub fn check(&self, grid_shape: &[u64]) -> Result<()> {
+        let fits = self.dims.len() == grid_shape.len()
+            && self.dims.iter().zip(grid_shape).all(|(ranges, &g)| {
+                ranges.windows(2).all(|w| w[0].end < w[1].start)
+                    && ranges.iter().all(|r| r.start < r.end && r.end <= g)
+            })
+            && self.window.start <= self.window.end
+            && self.window.end <= Self::product_len(&self.dims);
+        if fits {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "chunk ranges {self} do not fit the chunk grid {grid_shape:?}"
+            )))
+        }
+    }
+
+    fn product_len(dims: &[Vec<Range<u64>>]) -> u64 {
+        checked_product(
+            &dims
+                .iter()
+                .map(|r| r.iter().map(|r| r.end - r.start).sum())
+                .collect::<Vec<u64>>(),
+        )
+        .unwrap_or(0)
+    }
+
+    /// The per-dimension ranges (before the window).
+    pub fn dims(&self) -> &[Vec<Range<u64>>] {
+        &self.dims
+    }
+
+    /// The window of the C-order enumeration this selection reads.
+    pub fn window(&self) -> Range<u64> {
+        self.window.clone()
+    }
+
+    /// The number of chunks selected (in the window).
+    pub fn len(&self) -> u64 {
+        self.window.end - self.window.start
+    }
+
+    /// Whether no chunk is selected.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The number of ranges (what planning and serializing cost).
+    pub fn num_ranges(&self) -> usize {
+        self.dims.iter().map(Vec::len).sum()
+    }
+
+    /// The chunks selected along each dimension.
+    fn counts(&self) -> Vec<u64> {
+        self.dims
+            .iter()
+            .map(|r| r.iter().map(|r| r.end - r.start).sum())
+            .collect()
+    }
+
+    /// The `k`-th selected chunk index along dimension `d`.
+    fn index_at(&self, d: usize, mut k: u64) -> u64 {
+        for r in &self.dims[d] {
+            let n = r.end - r.start;
+            if k < n {
+                return r.start + k;
+            }
+            k -= n;
+        }
+        u64::MAX
+    }
+
+    /// The coordinates of ordinal `ord` of the whole product (not of the window).
+    fn coords_at(&self, ord: u64) -> Vec<u64> {
+        let counts = self.counts();
+        let mut digits = vec![0u64; counts.len()];
+        let mut rest = ord;
+        for d in (0..counts.len()).rev() {
+            let c = counts[d].max(1);
+            digits[d] = rest % c;
+            rest /= c;
+        }
+        digits
+            .iter()
+            .enumerate()
+            .map(|(d, &k)| self.index_at(d, k))
+            .collect()
+    }
+
+    /// The selected chunks, in C order.
+    pub fn iter(&self) -> ChunkRangesIter {
+        self.clone().into_iter()
+    }
+
+    /// The same selection restricted to `sub`, a window relative to this one.
+    pub fn sub_window(&self, sub: Range<u64>) -> Self {
+        let start = (self.window.start + sub.start).min(self.window.end);
+        let end = (self.window.start + sub.end).clamp(start, self.window.end);
+        ChunkRanges {
+            dims: self.dims.clone(),
+            window: start..end,
+        }
+    }
+
+    /// At most `n` selections of nearly equal chunk counts, in order, covering this one.
+    pub fn split(&self, n: usize) -> Vec<Self> {
+        let len = self.len();
+        let n = (n.max(1) as u64).min(len.max(1));
+        let (per, extra) = (len / n, len % n);
+        let mut out = Vec::with_capacity(n as usize);
+        let mut at = 0;
+        for i in 0..n {
+            let k = per + u64::from(i < extra);
+            out.push(self.sub_window(at..at + k));
+            at += k;
+        }
+        out
+    }
+
+    /// The in-bounds elements (table rows) of the selected chunks of `grid`, checked.
+    pub fn rows(&self, grid: &ChunkGrid) -> Result<u64> {
+        let end = self.rows_before(grid, self.window.end)?;
+        let start = self.rows_before(grid, self.window.start)?;
+        Ok(end - start)
+    }
+
+    /// The rows of the first `ord` chunks of the whole product, C order.
+    ///
+    /// The first `ord` chunks are, digit by digit of `ord` in the mixed radix of the
+    /// per-dimension counts: along the first dimension, every chunk before digit 0 (all of
+    /// the dimensions after it), then at digit 0 the same question one dimension down.
+    fn rows_before(&self, grid: &ChunkGrid, ord: u64) -> Result<u64> {
+        let total = Self::product_len(&self.dims);
+        let overflow = || Error::InvalidArgument("the selected chunks hold over 2^64 rows".into());
+        let ndim = self.dims.len();
+        if ndim == 0 || grid.shape().is_empty() {
+            return Ok(u64::from(ord > 0));
+        }
+        let full: Vec<u64> = (0..ndim)
+            .map(|d| self.dims[d].iter().map(|r| grid.elements_in(d, r)).sum())
+            .collect();
+        if ord >= total {
+            return checked_product(&full).ok_or_else(overflow);
+        }
+        let counts = self.counts();
+        let mut digits = vec![0u64; ndim];
+        let mut rest = ord;
+        for d in (0..ndim).rev() {
+            digits[d] = rest % counts[d].max(1);
+            rest /= counts[d].max(1);
+        }
+        let mut rows: u128 = 0;
+        let mut outer: u128 = 1; // rows of one step at the digits fixed so far
+        for d in 0..ndim {
+            let before = self.elements_of_first(grid, d, digits[d]) as u128;
+            let inner: u128 = full[d + 1..].iter().map(|&f| f as u128).product();
+            rows = rows
+                .checked_add(outer.saturating_mul(before).saturating_mul(inner))
+                .ok_or_else(overflow)?;
+            let at = self.index_at(d, digits[d]);
+            outer = outer.saturating_mul(grid.extent(d, at) as u128);
+        }
+        u64::try_from(rows).map_err(|_| overflow())
+    }
+
+    /// Elements along dimension `d` in the first `k` selected chunk indices.
+    fn elements_of_first(&self, grid: &ChunkGrid, d: usize, mut k: u64) -> u64 {
+        let mut sum = 0;
+        for r in &self.dims[d] {
+            if k == 0 {
+                break;
+            }
+            let n = (r.end - r.start).min(k);
+            sum += grid.elements_in(d, &(r.start..r.start + n));
+            k -= n;
+        }
+        sum
+    }
+
+    /// The shortest prefix of this selection holding at least `limit` rows of `grid`.
+    pub fn take_rows(&self, grid: &ChunkGrid, limit: u64) -> Result<Self> {
+        // Binary search on the window's end: rows grow with it.
+        let start_rows = self.rows_before(grid, self.window.start)?;
+        let (mut lo, mut hi) = (self.window.start, self.window.end);
+        if self.rows_before(grid, hi)? - start_rows <= limit {
+            return Ok(self.clone());
+        }
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.rows_before(grid, mid)? - start_rows >= limit {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Ok(ChunkRanges {
+            dims: self.dims.clone(),
+            window: self.window.start..lo,
+        })
+    }
+}
+
+impl std::fmt::Display for ChunkRanges {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dims: Vec<String> = self
+            .dims
+            .iter()
+            .map(|ranges| {
+                let parts: Vec<String> = ranges
+                    .iter()
+                    .map(|r| format!("{}..{}", r.start, r.end))
+                    .collect();
+                format!("[{}]", parts.join(","))
+            })
+            .collect();
+        write!(f, "{}", dims.join("×"))?;
+        if self.window != (0..Self::product_len(&self.dims)) {
+            write!(f, " window {}..{}", self.window.start, self.window.end)?;
+        }
+        Ok(())
+    }
+}
+
+/// Sorted, merged ranges within `0..limit`, empty ones dropped.
+fn normalize(mut ranges: Vec<Range<u64>>, limit: u64) -> Vec<Range<u64>> {
+    ranges.retain(|r| r.start < r.end.min(limit));
+    for r in &mut ranges {
+        r.end = r.end.min(limit);
+    }
+    ranges.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+impl IntoIterator for ChunkRanges {
+    type Item = Vec<u64>;
+    type IntoIter = ChunkRangesIter;
+
+    fn into_iter(self) -> ChunkRangesIter {
+        let left = self.len();
+        ChunkRangesIter {
+            ranges: self,
+            next: None,
+            left,
+        }
+    }
+}
+
+/// Every position of a box of `shape`, in C order.
+pub fn c_order(shape: &[u64]) -> ChunkRangesIter {
+    ChunkRanges::all(shape).into_iter()
+}
+
+/// The chunks of a [`ChunkRanges`], in C order.
+#[derive(Debug)]
+pub struct ChunkRangesIter {
+    ranges: ChunkRanges,
+    /// Per dimension: (range number, index) of the next chunk.
+    next: Option<Vec<(usize, u64)>>,
+    left: u64,
+}
+
+impl Iterator for ChunkRangesIter {
+    type Item = Vec<u64>;
+
+    fn next(&mut self) -> Option<Vec<u64>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let dims = &self.ranges.dims;
+        let pos = match self.next.take() {
+            Some(pos) => pos,
+            None => {
+                let coords = self.ranges.coords_at(self.ranges.window.start);
+                coords
+                    .iter()
+                    .enumerate()
+                    .map(|(d, &c)| (dims[d].iter().position(|r| r.contains(&c)).unwrap_or(0), c))
+                    .collect()
+            }
+        };
+        let out: Vec<u64> = pos.iter().map(|&(_, c)| c).collect();
+        // Step to the next position, last dimension fastest.
+        let mut step = pos;
+        for d in (0..step.len()).rev() {
+            let (r, c) = step[d];
+            if c + 1 < dims[d][r].end {
+                step[d] = (r, c + 1);
+                self.next = Some(step);
+                return Some(out);
+            }
+            if r + 1 < dims[d].len() {
+                step[d] = (r + 1, dims[d][r + 1].start);
+                self.next = Some(step);
+                return Some(out);
+            }
+            step[d] = (0, dims[d][0].start);
+        }
+        self.next = Some(step);
+        Some(out)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = usize::try_from(self.left).unwrap_or(usize::MAX);
+        (n, usize::try_from(self.left).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every chunk of a grid, in C order, the slow way.
+    fn all_coords(grid: &[u64]) -> Vec<Vec<u64>> {
+        let mut out = vec![vec![]];
+        for &g in grid {
+            out = out
+                .into_iter()
+                .flat_map(|p| {
+                    (0..g).map(move |i| {
+                        let mut p = p.clone();
+                        p.push(i);
+                        p
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+
+    #[test]
+    fn enumerates_products_in_c_order() {
+        let r = ChunkRanges::from_dims(&[7, 3], vec![vec![5..6, 0..2], vec![0..3]]).unwrap();
+        let got: Vec<Vec<u64>> = r.iter().collect();
+        let want: Vec<Vec<u64>> = all_coords(&[7, 3])
+            .into_iter()
+            .filter(|c| [0, 1, 5].contains(&c[0]))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(r.len(), 9);
+        assert_eq!(r.to_string(), "[0..2,5..6]×[0..3]");
+        let w = r.sub_window(2..5);
+        assert_eq!(w.iter().collect::<Vec<_>>(), want[2..5].to_vec());
+        assert_eq!(w.to_string(), "[0..2,5..6]×[0..3] window 2..5");
+    }
+
+    #[test]
+    fn splits_cover_in_order() {
+        let r = ChunkRanges::from_dims(&[4, 5, 3], vec![vec![1..3], vec![0..1, 3..5], vec![0..3]])
+            .unwrap();
+        let whole: Vec<Vec<u64>> = r.iter().collect();
+        for n in 1..=20 {
+            let parts = r.split(n);
+            assert!(parts.len() <= n);
+            let joined: Vec<Vec<u64>> = parts.iter().flat_map(|p| p.iter()).collect();
+            assert_eq!(joined, whole, "split into {n}");
+            let lens: Vec<u64> = parts.iter().map(ChunkRanges::len).collect();
+            assert!(lens.iter().max().unwrap() - lens.iter().min().unwrap() <= 1);
+        }
+    }
+
+    #[test]
+    fn rows_match_a_count_chunk_by_chunk() {
+        // 10 × 7 in chunks of 4 × 3: edge chunks of 2 and 1.
+        let grid = ChunkGrid::new(vec![10, 7], vec![4, 3]).unwrap();
+        let r =
+            ChunkRanges::from_dims(&grid.grid_shape(), vec![vec![0..1, 2..3], vec![1..3]]).unwrap();
+        for start in 0..=r.len() {
+            for end in start..=r.len() {
+                let w = r.sub_window(start..end);
+                let slow: u64 = w.iter().map(|c| grid.chunk_len(&c).unwrap()).sum();
+                assert_eq!(w.rows(&grid).unwrap(), slow, "window {start}..{end}");
+            }
+        }
+        for limit in 0..40 {
+            let t = r.take_rows(&grid, limit).unwrap();
+            let rows = t.rows(&grid).unwrap();
+            assert!(rows >= limit.min(r.rows(&grid).unwrap()));
+            if t.len() > 0 {
+                let shorter = t.sub_window(0..t.len() - 1);
+                assert!(shorter.rows(&grid).unwrap() < limit, "limit {limit}");
+            }
+        }
+    }
+
+    #[test]
+    fn huge_grids_cost_nothing() {
+        // 2^40 one-element chunks: one range, counted without enumerating.
+        let n = 1u64 << 40;
+        let grid = ChunkGrid::new(vec![n], vec![1]).unwrap();
+        let all = ChunkRanges::all(&grid.grid_shape());
+        assert_eq!(all.num_ranges(), 1);
+        assert_eq!(all.rows(&grid).unwrap(), n);
+        let parts = all.split(4);
+        assert_eq!(parts[3].iter().next(), Some(vec![3 * (n / 4)]));
+        let first = all.take_rows(&grid, 10).unwrap();
+        assert_eq!(first.len(), 10);
+        let json = serde_json::to_string(&all).unwrap();
+        assert!(json.len() < 100, "{json}");
+        assert_eq!(serde_json::from_str::<ChunkRanges>(&json).unwrap(), all);
+        // A grid whose chunk count passes 64 bits is refused.
+        assert!(ChunkGrid::new(vec![u64::MAX, u64::MAX], vec![1, 1]).is_err());
+    }
+
+    #[test]
+    fn empty_and_zero_dimensional() {
+        let grid = ChunkGrid::new(vec![0, 5], vec![2, 2]).unwrap();
+        let all = ChunkRanges::all(&grid.grid_shape());
+        assert!(all.is_empty());
+        assert_eq!(all.iter().count(), 0);
+        assert_eq!(all.rows(&grid).unwrap(), 0);
+        let scalar = ChunkGrid::new(vec![], vec![]).unwrap();
+        let one = ChunkRanges::all(&scalar.grid_shape());
+        assert_eq!(one.iter().collect::<Vec<_>>(), vec![Vec::<u64>::new()]);
+        assert_eq!(one.rows(&scalar).unwrap(), 1);
+        assert!(ChunkRanges::single(&[3], &[3]).is_err());
+    }
+}

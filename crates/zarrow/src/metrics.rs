@@ -1,0 +1,162 @@
+//! What a scan did, counted as it runs: chunks and rows, requests and bytes fetched, and the
+//! time spent fetching, decompressing and decoding.
+//!
+//! A [`ScanMetrics`] is a handle on shared atomic counters: clones count into the same
+//! numbers, so every task of a scan (fetches run as tasks of their own) adds to one set.
+//! zarrow-datafusion shows them in `EXPLAIN ANALYZE`; the CLI prints them with `--verbose`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Counters of one scan (or one partition of it); see the module docs.
+#[derive(Debug, Clone, Default)]
+pub struct ScanMetrics {
+    counters: Arc<Counters>,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    chunks_read: AtomicU64,
+    rows_out: AtomicU64,
+    requests: AtomicU64,
+    bytes_fetched: AtomicU64,
+    fetch_nanos: AtomicU64,
+    decompress_nanos: AtomicU64,
+    decode_nanos: AtomicU64,
+}
+
+/// A snapshot of [`ScanMetrics`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanCounts {
+    /// Chunks of rows read.
+    pub chunks_read: u64,
+    /// Rows handed out.
+    pub rows_out: u64,
+    /// Requests made to the store for chunk data (shard indexes included).
+    pub requests: u64,
+    /// Bytes of chunk data fetched.
+    pub bytes_fetched: u64,
+    /// Time spent waiting for chunk data (summed over concurrent fetches).
+    pub fetch_time: Duration,
+    /// Time spent in bytes-to-bytes codecs (decompression, checksums).
+    pub decompress_time: Duration,
+    /// Time spent turning chunk bytes into Arrow arrays, decompression included.
+    pub decode_time: Duration,
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl ScanMetrics {
+    /// Fresh counters.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One chunk of rows read.
+    pub fn add_chunk(&self) {
+        self.counters.chunks_read.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Rows handed out.
+    pub fn add_rows(&self, rows: usize) {
+        let rows = u64::try_from(rows).unwrap_or(u64::MAX);
+        self.counters.rows_out.fetch_add(rows, Ordering::Relaxed);
+    }
+
+    /// One request that returned `bytes` bytes after waiting `time`.
+    pub fn add_fetch(&self, bytes: usize, time: Duration) {
+        let c = &self.counters;
+        c.requests.fetch_add(1, Ordering::Relaxed);
+        let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
+        c.bytes_fetched.fetch_add(bytes, Ordering::Relaxed);
+        c.fetch_nanos.fetch_add(nanos(time), Ordering::Relaxed);
+    }
+
+    /// Time spent decompressing.
+    pub fn add_decompress(&self, time: Duration) {
+        let c = &self.counters;
+        c.decompress_nanos.fetch_add(nanos(time), Ordering::Relaxed);
+    }
+
+    /// Time spent decoding (decompression included).
+    pub fn add_decode(&self, time: Duration) {
+        let c = &self.counters;
+        c.decode_nanos.fetch_add(nanos(time), Ordering::Relaxed);
+    }
+
+    /// Runs `f`, adding its time to the decode time.
+    pub fn time_decode<T>(&self, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        self.add_decode(start.elapsed());
+        out
+    }
+
+    /// The counts so far.
+    pub fn counts(&self) -> ScanCounts {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ScanCounts {
+            chunks_read: get(&c.chunks_read),
+            rows_out: get(&c.rows_out),
+            requests: get(&c.requests),
+            bytes_fetched: get(&c.bytes_fetched),
+            fetch_time: Duration::from_nanos(get(&c.fetch_nanos)),
+            decompress_time: Duration::from_nanos(get(&c.decompress_nanos)),
+            decode_time: Duration::from_nanos(get(&c.decode_nanos)),
+        }
+    }
+}
+
+impl std::ops::AddAssign for ScanCounts {
+    fn add_assign(&mut self, o: ScanCounts) {
+        self.chunks_read += o.chunks_read;
+        self.rows_out += o.rows_out;
+        self.requests += o.requests;
+        self.bytes_fetched += o.bytes_fetched;
+        self.fetch_time += o.fetch_time;
+        self.decompress_time += o.decompress_time;
+        self.decode_time += o.decode_time;
+    }
+}
+
+impl std::fmt::Display for ScanCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "chunks_read={} rows_out={} requests={} bytes_fetched={} fetch_time={:.3?} \
+             decompress_time={:.3?} decode_time={:.3?}",
+            self.chunks_read,
+            self.rows_out,
+            self.requests,
+            self.bytes_fetched,
+            self.fetch_time,
+            self.decompress_time,
+            self.decode_time
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clones_count_into_one_set() {
+        let m = ScanMetrics::new();
+        let other = m.clone();
+        m.add_fetch(10, Duration::from_millis(2));
+        other.add_fetch(5, Duration::from_millis(1));
+        other.add_rows(7);
+        m.add_chunk();
+        let c = m.counts();
+        assert_eq!(
+            (c.requests, c.bytes_fetched, c.rows_out, c.chunks_read),
+            (2, 15, 7, 1)
+        );
+        assert_eq!(c.fetch_time, Duration::from_millis(3));
+    }
+}

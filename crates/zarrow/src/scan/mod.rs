@@ -1,0 +1,174 @@
+//! The scan: one description of what to read from a table, and the one way it is read.
+//!
+//! A [`ZarrScan`] says which table (location and [`TableOptions`]), which columns (by name),
+//! which chunks of rows (ranges over the table's chunk grid, see [`crate::grid`]), how many
+//! rows at most and in batches of what size. It is plain data: `serde` writes it down, it
+//! clones cheaply, and its size is that of its ranges, never of the grid. Given only a
+//! serialized scan (and store credentials from its environment), any process opens the same
+//! table and produces the same batches — what the Python package and Ballista executors do.
+//!
+//! ```text
+//!  TableModel ─▶ ZarrRecordBatchStreamBuilder (with_projection, with_chunks, with_limit, …)
+//!                 │ .scan()                                  │ .build()
+//!                 ▼                                          ▼
+//!              ZarrScan ──serde──▶ elsewhere: ZarrScan::open ─▶ ZarrRecordBatchStream
+//!                 └── ZarrScan::stream(model, ScanContext) ──┘   (stream.rs: the pipeline)
+//! ```
+//!
+//! The sync reader, the async stream builder and zarrow-datafusion's `ZarrScanExec` all read
+//! through [`ZarrScan::stream`].
+
+mod stream;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use stream::ZarrRecordBatchStream;
+
+use crate::array::ChunkCache;
+use crate::grid::ChunkRanges;
+use crate::metrics::ScanMetrics;
+use crate::node::Node;
+use crate::store::ZarrStore;
+use crate::table::{TableModel, TableOptions};
+use crate::{Error, Result};
+
+/// The default number of rows per batch.
+pub const DEFAULT_BATCH_SIZE: usize = 65_536;
+
+/// The default budget of a scan's cache of decoded read units (arrays read by more than one
+/// chunk of rows: coordinates, broadcast arrays).
+pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+
+/// A serializable description of a read of a table (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZarrScan {
+    /// Where the table is: a node location as [`ZarrStore::open`] takes it.
+    pub location: String,
+    /// How the node becomes a table.
+    pub options: TableOptions,
+    /// The columns read, by name, in output order.
+    pub columns: Vec<String>,
+    /// The chunks of rows read, over the table's chunk grid.
+    pub chunks: ChunkRanges,
+    /// At most this many rows.
+    pub limit: Option<u64>,
+    /// Rows per batch at most (chunks are split, never merged).
+    pub batch_size: usize,
+}
+
+/// What the streams of one scan share while they run: the cache of decoded read units and the
+/// counters. Partitions of one scan pass clones of one context.
+#[derive(Debug, Clone)]
+pub struct ScanContext {
+    /// Decoded read units of arrays read by more than one chunk of rows.
+    pub cache: Arc<ChunkCache>,
+    /// What the scan counts into.
+    pub metrics: ScanMetrics,
+}
+
+impl Default for ScanContext {
+    fn default() -> Self {
+        ScanContext {
+            cache: Arc::new(ChunkCache::new(DEFAULT_CACHE_BYTES)),
+            metrics: ScanMetrics::default(),
+        }
+    }
+}
+
+impl ZarrScan {
+    /// A scan of every row and column of `model`.
+    pub fn new(model: &TableModel) -> Self {
+        ZarrScan {
+            location: model.location().to_string(),
+            options: model.options().clone(),
+            columns: model.columns().iter().map(|c| c.name.clone()).collect(),
+            chunks: model.all_chunks(),
+            limit: None,
+            batch_size: DEFAULT_BATCH_SIZE,
+        }
+    }
+
+    /// The scan as JSON.
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string(self)
+            .map_err(|e| Error::InvalidArgument(format!("cannot serialize the scan: {e}")))
+    }
+
+    /// A scan from [`Self::to_json`]'s output.
+    pub fn from_json(json: &str) -> Result<Self> {
+        serde_json::from_str(json)
+            .map_err(|e| Error::InvalidArgument(format!("not a zarrow scan: {e}")))
+    }
+
+    /// Split into at most `n` scans of nearly equal numbers of chunks, in order (a limit
+    /// keeps the scan whole: its rows are the first ones).
+    pub fn split(&self, n: usize) -> Vec<ZarrScan> {
+        if self.limit.is_some() {
+            return vec![self.clone()];
+        }
+        self.chunks
+            .split(n)
+            .into_iter()
+            .map(|chunks| ZarrScan {
+                chunks,
+                ..self.clone()
+            })
+            .collect()
+    }
+
+    /// Open the table at the scan's location (stores from [`ZarrStore::open`], credentials
+    /// from the environment) and read it.
+    pub async fn open(&self) -> Result<ZarrRecordBatchStream> {
+        let model = TableModel::open(&self.location, self.options.clone()).await?;
+        self.stream(Arc::new(model), ScanContext::default())
+    }
+
+    /// Open the table at the root of `store` (e.g. one an application registered) and read it.
+    pub async fn open_with_store(&self, store: ZarrStore) -> Result<ZarrRecordBatchStream> {
+        let node = Node::open_store(store, &self.location).await?;
+        let model = TableModel::from_node(node, self.options.clone()).await?;
+        self.stream(Arc::new(model), ScanContext::default())
+    }
+
+    /// The indices of the scan's columns in `model`'s schema; an error if the table no
+    /// longer has them or its chunk grid changed (the store changed since planning).
+    pub fn projection(&self, model: &TableModel) -> Result<Vec<usize>> {
+        self.chunks
+            .check(&model.chunk_grid_shape())
+            .map_err(|e| Error::InvalidArgument(format!("'{}': {e}", self.location)))?;
+        let schema = model.schema();
+        self.columns
+            .iter()
+            .map(|name| {
+                schema.index_of(name).map_err(|_| {
+                    Error::InvalidArgument(format!(
+                        "'{}' has no column '{name}' (columns: {})",
+                        self.location,
+                        schema
+                            .fields()
+                            .iter()
+                            .map(|f| f.name().as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    /// Read the scan from an open table (the one it was planned on, or one opened from its
+    /// location and options), sharing `ctx` with the other streams of the scan.
+    pub fn stream(
+        &self,
+        model: Arc<TableModel>,
+        ctx: ScanContext,
+    ) -> Result<ZarrRecordBatchStream> {
+        let projection = self.projection(&model)?;
+        stream::open(self, model, projection, ctx)
+    }
+}
+
+#[cfg(test)]
+mod tests;

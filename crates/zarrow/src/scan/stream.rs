@@ -1,0 +1,206 @@
+//! The pipeline every scan runs: fetch chunks ahead, decode the one being handed out a batch
+//! at a time.
+//!
+//! ```text
+//!  chunks (ChunkRanges, C order) ─▶ limit: rows to take of each chunk
+//!     ─▶ stage 1: stored bytes of the aligned columns of the chunks ahead, `concurrency`
+//!                 array chunks in flight, each fetch a task of its own (task.rs)
+//!     ─▶ stage 2: the chunk being handed out: aligned columns decoded a batch at a time
+//!                 (decode/rows.rs), the others read whole for the chunk's box (through the
+//!                 scan's cache) and sliced ─▶ RecordBatch of ≤ batch_size rows
+//! ```
+//!
+//! What is buffered ahead is compressed bytes; a batch is decoded when it is asked for, so the
+//! consumer reads it while it is in the CPU cache.
+
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_schema::SchemaRef;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+
+use super::{ScanContext, ZarrScan};
+use crate::array::ReadContext;
+use crate::metrics::ScanMetrics;
+use crate::table::read::ColumnRuns;
+use crate::table::TableModel;
+use crate::task::in_background;
+use crate::{Error, Result};
+
+/// A stream of record batches: a scan being read.
+pub struct ZarrRecordBatchStream {
+    schema: SchemaRef,
+    metrics: ScanMetrics,
+    inner: BoxStream<'static, Result<RecordBatch>>,
+}
+
+impl std::fmt::Debug for ZarrRecordBatchStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZarrRecordBatchStream")
+            .field("schema", &self.schema)
+            .finish()
+    }
+}
+
+impl ZarrRecordBatchStream {
+    /// The schema of every batch.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// What the scan has done so far.
+    pub fn metrics(&self) -> &ScanMetrics {
+        &self.metrics
+    }
+}
+
+impl futures::Stream for ZarrRecordBatchStream {
+    type Item = Result<RecordBatch>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.inner.poll_next_unpin(cx)
+    }
+}
+
+/// The stream of `scan` over `model`, `projection` being its columns' indices.
+pub(super) fn open(
+    scan: &ZarrScan,
+    model: Arc<TableModel>,
+    projection: Vec<usize>,
+    ctx: ScanContext,
+) -> Result<ZarrRecordBatchStream> {
+    let schema = model.projected_schema(&projection)?;
+    let batch_size = scan.batch_size.max(1);
+    let metrics = ctx.metrics.clone();
+    let read = ReadContext {
+        options: model.options().read.clone(),
+        cache: Some(ctx.cache),
+        metrics: ctx.metrics,
+    };
+    // Rows to take of each chunk: all, until the limit.
+    let mut remaining = scan.limit.unwrap_or(u64::MAX);
+    let planner = model.clone();
+    let plan = scan.chunks.iter().map_while(move |coords| {
+        if remaining == 0 {
+            return None;
+        }
+        Some(planner.chunk_rows(&coords).map(|rows| {
+            let take = rows.min(remaining);
+            remaining -= take;
+            (coords, take)
+        }))
+    });
+    // `concurrency` counts array chunk reads in flight: a chunk of rows fetches one array
+    // chunk per column that follows the driver's chunking.
+    let per_chunk = projection
+        .iter()
+        .filter(|&&i| model.fetched_ahead(i).is_some())
+        .count();
+    let ahead = (read.options.concurrency / per_chunk.max(1)).max(1);
+    let projection = Arc::new(projection);
+    let (fetcher, fetch_projection, fetch_metrics) =
+        (model.clone(), projection.clone(), read.metrics.clone());
+    let out_schema = schema.clone();
+    let inner = futures::stream::iter(plan)
+        .map(move |planned| {
+            let (this, projection) = (fetcher.clone(), fetch_projection.clone());
+            let metrics = fetch_metrics.clone();
+            in_background(async move {
+                let (coords, take) = planned?;
+                let fetched = this.fetch_aligned(&coords, &projection, &metrics).await?;
+                Ok((coords, take, fetched))
+            })
+        })
+        .buffered(ahead)
+        .and_then(move |(coords, take, fetched)| {
+            let (model, projection) = (model.clone(), projection.clone());
+            let (read, schema) = (read.clone(), out_schema.clone());
+            async move {
+                let columns = model
+                    .column_runs(&coords, &projection, fetched, &read)
+                    .await?;
+                read.metrics.add_chunk();
+                let take = usize::try_from(take).map_err(|_| {
+                    Error::InvalidArgument(format!("chunk {coords:?} has over 2^64 rows"))
+                })?;
+                Ok::<_, Error>(futures::stream::iter(ChunkBatches {
+                    schema,
+                    columns,
+                    done: 0,
+                    rows: take,
+                    batch_size,
+                    metrics: read.metrics,
+                }))
+            }
+        })
+        .try_flatten()
+        .boxed();
+    Ok(ZarrRecordBatchStream {
+        schema,
+        metrics,
+        inner,
+    })
+}
+
+/// The first `rows` rows of one chunk, as record batches of at most `batch_size` rows: each
+/// batch is decoded when it is asked for (see [`crate::decode::rows`]), so a consumer reads it
+/// while it is in cache, and nothing of the chunk is held decoded whole.
+struct ChunkBatches {
+    schema: SchemaRef,
+    columns: Vec<ColumnRuns>,
+    /// Rows handed out, and to hand out in all.
+    done: usize,
+    rows: usize,
+    batch_size: usize,
+    metrics: ScanMetrics,
+}
+
+impl ChunkBatches {
+    fn batch(&mut self, k: usize) -> Result<RecordBatch> {
+        let offset = self.done;
+        let columns = self
+            .columns
+            .iter_mut()
+            .map(|c| match c {
+                ColumnRuns::Runs(reader, map) => {
+                    let run = reader.next_rows(k)?;
+                    match map {
+                        Some(map) => map(run),
+                        None => Ok(run),
+                    }
+                }
+                ColumnRuns::Whole(array) => Ok(array.slice(offset, k)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            columns,
+            &RecordBatchOptions::new().with_row_count(Some(k)),
+        )?)
+    }
+}
+
+impl Iterator for ChunkBatches {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let k = self.batch_size.min(self.rows - self.done);
+        if k == 0 {
+            return None;
+        }
+        let metrics = self.metrics.clone();
+        let batch = metrics.time_decode(|| self.batch(k));
+        // After an error nothing more of this chunk is handed out.
+        if batch.is_ok() {
+            self.done += k;
+            metrics.add_rows(k);
+        } else {
+            self.done = self.rows;
+        }
+        Some(batch)
+    }
+}

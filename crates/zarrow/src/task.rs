@@ -1,0 +1,77 @@
+//! Where zarrow's work runs: fetches as tasks of their own, decoding on the blocking pool,
+//! and the runtime the synchronous reader drives its stream with.
+//!
+//! Inside a Tokio runtime a fetch runs as its own task (so it makes progress while the caller
+//! decodes) and a large decode on the blocking pool (off the I/O threads). Outside one, both
+//! run in place. The synchronous reader owns a small runtime; called from inside another
+//! runtime (where blocking on a runtime panics) it drives its stream on a thread of its own.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use crate::{Error, Result};
+
+/// `fut`, run as its own tokio task when there is a runtime (aborted when the returned future
+/// is dropped), else in place.
+pub(crate) fn in_background<T: Send + 'static>(
+    fut: impl Future<Output = Result<T>> + Send + 'static,
+) -> BoxFuture<'static, Result<T>> {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return Box::pin(fut);
+    };
+    struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+    impl<T> Drop for AbortOnDrop<T> {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let mut task = AbortOnDrop(runtime.spawn(fut));
+    Box::pin(async move {
+        (&mut task.0)
+            .await
+            .map_err(|e| Error::Task(format!("fetch task: {e}")))?
+    })
+}
+
+/// `f` on the blocking pool when `heavy` and inside a runtime, else in place.
+pub(crate) async fn blocking<T: Send + 'static>(
+    heavy: bool,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T> {
+    if heavy && tokio::runtime::Handle::try_current().is_ok() {
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| Error::Task(format!("decode task: {e}")))
+    } else {
+        Ok(f())
+    }
+}
+
+/// The runtime of the synchronous reader: two worker threads, I/O and timers enabled.
+pub(crate) fn sync_runtime() -> Result<Arc<tokio::runtime::Runtime>> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map(Arc::new)
+        .map_err(|e| Error::Runtime(format!("cannot start a Tokio runtime: {e}")))
+}
+
+/// Runs `fut` to completion on `runtime`, also when called from inside another runtime
+/// (where `block_on` would panic): then on a scoped thread of its own.
+pub(crate) fn block_on<F>(runtime: &tokio::runtime::Runtime, fut: F) -> F::Output
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    if tokio::runtime::Handle::try_current().is_err() {
+        return runtime.block_on(fut);
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| runtime.block_on(fut))
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
