@@ -8,4 +8,5 @@ mod common;
 mod fixtures;
 mod python_roundtrip;
 mod remote;
+mod scan;
 mod zero_copy;

@@ -119,6 +119,10 @@ struct SqlArgs {
     /// Write to this file instead of standard output.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// After each statement, print on standard error what its zarr scans did: chunks read
+    /// and pruned, requests and bytes fetched, fetch, decompression and decode time, rows.
+    #[arg(long, short = 'v')]
+    verbose: bool,
     #[command(flatten)]
     table: TableArgs,
 }

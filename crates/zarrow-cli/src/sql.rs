@@ -2,7 +2,10 @@
 //! result (statements without columns — `CREATE …`, `SET …` — print nothing).
 
 use anyhow::{bail, Context, Result};
+use std::sync::Arc;
+
 use datafusion::error::DataFusionError;
+use datafusion::physical_plan::{execute_stream, ExecutionPlan};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
@@ -39,11 +42,16 @@ pub(crate) async fn run(args: SqlArgs) -> Result<()> {
             .await
             .map_err(context)?;
         let df = ctx.execute_logical_plan(plan).await.map_err(context)?;
-        let mut stream = df.execute_stream().await.map_err(context)?;
+        let task = Arc::new(df.task_ctx());
+        let physical = df.create_physical_plan().await.map_err(context)?;
+        let mut stream = execute_stream(physical.clone(), task).map_err(context)?;
         let schema = stream.schema();
         if schema.fields().is_empty() {
             while let Some(batch) = stream.next().await {
                 batch.map_err(context)?;
+            }
+            if args.verbose {
+                print_scans(physical.as_ref(), i + 1, total);
             }
             continue;
         }
@@ -57,8 +65,42 @@ pub(crate) async fn run(args: SqlArgs) -> Result<()> {
         }
         writer.finish()?;
         printed += 1;
+        if args.verbose {
+            print_scans(physical.as_ref(), i + 1, total);
+        }
     }
     sink.finish()
+}
+
+/// What the zarr scans of an executed plan did, on standard error (`--verbose`).
+fn print_scans(plan: &dyn ExecutionPlan, statement: usize, total: usize) {
+    let mut scans = Vec::new();
+    collect_scans(plan, &mut scans);
+    for scan in scans {
+        let what = if total > 1 {
+            format!("statement {statement}: ")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "{what}scan of {}: chunks_pruned={} {}",
+            scan.scan().location,
+            scan.chunks_pruned(),
+            scan.scan_counts()
+        );
+    }
+}
+
+fn collect_scans<'a>(
+    plan: &'a dyn ExecutionPlan,
+    out: &mut Vec<&'a zarrow_datafusion::ZarrScanExec>,
+) {
+    if let Some(scan) = plan.downcast_ref::<zarrow_datafusion::ZarrScanExec>() {
+        out.push(scan);
+    }
+    for child in plan.children() {
+        collect_scans(child.as_ref(), out);
+    }
 }
 
 /// A DataFusion session that knows zarr (`STORED AS ZARR`, `FROM '<location>'`, `zarrow.*`

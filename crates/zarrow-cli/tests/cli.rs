@@ -862,3 +862,34 @@ fn sql_over_s3() {
         same_over(&base);
     }
 }
+
+#[test]
+fn sql_verbose_prints_what_the_scan_did() {
+    let out = run(&[
+        "sql",
+        "--verbose",
+        "SELECT count(*) FROM 'tests/fixtures/data/v3_strings.zarr/string_2d' WHERE dim_0 >= 6 AND string_2d <> ''",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("scan of "))
+        .unwrap_or_default();
+    for metric in [
+        "chunks_pruned=6",
+        "chunks_read=3",
+        "rows_out=5",
+        "requests=",
+        "bytes_fetched=",
+        "fetch_time=",
+        "decompress_time=",
+        "decode_time=",
+    ] {
+        assert!(line.contains(metric), "{metric} missing: {err}");
+    }
+}

@@ -119,6 +119,29 @@ fn rows(batches: &[RecordBatch], explain: bool) -> Result<Vec<Vec<String>>, Data
     Ok(out)
 }
 
+/// `EXPLAIN ANALYZE` lines with the metrics' values left out (they are timings and counts
+/// that vary): `metrics=[output_rows=35, fetch_time=1ms]` → `metrics=[output_rows, fetch_time]`.
+fn metric_names(line: &str) -> String {
+    let Some(start) = line.find("metrics=[") else {
+        return line.to_string();
+    };
+    let inner_start = start + "metrics=[".len();
+    let Some(len) = line[inner_start..].find(']') else {
+        return line.to_string();
+    };
+    let names: Vec<&str> = line[inner_start..inner_start + len]
+        .split(", ")
+        .map(|m| m.split('=').next().unwrap_or(m).trim())
+        .filter(|m| !m.is_empty())
+        .collect();
+    format!(
+        "{}metrics=[{}]{}",
+        &line[..start],
+        names.join(", "),
+        &line[inner_start + len + 1..]
+    )
+}
+
 #[async_trait]
 impl AsyncDB for ZarrDb {
     type Error = DataFusionError;
@@ -145,11 +168,17 @@ impl AsyncDB for ZarrDb {
         if !is_query {
             return Ok(DBOutput::StatementComplete(0));
         }
-        let explain = sql.trim_start().to_ascii_lowercase().starts_with("explain");
-        Ok(DBOutput::Rows {
-            types,
-            rows: rows(&batches, explain)?,
-        })
+        let lower = sql.trim_start().to_ascii_lowercase();
+        let explain = lower.starts_with("explain");
+        let mut rows = rows(&batches, explain)?;
+        if lower.starts_with("explain analyze") {
+            for row in &mut rows {
+                for cell in row.iter_mut() {
+                    *cell = metric_names(cell);
+                }
+            }
+        }
+        Ok(DBOutput::Rows { types, rows })
     }
 
     async fn shutdown(&mut self) {}

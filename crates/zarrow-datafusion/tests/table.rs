@@ -505,3 +505,68 @@ async fn left_out_arrays_have_reasons() {
     let (_, why) = t.left_out().iter().find(|(n, _)| n == "obs").unwrap();
     assert!(why.contains("encoding-type dataframe"), "{why}");
 }
+
+#[tokio::test]
+async fn a_store_the_application_registered_is_used_as_is() {
+    // The application keeps its data in a store of its own, registered under `s3://appdata`
+    // (this crate is built without zarrow's cloud stores, so only the registered store can
+    // answer): tables over that URL read through it.
+    let store = Arc::new(InMemory::new());
+    let src = std::path::PathBuf::from(fixture("v3_strings.zarr"));
+    let mut dirs = vec![src.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let rel = path
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let key = Path::from(format!("lab/strings.zarr/{rel}"));
+            let bytes = std::fs::read(&path).unwrap();
+            object_store::ObjectStoreExt::put(store.as_ref(), &key, PutPayload::from(bytes))
+                .await
+                .unwrap();
+        }
+    }
+    let ctx = ctx();
+    let url = url::Url::parse("s3://appdata").unwrap();
+    ctx.register_object_store(&url, store);
+    let sql = "SELECT count(*) AS n, count(DISTINCT string_2d) AS d \
+               FROM 's3://appdata/lab/strings.zarr/string_2d'";
+    let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+    let local = format!(
+        "SELECT count(*) AS n, count(DISTINCT string_2d) AS d FROM '{}'",
+        fixture("v3_strings.zarr/string_2d")
+    );
+    let want = ctx.sql(&local).await.unwrap().collect().await.unwrap();
+    assert_eq!(batches, want);
+    ctx.register_zarr(
+        "s",
+        "s3://appdata/lab/strings.zarr/string_2d",
+        ZarrTableOptions::default(),
+    )
+    .await
+    .unwrap();
+    let n = ctx
+        .sql("SELECT * FROM s WHERE dim_0 >= 6")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(n.iter().map(RecordBatch::num_rows).sum::<usize>(), 5);
+    // Unregistered, the same URL fails to open (no cloud stores in this build).
+    let other = SessionContext::new();
+    assert!(ZarrTable::try_new_with_session(
+        &other.state(),
+        "s3://appdata/lab/strings.zarr",
+        ZarrTableOptions::default()
+    )
+    .await
+    .is_err());
+}

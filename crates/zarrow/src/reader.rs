@@ -19,7 +19,7 @@ use crate::node::Node;
 use crate::options::ZarrReadOptions;
 use crate::scan::{ScanContext, ZarrRecordBatchStream, ZarrScan};
 use crate::table::{TableModel, TableOptions};
-use crate::task::{block_on, sync_runtime};
+use crate::task::{block_on, SyncRuntime};
 use crate::{Error, Result};
 
 /// Builds a stream of record batches over a table.
@@ -162,7 +162,7 @@ impl ZarrRecordBatchStreamBuilder {
 /// Synchronous reading: a [`ZarrRecordBatchStreamBuilder`] driven by a runtime of its own.
 #[derive(Debug)]
 pub struct ZarrRecordBatchReaderBuilder {
-    runtime: Arc<tokio::runtime::Runtime>,
+    runtime: SyncRuntime,
     inner: ZarrRecordBatchStreamBuilder,
 }
 
@@ -174,7 +174,7 @@ impl ZarrRecordBatchReaderBuilder {
 
     /// Open the table at `location` with `options`.
     pub fn try_new_with_options(location: &str, options: TableOptions) -> Result<Self> {
-        let runtime = sync_runtime()?;
+        let runtime = SyncRuntime::new()?;
         let inner = block_on(
             &runtime,
             ZarrRecordBatchStreamBuilder::try_new_with_options(location, options),
@@ -185,7 +185,7 @@ impl ZarrRecordBatchReaderBuilder {
     /// A builder over an open table.
     pub fn new(model: Arc<TableModel>) -> Result<Self> {
         Ok(ZarrRecordBatchReaderBuilder {
-            runtime: sync_runtime()?,
+            runtime: SyncRuntime::new()?,
             inner: ZarrRecordBatchStreamBuilder::new(model),
         })
     }
@@ -249,7 +249,7 @@ impl ZarrRecordBatchReaderBuilder {
 /// A synchronous iterator of record batches.
 #[derive(Debug)]
 pub struct ZarrRecordBatchReader {
-    runtime: Arc<tokio::runtime::Runtime>,
+    runtime: SyncRuntime,
     stream: ZarrRecordBatchStream,
 }
 

@@ -49,14 +49,44 @@ pub(crate) async fn blocking<T: Send + 'static>(
     }
 }
 
-/// The runtime of the synchronous reader: two worker threads, I/O and timers enabled.
-pub(crate) fn sync_runtime() -> Result<Arc<tokio::runtime::Runtime>> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map(Arc::new)
-        .map_err(|e| Error::Runtime(format!("cannot start a Tokio runtime: {e}")))
+/// The runtime of the synchronous reader: two worker threads, I/O and timers enabled. It can
+/// be dropped anywhere: inside another runtime (where dropping a runtime panics) it is shut
+/// down in the background.
+#[derive(Debug, Clone)]
+pub(crate) struct SyncRuntime(Option<Arc<tokio::runtime::Runtime>>);
+
+impl SyncRuntime {
+    pub(crate) fn new() -> Result<Self> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map(|rt| SyncRuntime(Some(Arc::new(rt))))
+            .map_err(|e| Error::Runtime(format!("cannot start a Tokio runtime: {e}")))
+    }
+}
+
+impl std::ops::Deref for SyncRuntime {
+    type Target = tokio::runtime::Runtime;
+
+    fn deref(&self) -> &tokio::runtime::Runtime {
+        // Only `drop` takes the runtime out.
+        self.0
+            .as_deref()
+            .unwrap_or_else(|| unreachable!("runtime taken before drop"))
+    }
+}
+
+impl Drop for SyncRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                if let Ok(rt) = Arc::try_unwrap(rt) {
+                    rt.shutdown_background();
+                }
+            }
+        }
+    }
 }
 
 /// Runs `fut` to completion on `runtime`, also when called from inside another runtime

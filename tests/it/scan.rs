@@ -1,0 +1,243 @@
+//! The one scan, everywhere: every table of every fixture store (arrays, groups, xarray,
+//! AnnData, sharded), scanned whole, pruned to a part of its chunk grid, projected, limited
+//! and split, is written down as JSON, read back, and run again — in this process and in a
+//! process of its own (`run_scan`) — giving the same batches. Plus: the sync reader inside a
+//! runtime, reader and SQL naming columns alike, and grids too large to list.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::ipc::reader::StreamReader;
+use futures::TryStreamExt;
+use zarrow::{
+    ChunkRanges, Node, TableModel, TableOptions, ZarrRecordBatchReaderBuilder,
+    ZarrRecordBatchStreamBuilder, ZarrScan,
+};
+
+use crate::common::data_dir;
+
+/// Every node of every fixture store that opens as a table.
+async fn fixture_tables() -> Vec<(String, Arc<TableModel>)> {
+    let mut stores: Vec<_> = std::fs::read_dir(data_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "zarr"))
+        .collect();
+    stores.sort();
+    let mut out = Vec::new();
+    for store in stores {
+        let root = store.to_string_lossy().into_owned();
+        let mut locations = vec![root.clone()];
+        if let Ok(Node::Group(g)) = Node::open(&root).await {
+            if let Ok(all) = g.walk().await {
+                locations.extend(all.into_iter().map(|(p, _)| format!("{root}/{p}")));
+            }
+        }
+        for location in locations {
+            if let Ok(model) = TableModel::open(&location, TableOptions::default()).await {
+                out.push((location, Arc::new(model)));
+            }
+        }
+    }
+    out
+}
+
+async fn collect(builder: ZarrRecordBatchStreamBuilder) -> Vec<RecordBatch> {
+    builder.build().unwrap().try_collect().await.unwrap()
+}
+
+/// The batches of a serialized scan, run by the `run_scan` binary.
+fn in_another_process(json: &str) -> Vec<RecordBatch> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_run_scan"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(json.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "run_scan failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    StreamReader::try_new(std::io::Cursor::new(out.stdout), None)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_fixture_table_reads_the_same_from_its_written_down_scan() {
+    let tables = fixture_tables().await;
+    assert!(tables.len() >= 40, "only {} fixture tables", tables.len());
+    let mut scans = 0;
+    for (location, model) in &tables {
+        let grid = model.chunk_grid_shape();
+        let ncols = model.columns().len();
+        let rows = model.num_rows() as usize;
+        let all = || ZarrRecordBatchStreamBuilder::new(model.clone()).with_batch_size(5);
+        // Pruned: the last chunk along each dimension (a box of the grid).
+        let last = ChunkRanges::from_dims(
+            &grid,
+            grid.iter().map(|&g| vec![g.saturating_sub(1)..g]).collect(),
+        )
+        .unwrap();
+        let builders = [
+            all(),
+            all().with_chunks(last),
+            all().with_projection((0..ncols).rev().collect()),
+            all().with_limit(rows / 2 + 1),
+        ];
+        for (k, builder) in builders.into_iter().enumerate() {
+            let scan = builder.scan().unwrap();
+            let json = scan.to_json().unwrap();
+            let back = ZarrScan::from_json(&json).unwrap();
+            assert_eq!(back, scan, "{location}");
+            let here = collect(builder).await;
+            let reopened: Vec<RecordBatch> =
+                back.open().await.unwrap().try_collect().await.unwrap();
+            assert_eq!(here, reopened, "{location}: scan {k} reopened");
+            // Split into partitions, the parts read the whole, in order.
+            let parts = back.split(3);
+            let mut joined = Vec::new();
+            for part in parts {
+                let batches: Vec<RecordBatch> =
+                    part.open().await.unwrap().try_collect().await.unwrap();
+                joined.extend(batches);
+            }
+            let concat = |b: &[RecordBatch]| {
+                arrow::compute::concat_batches(
+                    &here.first().map_or_else(
+                        || Arc::new(arrow::datatypes::Schema::empty()),
+                        |f| f.schema(),
+                    ),
+                    b,
+                )
+                .unwrap()
+            };
+            if !here.is_empty() {
+                assert_eq!(concat(&joined), concat(&here), "{location}: scan {k} split");
+            }
+            if k == 0 || k == 3 {
+                let there = in_another_process(&json);
+                assert_eq!(there, here, "{location}: scan {k} in another process");
+            }
+            scans += 1;
+        }
+    }
+    assert!(scans >= 160);
+}
+
+#[test]
+fn reader_and_sql_name_columns_alike() {
+    // A root array is `value` in both; an array in a hierarchy is named after itself.
+    for (store, path) in [("v3_root_array.zarr", ""), ("v3_strings.zarr", "string_2d")] {
+        let location = crate::common::location(store, path);
+        let reader = ZarrRecordBatchReaderBuilder::try_new(&location).unwrap();
+        let names: Vec<String> = reader
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let sql: Vec<String> = runtime.block_on(async {
+            let table = zarrow_datafusion::ZarrTable::try_new(&location, Default::default())
+                .await
+                .unwrap();
+            datafusion::catalog::TableProvider::schema(&table)
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect()
+        });
+        assert_eq!(names, sql, "{location}");
+    }
+    let root = crate::common::location("v3_root_array.zarr", "");
+    let reader = ZarrRecordBatchReaderBuilder::try_new(&root).unwrap();
+    assert_eq!(reader.schema().fields().last().unwrap().name(), "value");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sync_reader_works_inside_a_runtime() {
+    let location = crate::common::location("v3_strings.zarr", "string_2d");
+    let reader = ZarrRecordBatchReaderBuilder::try_new(&location)
+        .unwrap()
+        .with_batch_size(4)
+        .build()
+        .unwrap();
+    let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, 35);
+}
+
+#[tokio::test]
+async fn a_grid_of_2_pow_40_chunks_is_planned_by_its_ranges() {
+    // An array of 2^40 one-element chunks, none of them stored (all fill): planning,
+    // pruning, limits and SQL must not list the chunks.
+    let store = zarrow::store::memory_store();
+    let meta = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [1u64 << 40],
+        "data_type": "int8", "chunk_grid": {"name": "regular",
+        "configuration": {"chunk_shape": [1]}}, "chunk_key_encoding": {"name": "default"},
+        "fill_value": 7, "codecs": [{"name": "bytes"}]
+    });
+    object_store::ObjectStoreExt::put(
+        store.as_ref(),
+        &object_store::path::Path::from("huge.zarr/zarr.json"),
+        serde_json::to_vec(&meta).unwrap().into(),
+    )
+    .await
+    .unwrap();
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    let count = ctx
+        .sql("SELECT count(*) AS n FROM 'memory:///huge.zarr'")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let n = arrow::util::pretty::pretty_format_batches(&count)
+        .unwrap()
+        .to_string();
+    assert!(n.contains("1099511627776"), "{n}");
+    let some = ctx
+        .sql("SELECT dim_0, value FROM 'memory:///huge.zarr' WHERE dim_0 BETWEEN 5 AND 9 OR dim_0 > 1099511627774")
+        .await
+        .unwrap();
+    let plan = some
+        .clone()
+        .explain(false, false)
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let plan = arrow::util::pretty::pretty_format_batches(&plan)
+        .unwrap()
+        .to_string();
+    assert!(plan.contains("chunks=6/1099511627776"), "{plan}");
+    let rows: usize = some
+        .collect()
+        .await
+        .unwrap()
+        .iter()
+        .map(RecordBatch::num_rows)
+        .sum();
+    assert_eq!(rows, 6);
+    let limited = ctx
+        .sql("SELECT * FROM 'memory:///huge.zarr' LIMIT 3")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(limited.iter().map(RecordBatch::num_rows).sum::<usize>(), 3);
+}
