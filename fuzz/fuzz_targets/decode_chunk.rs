@@ -49,5 +49,10 @@ fuzz_target!(|input: &[u8]| {
     };
     let mut opts = ZarrReadOptions::default().with_string_type(string_type);
     opts.max_chunk_bytes = 1 << 20;
-    let _ = zarrow::decode::decode_chunk(&chain, &data_type, n, Bytes::copy_from_slice(data), &opts);
+    // Whatever decodes must be a valid Arrow array, checked in full.
+    if let Ok(array) = zarrow::decode::decode_chunk(&chain, &data_type, n, Bytes::copy_from_slice(data), &opts) {
+        if let Err(e) = arrow_array::Array::to_data(&array).validate_full() {
+            panic!("decoded an invalid array: {e}");
+        }
+    }
 });

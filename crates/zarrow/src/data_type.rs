@@ -247,16 +247,16 @@ fn complex_type(part: ArrowType) -> ArrowType {
 }
 
 /// Parse a v3 `data_type` entry (a string or `{name, configuration}`).
-pub fn parse_v3_data_type(value: &Value) -> Result<DataType, String> {
+pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
     let (name, config) = match value {
         Value::String(s) => (s.as_str(), None),
         Value::Object(o) => (
             o.get("name")
                 .and_then(Value::as_str)
-                .ok_or("data_type object has no name")?,
+                .ok_or_else(|| DataTypeError::Invalid("data_type object has no name".into()))?,
             o.get("configuration"),
         ),
-        other => return Err(format!("data_type must be a string or object, got {other}")),
+        other => return Err(format!("data_type must be a string or object, got {other}").into()),
     };
     let length_bytes = || -> Result<usize, String> {
         config
@@ -310,9 +310,9 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, String> {
         "fixed_length_utf32" => {
             let n = length_bytes()?;
             if n % 4 != 0 {
-                return Err(format!(
-                    "fixed_length_utf32: length_bytes {n} is not a multiple of 4"
-                ));
+                return Err(
+                    format!("fixed_length_utf32: length_bytes {n} is not a multiple of 4").into(),
+                );
             }
             DataType::FixedUtf32 { length_bytes: n }
         }
@@ -322,12 +322,40 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, String> {
         "raw_bytes" => DataType::RawBytes {
             length_bytes: length_bytes()?,
         },
-        _ => return Err(UNSUPPORTED.into()),
+        _ => return Err(DataTypeError::Unsupported),
     })
 }
 
 /// Marker message: the data type is unknown (the caller turns it into `UnsupportedDataType`).
-pub(crate) const UNSUPPORTED: &str = "unsupported";
+/// Why a data type could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataTypeError {
+    /// A well-formed data type zarrow does not read.
+    Unsupported,
+    /// Malformed: what is wrong.
+    Invalid(String),
+}
+
+impl From<&str> for DataTypeError {
+    fn from(message: &str) -> Self {
+        DataTypeError::Invalid(message.to_string())
+    }
+}
+
+impl From<String> for DataTypeError {
+    fn from(message: String) -> Self {
+        DataTypeError::Invalid(message)
+    }
+}
+
+impl std::fmt::Display for DataTypeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DataTypeError::Unsupported => f.write_str("unsupported data type"),
+            DataTypeError::Invalid(m) => f.write_str(m),
+        }
+    }
+}
 
 /// Byte order of stored elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -341,7 +369,7 @@ pub enum Endian {
 /// Parse a v2 numpy dtype string (`"<i8"`, `"|O"`, `">U10"`, `"<M8[ns]"`): the type and its byte order.
 ///
 /// `|O` is returned as [`DataType::String`]; the v2 parser picks `Bytes` from the filters.
-pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), String> {
+pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> {
     let (order, rest) = match dtype.chars().next() {
         Some(c @ ('<' | '>' | '|' | '=')) => (c, &dtype[1..]),
         _ => ('|', dtype),
@@ -364,25 +392,25 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), String> {
             "2" => DataType::Int16,
             "4" => DataType::Int32,
             "8" => DataType::Int64,
-            _ => return Err(UNSUPPORTED.into()),
+            _ => return Err(DataTypeError::Unsupported),
         },
         'u' => match tail {
             "1" => DataType::UInt8,
             "2" => DataType::UInt16,
             "4" => DataType::UInt32,
             "8" => DataType::UInt64,
-            _ => return Err(UNSUPPORTED.into()),
+            _ => return Err(DataTypeError::Unsupported),
         },
         'f' => match tail {
             "2" => DataType::Float16,
             "4" => DataType::Float32,
             "8" => DataType::Float64,
-            _ => return Err(UNSUPPORTED.into()),
+            _ => return Err(DataTypeError::Unsupported),
         },
         'c' => match tail {
             "8" => DataType::Complex64,
             "16" => DataType::Complex128,
-            _ => return Err(UNSUPPORTED.into()),
+            _ => return Err(DataTypeError::Unsupported),
         },
         'M' | 'm' => {
             let inner = tail
@@ -411,7 +439,7 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), String> {
         'U' => {
             let n = size(tail)?;
             if n == 0 {
-                return Err(format!("dtype '{dtype}': zero length"));
+                return Err(format!("dtype '{dtype}': zero length").into());
             }
             DataType::FixedUtf32 {
                 length_bytes: n * 4,
@@ -420,18 +448,18 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), String> {
         'S' => {
             let n = size(tail)?;
             if n == 0 {
-                return Err(format!("dtype '{dtype}': zero length"));
+                return Err(format!("dtype '{dtype}': zero length").into());
             }
             DataType::NullTerminatedBytes { length_bytes: n }
         }
         'V' => {
             let n = size(tail)?;
             if n == 0 {
-                return Err(format!("dtype '{dtype}': zero length"));
+                return Err(format!("dtype '{dtype}': zero length").into());
             }
             DataType::RawBytes { length_bytes: n }
         }
-        _ => return Err(UNSUPPORTED.into()),
+        _ => return Err(DataTypeError::Unsupported),
     };
     Ok((dt, endian))
 }
@@ -668,7 +696,10 @@ mod tests {
             }
         );
         assert!(parse_v2_dtype("<M8[Y]").is_err());
-        assert_eq!(parse_v2_dtype("<q8").unwrap_err(), UNSUPPORTED);
+        assert_eq!(
+            parse_v2_dtype("<q8").unwrap_err(),
+            DataTypeError::Unsupported
+        );
     }
 
     #[test]
@@ -694,7 +725,7 @@ mod tests {
         .is_err());
         assert_eq!(
             parse_v3_data_type(&json!("float8")).unwrap_err(),
-            UNSUPPORTED
+            DataTypeError::Unsupported
         );
     }
 

@@ -273,7 +273,8 @@ pub async fn write_array(
     }
     let (data_type, default_fill, fixed_size) = zarr_type(values.data_type())?;
     let fill_json = opts.fill_value.clone().unwrap_or(default_fill);
-    let parsed_type = crate::data_type::parse_v3_data_type(&data_type).map_err(werr)?;
+    let parsed_type =
+        crate::data_type::parse_v3_data_type(&data_type).map_err(|e| werr(e.to_string()))?;
     let fill = crate::data_type::parse_fill_value(&parsed_type, &fill_json, false).map_err(werr)?;
     let compression = match opts.compression {
         Compression::None => None,

@@ -222,11 +222,18 @@ fn utf32(
     match strings {
         StringType::Utf8 => {
             let (offsets, data) = utf32_to_utf8::<i32>(buf, length_bytes, n)?;
-            vlen::from_offsets(offsets.into(), Buffer::from_vec(data), target)
+            // SAFETY: `utf32_to_utf8` starts the offsets at 0 and pushes the output's length
+            // after each element it writes, and checked that length fits i32.
+            let valid =
+                unsafe { vlen::ValidOffsets::built(offsets.into(), Buffer::from_vec(data)) };
+            vlen::from_offsets(valid, target)
         }
         StringType::LargeUtf8 => {
             let (offsets, data) = utf32_to_utf8::<i64>(buf, length_bytes, n)?;
-            vlen::from_offsets(offsets.into(), Buffer::from_vec(data), target)
+            // SAFETY: as above, in i64.
+            let valid =
+                unsafe { vlen::ValidOffsets::built(offsets.into(), Buffer::from_vec(data)) };
+            vlen::from_offsets(valid, target)
         }
         StringType::View => {
             let (offsets, data) = utf32_to_utf8::<i64>(buf, length_bytes, n)?;

@@ -111,6 +111,44 @@ fn validate_offsets<O: ArrowNativeType + PartialOrd>(
     Ok(())
 }
 
+/// Offsets known to fit their data: `n + 1` of them, the first non-negative, none smaller than
+/// the one before, the last within the data. Only [`ValidOffsets::validate`] (a check) and the
+/// `unsafe` [`ValidOffsets::built`] (offsets the caller built itself, its contract written
+/// down) make one, and the unchecked Arrow constructors take nothing else.
+pub(crate) struct ValidOffsets<O: OffsetSizeTrait> {
+    offsets: ScalarBuffer<O>,
+    data: Buffer,
+}
+
+impl<O: OffsetSizeTrait> ValidOffsets<O> {
+    /// Offsets of `n` items over `data`, checked.
+    pub(crate) fn validate(
+        offsets: ScalarBuffer<O>,
+        data: Buffer,
+        n: usize,
+    ) -> Result<Self, ChunkError> {
+        validate_offsets(&offsets, n, data.len())?;
+        Ok(ValidOffsets { offsets, data })
+    }
+
+    /// Offsets the caller built over `data` as it filled it.
+    ///
+    /// # Safety
+    ///
+    /// `offsets` holds at least one value, the first is non-negative, none is smaller than the
+    /// one before it, and the last is at most `data.len()`. (Checked anyway in debug builds and
+    /// with the `force_validate` feature, as arrow's `force_validate` does.)
+    pub(crate) unsafe fn built(offsets: ScalarBuffer<O>, data: Buffer) -> Self {
+        if cfg!(any(debug_assertions, feature = "force_validate")) {
+            let n = offsets.len().saturating_sub(1);
+            if let Err(e) = validate_offsets(&offsets, n, data.len()) {
+                panic!("zarrow bug: built offsets are invalid: {e}");
+            }
+        }
+        ValidOffsets { offsets, data }
+    }
+}
+
 /// A buffer of `T` over `bytes` without copying when aligned, else an aligned copy (this only
 /// ever copies offsets, never string data).
 pub(crate) fn scalar_buffer<T: ArrowNativeType>(bytes: &Bytes) -> ScalarBuffer<T> {
@@ -124,14 +162,13 @@ pub(crate) fn scalar_buffer<T: ArrowNativeType>(bytes: &Bytes) -> ScalarBuffer<T
     ScalarBuffer::new(buffer, 0, len)
 }
 
-/// Build the requested array from validated-or-not offsets and data.
-///
-/// `offsets` must already satisfy [`validate_offsets`]; this validates UTF-8 for strings.
+/// Build the requested array from valid offsets and their data; strings are validated as
+/// UTF-8 here.
 pub(crate) fn from_offsets<O: OffsetSizeTrait>(
-    offsets: ScalarBuffer<O>,
-    data: Buffer,
+    valid: ValidOffsets<O>,
     target: VlenTarget,
 ) -> Result<ArrayRef, ChunkError> {
+    let ValidOffsets { offsets, data } = valid;
     if target.utf8 {
         validate_utf8(&offsets, &data)?;
     }
@@ -176,13 +213,25 @@ fn convert_offsets<I: OffsetSizeTrait, O: OffsetSizeTrait>(
         .into())
 }
 
+/// The array over `offsets` (from a [`ValidOffsets`] of this `data`, re-typed) and `data`,
+/// validated as UTF-8 by the caller when `utf8`. Debug builds and `force_validate` take
+/// arrow's checked constructors instead.
 fn build_offset_array<O: OffsetSizeTrait>(
     offsets: ScalarBuffer<O>,
     data: Buffer,
     utf8: bool,
 ) -> ArrayRef {
-    // SAFETY: callers pass offsets checked by `validate_offsets` (n+1 values, non-negative,
-    // non-decreasing, last <= data.len()), so they form a valid OffsetBuffer.
+    if cfg!(any(debug_assertions, feature = "force_validate")) {
+        let offsets = OffsetBuffer::new(offsets);
+        return if utf8 {
+            Arc::new(GenericStringArray::<O>::new(offsets, data, None))
+        } else {
+            Arc::new(GenericBinaryArray::<O>::new(offsets, data, None))
+        };
+    }
+    // SAFETY: `offsets` are those of a `ValidOffsets` over `data` (only `from_offsets` calls
+    // this), re-typed by `convert_offsets`, which keeps their values (checked to fit): n+1
+    // values, non-negative, non-decreasing, last <= data.len().
     let offsets = unsafe { OffsetBuffer::new_unchecked(offsets) };
     if utf8 {
         // SAFETY: offsets are valid (above) and `validate_utf8` checked that the bytes they cover
@@ -211,7 +260,10 @@ fn views_from_offsets<O: OffsetSizeTrait>(
             start as u32,
         ));
     }
-    Ok(build_view_array(views, data, utf8))
+    // SAFETY: each view was made by `make_view` from `data[start..end]` at offset `start`
+    // (offsets valid for `data`, so the slice is in bounds), and `from_offsets` validated the
+    // strings' UTF-8 when `utf8`.
+    Ok(unsafe { build_view_array(views, data, utf8) })
 }
 
 #[cfg(not(feature = "utf8view"))]
@@ -238,17 +290,30 @@ fn check_view_buffer(data: &Buffer) -> Result<(), ChunkError> {
     Ok(())
 }
 
+/// A view array over `data` as its one buffer.
+///
+/// # Safety
+///
+/// Every view describes bytes of `data`: an item of at most 12 bytes holds them inline (and
+/// zeros after them); a longer one names buffer 0, an offset and length within `data`, and
+/// the item's first 4 bytes as its prefix. With `utf8`, every item is valid UTF-8. (Checked
+/// anyway in debug builds and with the `force_validate` feature.)
 #[cfg(feature = "utf8view")]
-fn build_view_array(views: Vec<u128>, data: Buffer, utf8: bool) -> ArrayRef {
+unsafe fn build_view_array(views: Vec<u128>, data: Buffer, utf8: bool) -> ArrayRef {
     use arrow_array::{BinaryViewArray, StringViewArray};
     let views = ScalarBuffer::from(views);
+    if cfg!(any(debug_assertions, feature = "force_validate")) {
+        return if utf8 {
+            Arc::new(StringViewArray::new(views, vec![data], None))
+        } else {
+            Arc::new(BinaryViewArray::new(views, vec![data], None))
+        };
+    }
     if utf8 {
-        // SAFETY: every view was made by `make_view` from a slice of `data` (buffer 0) at its
-        // true offset and length, and the caller validated those bytes as UTF-8.
+        // SAFETY: the function's contract: views describe bytes of `data`, valid UTF-8.
         Arc::new(unsafe { StringViewArray::new_unchecked(views, vec![data], None) })
     } else {
-        // SAFETY: every view was made by `make_view` from a slice of `data` (buffer 0) at its
-        // true offset and length.
+        // SAFETY: the function's contract: views describe bytes of `data`.
         Arc::new(unsafe { BinaryViewArray::new_unchecked(views, vec![data], None) })
     }
 }
@@ -387,12 +452,16 @@ impl<O: OffsetSizeTrait> NumcodecsCompactor<O> {
     /// once: offsets past it are never handed out.
     pub(crate) fn finish(self, first: usize, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
         check_data_size::<O>(self.data.len())?;
-        from_offsets::<O>(
-            ScalarBuffer::from(self.offsets),
-            Buffer::from_vec(self.data),
-            target,
-        )
-        .map_err(|e| e.in_run_from(first))
+        // SAFETY: `push_items` starts the offsets at 0 and pushes the data's length after
+        // each item it appends, so they never decrease and the last is the data's length;
+        // `check_data_size` just checked that length fits `O`, so no offset wrapped.
+        let valid = unsafe {
+            ValidOffsets::built(
+                ScalarBuffer::from(self.offsets),
+                Buffer::from_vec(self.data),
+            )
+        };
+        from_offsets::<O>(valid, target).map_err(|e| e.in_run_from(first))
     }
 }
 
@@ -509,7 +578,11 @@ fn numcodecs_views(buf: Bytes, n: usize, first: usize, utf8: bool) -> Result<Arr
             bytes.len() - pos
         )));
     }
-    Ok(build_view_array(views, data, utf8))
+    // SAFETY: every view describes the item it was built from, a slice of `data` at `pos`:
+    // short items are the stored header (the length) and the item's bytes with the rest
+    // masked off; long ones the header, the item's first 4 bytes as stored, buffer 0 and the
+    // item's offset; each window's items were checked as UTF-8 when `utf8`.
+    Ok(unsafe { build_view_array(views, data, utf8) })
 }
 
 /// Check that every item of `window` — whole items of a well-formed numcodecs chunk, from a
@@ -580,12 +653,16 @@ pub(crate) fn decode_arrow_layout(
     let offset_bytes = buf.slice(..offsets_len);
     if large {
         let offsets = scalar_buffer::<i64>(&offset_bytes);
-        validate_offsets(&offsets, n, data.len())?;
-        from_offsets(offsets, Buffer::from(data), target)
+        from_offsets(
+            ValidOffsets::validate(offsets, Buffer::from(data), n)?,
+            target,
+        )
     } else {
         let offsets = scalar_buffer::<i32>(&offset_bytes);
-        validate_offsets(&offsets, n, data.len())?;
-        from_offsets(offsets, Buffer::from(data), target)
+        from_offsets(
+            ValidOffsets::validate(offsets, Buffer::from(data), n)?,
+            target,
+        )
     }
 }
 
@@ -607,8 +684,10 @@ pub(crate) fn decode_index_and_data(
         }
         // uint64 offsets are read as int64: any value above i64::MAX is negative and rejected.
         let offsets = scalar_buffer::<i64>(&index);
-        validate_offsets(&offsets, n, data.len())?;
-        from_offsets(offsets, Buffer::from(data), target)
+        from_offsets(
+            ValidOffsets::validate(offsets, Buffer::from(data), n)?,
+            target,
+        )
     } else {
         if index.len() != (n + 1) * 4 {
             return Err(ChunkError::Offsets(format!(
@@ -619,8 +698,10 @@ pub(crate) fn decode_index_and_data(
         }
         // uint32 offsets are read as int32: values above i32::MAX are negative and rejected.
         let offsets = scalar_buffer::<i32>(&index);
-        validate_offsets(&offsets, n, data.len())?;
-        from_offsets(offsets, Buffer::from(data), target)
+        from_offsets(
+            ValidOffsets::validate(offsets, Buffer::from(data), n)?,
+            target,
+        )
     }
 }
 
@@ -648,9 +729,14 @@ pub(crate) fn repeat_value(
             ));
         }
         let o32: Vec<i32> = offsets.iter().map(|&o| o as i32).collect();
-        return from_offsets::<i32>(ScalarBuffer::from(o32), Buffer::from_vec(data), target);
+        // SAFETY: `n` copies of `value` appended, the data's length pushed after each: from
+        // 0, non-decreasing, the last the data's length (checked to fit i32 above).
+        let valid = unsafe { ValidOffsets::built(ScalarBuffer::from(o32), Buffer::from_vec(data)) };
+        return from_offsets::<i32>(valid, target);
     }
-    from_offsets::<i64>(ScalarBuffer::from(offsets), Buffer::from_vec(data), target)
+    // SAFETY: as above, in i64 (the total was computed with checked arithmetic).
+    let valid = unsafe { ValidOffsets::built(ScalarBuffer::from(offsets), Buffer::from_vec(data)) };
+    from_offsets::<i64>(valid, target)
 }
 
 /// Build the requested array from `(start, len)` items of `data` — for the fixed-width string
@@ -672,7 +758,10 @@ pub(crate) fn from_items(
                 }
                 views.push(arrow_array::builder::make_view(item, 0, start as u32));
             }
-            return Ok(build_view_array(views, data, target.utf8));
+            // SAFETY: each view was made by `make_view` from `data[start..start + len]` (a
+            // slice, so in bounds) at offset `start`, and each item was checked as UTF-8
+            // when `target.utf8`.
+            return Ok(unsafe { build_view_array(views, data, target.utf8) });
         }
         #[cfg(not(feature = "utf8view"))]
         return Err(view_unavailable());
@@ -688,7 +777,12 @@ pub(crate) fn from_items(
     if target.repr == StringType::Utf8 {
         check_data_size::<i32>(total)?;
         let o32: Vec<i32> = offsets.iter().map(|&o| o as i32).collect();
-        return from_offsets::<i32>(ScalarBuffer::from(o32), Buffer::from_vec(out), target);
+        // SAFETY: each item appended, the output's length pushed after it: from 0,
+        // non-decreasing, the last the output's length (checked to fit i32 above).
+        let valid = unsafe { ValidOffsets::built(ScalarBuffer::from(o32), Buffer::from_vec(out)) };
+        return from_offsets::<i32>(valid, target);
     }
-    from_offsets::<i64>(ScalarBuffer::from(offsets), Buffer::from_vec(out), target)
+    // SAFETY: as above, in i64.
+    let valid = unsafe { ValidOffsets::built(ScalarBuffer::from(offsets), Buffer::from_vec(out)) };
+    from_offsets::<i64>(valid, target)
 }

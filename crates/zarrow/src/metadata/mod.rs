@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::codec::{parse_v2_chain, parse_v3_chain, ArrayToBytes, ChainError, CodecChain};
 use crate::data_type;
-pub use crate::data_type::{DataType, Endian, FillValue, NpTimeUnit};
+pub use crate::data_type::{DataType, DataTypeError, Endian, FillValue, NpTimeUnit};
 use crate::{Error, Result};
 
 /// How chunk grid coordinates become store keys.
@@ -307,15 +307,12 @@ fn parse_v3_array(
     let data_type_json = doc
         .get("data_type")
         .ok_or_else(|| Error::metadata(path, KEY, "data_type missing"))?;
-    let data_type = data_type::parse_v3_data_type(data_type_json).map_err(|msg| {
-        if msg == data_type::UNSUPPORTED {
-            Error::UnsupportedDataType {
-                array: path.to_string(),
-                data_type: data_type_json.to_string(),
-            }
-        } else {
-            Error::metadata(path, KEY, msg)
-        }
+    let data_type = data_type::parse_v3_data_type(data_type_json).map_err(|e| match e {
+        DataTypeError::Unsupported => Error::UnsupportedDataType {
+            array: path.to_string(),
+            data_type: data_type_json.to_string(),
+        },
+        DataTypeError::Invalid(msg) => Error::metadata(path, KEY, msg),
     })?;
     let codecs = doc
         .get("codecs")
@@ -484,15 +481,12 @@ fn parse_v2_array_value(
             array: path.to_string(),
             data_type: format!("{dtype_json} (structured dtypes are not supported)"),
         })?;
-    let (mut data_type, endian) = data_type::parse_v2_dtype(dtype_str).map_err(|msg| {
-        if msg == data_type::UNSUPPORTED {
-            Error::UnsupportedDataType {
-                array: path.to_string(),
-                data_type: dtype_str.to_string(),
-            }
-        } else {
-            Error::metadata(path, KEY, msg)
-        }
+    let (mut data_type, endian) = data_type::parse_v2_dtype(dtype_str).map_err(|e| match e {
+        DataTypeError::Unsupported => Error::UnsupportedDataType {
+            array: path.to_string(),
+            data_type: dtype_str.to_string(),
+        },
+        DataTypeError::Invalid(msg) => Error::metadata(path, KEY, msg),
     })?;
     let order_f = match doc.get("order").and_then(Value::as_str) {
         None | Some("C") => false,
