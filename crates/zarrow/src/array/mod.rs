@@ -302,10 +302,18 @@ impl ZarrArray {
         coords: &[u64],
         stored: Option<Bytes>,
         opts: &ZarrReadOptions,
+        metrics: &ScanMetrics,
     ) -> Result<ArrayRef> {
         let big = stored.as_ref().is_some_and(|b| b.len() > 64 * 1024);
         let (this, coords, opts) = (self.clone(), coords.to_vec(), opts.clone());
-        blocking(big, move || this.decode_chunk(&coords, stored, &opts)).await?
+        let (array, decompress) = blocking(big, move || {
+            crate::decode::take_decompress_time();
+            let array = this.decode_chunk(&coords, stored, &opts);
+            (array, crate::decode::take_decompress_time())
+        })
+        .await?;
+        metrics.add_decompress(decompress);
+        array
     }
 
     /// The in-bounds rows of the read unit at `coords`, from its stored bytes (from
@@ -318,6 +326,18 @@ impl ZarrArray {
         stored: Option<Bytes>,
         opts: &ZarrReadOptions,
     ) -> Result<ChunkReader> {
+        self.chunk_reader_counted(coords, stored, opts, &ScanMetrics::default())
+            .await
+    }
+
+    /// [`Self::chunk_reader`], counting decompression time into `metrics`.
+    pub async fn chunk_reader_counted(
+        &self,
+        coords: &[u64],
+        stored: Option<Bytes>,
+        opts: &ZarrReadOptions,
+        metrics: &ScanMetrics,
+    ) -> Result<ChunkReader> {
         let valid = self.chunk_valid_shape(coords)?;
         let chunk = self.chunk_location(coords).to_string();
         let selection = self.selection(&valid);
@@ -325,10 +345,13 @@ impl ZarrArray {
         let cheap = ChunkRows::starts_cheaply(meta.read_chain(), &meta.data_type, &selection);
         let big = stored.as_ref().is_some_and(|b| b.len() > 64 * 1024);
         let (this, opts) = (self.clone(), opts.clone());
-        let rows = blocking(!cheap && big, move || {
-            this.unit_rows(&selection, stored, &opts)
+        let (rows, decompress) = blocking(!cheap && big, move || {
+            crate::decode::take_decompress_time();
+            let rows = this.unit_rows(&selection, stored, &opts);
+            (rows, crate::decode::take_decompress_time())
         })
         .await?;
+        metrics.add_decompress(decompress);
         match rows {
             Ok(rows) => Ok(ChunkReader {
                 rows,

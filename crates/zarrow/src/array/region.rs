@@ -147,7 +147,9 @@ impl ZarrArray {
         let read = || async {
             let stored = self.fetch_chunk_counted(coords, &ctx.metrics).await?;
             let started = std::time::Instant::now();
-            let array = self.decode_fetched(coords, stored, &ctx.options).await;
+            let array = self
+                .decode_fetched(coords, stored, &ctx.options, &ctx.metrics)
+                .await;
             ctx.metrics.add_decode(started.elapsed());
             array
         };

@@ -25,6 +25,27 @@ use crate::error::ChunkError;
 use crate::options::ZarrReadOptions;
 use vlen::VlenTarget;
 
+thread_local! {
+    /// Time this thread spent in bytes-to-bytes codecs since [`take_decompress_time`] last
+    /// took it.
+    static DECOMPRESS_NANOS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `f` (a codec decoding), adding its time to this thread's decompression time.
+pub(crate) fn decompressing<T>(f: impl FnOnce() -> T) -> T {
+    let started = std::time::Instant::now();
+    let out = f();
+    let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    DECOMPRESS_NANOS.with(|n| n.set(n.get().saturating_add(nanos)));
+    out
+}
+
+/// The time this thread spent decompressing since the last call (decoding is synchronous:
+/// take it before and after a decode on the thread that runs it).
+pub fn take_decompress_time() -> std::time::Duration {
+    std::time::Duration::from_nanos(DECOMPRESS_NANOS.with(|n| n.replace(0)))
+}
+
 /// Run the bytes-to-bytes codecs of `chain` in decode order.
 pub(crate) fn decode_bytes(
     chain: &CodecChain,
@@ -32,7 +53,7 @@ pub(crate) fn decode_bytes(
     max: usize,
 ) -> Result<Bytes, ChunkError> {
     for codec in chain.bytes_to_bytes.iter().rev() {
-        buf = codec.decode(buf, max)?;
+        buf = decompressing(|| codec.decode(buf, max))?;
     }
     Ok(buf)
 }

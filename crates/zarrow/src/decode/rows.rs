@@ -286,7 +286,7 @@ impl Source {
         };
         let mut buf = stored;
         for codec in inner.iter().rev() {
-            buf = codec.decode(buf, max)?;
+            buf = super::decompressing(|| codec.decode(buf, max))?;
         }
         Ok(match last.stream_decoder(&buf) {
             Some(reader) => Source::Stream(Stream {
@@ -300,7 +300,7 @@ impl Source {
                 announced: last.announced_size(&buf),
             }),
             None => Source::Whole {
-                buf: last.decode(buf, max)?,
+                buf: super::decompressing(|| last.decode(buf, max))?,
                 pos: 0,
             },
         })
@@ -454,7 +454,8 @@ impl Stream {
         }
         let mut got = 0;
         while got < want {
-            match self.reader.read(&mut self.buf[start + got..start + want]) {
+            let target = &mut self.buf[start + got..start + want];
+            match super::decompressing(|| self.reader.read(target)) {
                 Ok(0) => break,
                 Ok(r) => got += r,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

@@ -193,7 +193,9 @@ impl Iterator for ChunkBatches {
             return None;
         }
         let metrics = self.metrics.clone();
+        crate::decode::take_decompress_time();
         let batch = metrics.time_decode(|| self.batch(k));
+        metrics.add_decompress(crate::decode::take_decompress_time());
         // After an error nothing more of this chunk is handed out.
         if batch.is_ok() {
             self.done += k;

@@ -202,7 +202,9 @@ impl TableModel {
                 match (self.columns.get(i).map(|c| &c.kind), stored) {
                     (Some(SourceKind::Plain { array, fill, cf }), Some(stored)) => {
                         let started = std::time::Instant::now();
-                        let reader = array.chunk_reader(coords, stored, &ctx.options).await?;
+                        let reader = array
+                            .chunk_reader_counted(coords, stored, &ctx.options, &ctx.metrics)
+                            .await?;
                         ctx.metrics.add_decode(started.elapsed());
                         let map = (fill.is_some() || cf.is_some()).then(|| {
                             let (array, fill, cf) = (array.clone(), fill.clone(), cf.clone());
