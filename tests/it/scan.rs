@@ -88,7 +88,9 @@ async fn every_fixture_table_reads_the_same_from_its_written_down_scan() {
         // Pruned: the last chunk along each dimension (a box of the grid).
         let last = ChunkRanges::from_dims(
             &grid,
-            grid.iter().map(|&g| vec![g.saturating_sub(1)..g]).collect(),
+            grid.iter()
+                .map(|&g| std::iter::once(g.saturating_sub(1)..g).collect())
+                .collect(),
         )
         .unwrap();
         let builders = [

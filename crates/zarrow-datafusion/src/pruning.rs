@@ -84,7 +84,10 @@ pub(crate) async fn prune_chunks(
         }
     }
     let grid = model.chunk_grid_shape();
-    let mut dims: Vec<Vec<Range<u64>>> = grid.iter().map(|&g| vec![0..g]).collect();
+    let mut dims: Vec<Vec<Range<u64>>> = grid
+        .iter()
+        .map(|&g| std::iter::once(0..g).collect())
+        .collect();
     for (d, exprs) in per_dim {
         let referenced: HashSet<String> = exprs
             .iter()
@@ -192,7 +195,8 @@ impl DimensionPruner {
 
     /// The runs of chunks `predicate` may match, sorted and merged.
     fn kept_runs(&self, predicate: &PruningPredicate) -> Vec<Range<u64>> {
-        let mut runs = cut(&[0..self.chunks], FANOUT);
+        let whole = std::iter::once(0..self.chunks).collect::<Vec<_>>();
+        let mut runs = cut(&whole, FANOUT);
         loop {
             let keep = match predicate.prune(&self.statistics(&runs)) {
                 Ok(keep) => keep,
@@ -345,6 +349,7 @@ impl PruningStatistics for RunStatistics {
 }
 
 #[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
 

@@ -144,7 +144,7 @@ impl ChunkRanges {
     pub fn all(grid_shape: &[u64]) -> Self {
         let dims: Vec<Vec<Range<u64>>> = grid_shape
             .iter()
-            .map(|&g| if g == 0 { vec![] } else { vec![0..g] })
+            .map(|&g| std::iter::once(0..g).filter(|r| !r.is_empty()).collect())
             .collect();
         let total = Self::product_len(&dims);
         ChunkRanges {
@@ -191,7 +191,10 @@ impl ChunkRanges {
 
     /// The single chunk at `coords`.
     pub fn single(grid_shape: &[u64], coords: &[u64]) -> Result<Self> {
-        let dims = coords.iter().map(|&c| vec![c..c + 1]).collect();
+        let dims = coords
+            .iter()
+            .map(|&c| std::iter::once(c..c + 1).collect())
+            .collect();
         let ranges = Self::from_dims(grid_shape, dims)?;
         if ranges.is_empty() {
             return Err(Error::InvalidArgument(format!(
@@ -518,6 +521,7 @@ impl Iterator for ChunkRangesIter {
 }
 
 #[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
 
@@ -587,7 +591,7 @@ mod tests {
             let t = r.take_rows(&grid, limit).unwrap();
             let rows = t.rows(&grid).unwrap();
             assert!(rows >= limit.min(r.rows(&grid).unwrap()));
-            if t.len() > 0 {
+            if !t.is_empty() {
                 let shorter = t.sub_window(0..t.len() - 1);
                 assert!(shorter.rows(&grid).unwrap() < limit, "limit {limit}");
             }

@@ -1,3 +1,5 @@
+#![allow(clippy::single_range_in_vec_init)]
+
 use arrow_array::RecordBatch;
 use futures::TryStreamExt;
 
