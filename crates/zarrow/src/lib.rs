@@ -60,4 +60,13 @@ pub(crate) mod test_util {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/data");
         format!("{}/{name}", std::fs::canonicalize(data).unwrap().display())
     }
+
+    /// The values of a Utf8 array, NULL as "NULL".
+    pub fn strings(a: &arrow_array::ArrayRef) -> Vec<&str> {
+        use arrow_array::cast::AsArray;
+        a.as_string::<i32>()
+            .iter()
+            .map(|v| v.unwrap_or("NULL"))
+            .collect()
+    }
 }

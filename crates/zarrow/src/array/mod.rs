@@ -170,13 +170,7 @@ impl ZarrArray {
                 inner: None,
             },
             Some(s) => {
-                let per_shard: Vec<u64> = self
-                    .meta
-                    .chunk_shape
-                    .iter()
-                    .zip(&s.chunk_shape)
-                    .map(|(o, i)| o / i)
-                    .collect();
+                let per_shard = s.chunks_per_shard(&self.meta.chunk_shape);
                 let shard: Vec<u64> = coords.iter().zip(&per_shard).map(|(c, p)| c / p).collect();
                 let mut inner = 0u64;
                 for (c, p) in coords.iter().zip(&per_shard) {
@@ -210,12 +204,9 @@ impl ZarrArray {
         let started = Instant::now();
         let fetched = match (loc.inner, self.meta.sharding()) {
             (Some(inner), Some(sharding)) => {
-                let per_shard: u64 = self
-                    .meta
-                    .chunk_shape
+                let per_shard: u64 = sharding
+                    .chunks_per_shard(&self.meta.chunk_shape)
                     .iter()
-                    .zip(&sharding.chunk_shape)
-                    .map(|(o, i)| o / i)
                     .product();
                 let index = self
                     .shards

@@ -65,6 +65,17 @@ pub struct Sharding {
     pub index_location: IndexLocation,
 }
 
+impl Sharding {
+    /// Inner chunks per shard along each dimension, for shards of `shard_shape`.
+    pub fn chunks_per_shard(&self, shard_shape: &[u64]) -> Vec<u64> {
+        shard_shape
+            .iter()
+            .zip(&self.chunk_shape)
+            .map(|(o, i)| o / i)
+            .collect()
+    }
+}
+
 /// The array-to-bytes codec of a chain.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArrayToBytes {

@@ -61,13 +61,7 @@ mod tests {
     use arrow_array::StringArray;
 
     use super::*;
-
-    fn strings(a: &ArrayRef) -> Vec<&str> {
-        a.as_string::<i32>()
-            .iter()
-            .map(|v| v.unwrap_or("NULL"))
-            .collect()
-    }
+    use crate::test_util::strings;
 
     #[test]
     fn index_and_broadcast() {

@@ -763,18 +763,9 @@ impl TableModel {
 
 #[cfg(test)]
 mod tests {
-    use arrow_array::cast::AsArray;
-
     use super::*;
 
-    use crate::test_util::fixture;
-
-    fn strings(a: &ArrayRef) -> Vec<&str> {
-        a.as_string::<i32>()
-            .iter()
-            .map(|v| v.unwrap_or("NULL"))
-            .collect()
-    }
+    use crate::test_util::{fixture, strings};
 
     #[tokio::test]
     async fn xarray_group_model() {
