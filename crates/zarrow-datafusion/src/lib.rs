@@ -1,17 +1,18 @@
 //! zarrow-datafusion: zarr arrays and groups as Apache DataFusion tables.
 //!
 //! A thin adapter: the table model (which arrays become which columns, AnnData and CF
-//! conventions, reading a chunk of rows) lives in [`zarrow::table`]; this crate translates
-//! DataFusion's projection, filters and limit into the chunks to read.
+//! conventions) and the scan (what to read, and reading it) live in the core crate; this crate
+//! translates DataFusion's projection, filters and limit into a [`zarrow::ZarrScan`].
 //!
 //! ```text
 //!  SQL ─▶ ZarrTable (TableProvider) ──scan──▶ ZarrScanExec (ExecutionPlan)
-//!          │ schema from zarrow::table::TableModel      │ filters → PruningPredicate over per-chunk
-//!          │                                            │   min/max of dimension / coordinate columns
-//!          ▼                                            ▼
-//!  ZarrTableFactory (STORED AS ZARR)           partitions over the kept chunks, each a stream of
-//!  ZarrUrlTableFactory (FROM 'x.zarr/node')    RecordBatches read `zarrow.concurrency` chunks at a time
-//!  ZarrConfig (SET zarrow.*)
+//!          │ schema from zarrow::TableModel          │ a ZarrScan: columns, chunk ranges
+//!          │ filters → pruning.rs: per dimension,    │ kept by pruning, limit; partitions =
+//!          │   PruningPredicate over runs of chunks  │ runs of chunks, each ZarrScan::stream;
+//!          ▼                                         ▼ metrics in EXPLAIN ANALYZE
+//!  ZarrTableFactory (STORED AS ZARR)
+//!  ZarrUrlTableFactory (FROM 'x.zarr/node')   stores: the session's registered object store
+//!  ZarrConfig (SET zarrow.*)                  for a URL if there is one, else zarrow's own
 //! ```
 //!
 //! Start with [`zarr_session_context`], or [`SessionContextZarrExt::register_zarr`] on a
@@ -26,7 +27,7 @@ mod session;
 mod table;
 
 pub use error::{from_datafusion_error, to_datafusion_error};
-pub use exec::ZarrScanExec;
+pub use exec::{ScanPlanInfo, ZarrScanExec};
 pub use factory::{is_zarr_location, ZarrTableFactory, ZarrUrlTableFactory};
 pub use options::{ZarrConfig, ZarrTableOptions};
 pub use session::{
