@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README gives it: creates the zarr-python venvs (round trips of what
 # zarrow writes) and starts the loopback HTTP and S3 servers (remote-store tests), runs every test
-# of the workspace with them, then the examples and a tiny run of the benchmark harness. Needs
-# python3 with venv and PyPI on first run.
+# of the workspace with them, then the examples, the Python package (its wheel, installed in a
+# fresh venv, under pytest) and a tiny run of the benchmark harness. Needs python3 with venv and
+# PyPI on first run.
 # With CI=true a test whose venv or server is missing fails instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,9 @@ step "examples"
 for ex in examples/examples/*.rs; do
     cargo run -q -p zarrow-examples --example "$(basename "$ex" .rs)"
 done
+
+step "Python package: the wheel built by maturin, installed in a fresh venv, pytest against it"
+bash crates/zarrow-python/ci.sh
 
 step "benchmark harness, tiny data (debug build; checks it runs and both sides agree)"
 cargo build -q -p zarrow-cli -p zarrow-benches --bin zarrow --bin read_column

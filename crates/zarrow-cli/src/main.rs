@@ -15,14 +15,13 @@ mod export;
 mod output;
 mod schema;
 mod sql;
-mod tree;
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// mimalloc, as datafusion-cli uses: decoded chunks are large, short-lived buffers, and it
@@ -209,7 +208,14 @@ fn run(cli: Cli) -> Result<()> {
         match cli.command {
             Command::Sql(a) => sql::run(a).await,
             Command::Schema(a) => schema::run(a).await,
-            Command::Tree(a) => tree::run(a).await,
+            Command::Tree(a) => {
+                let text = zarrow::tree::render(&a.location)
+                    .await
+                    .with_context(|| format!("cannot open '{}'", a.location))?;
+                let mut out = std::io::stdout().lock();
+                out.write_all(text.as_bytes())?;
+                out.flush().map_err(anyhow::Error::from)
+            }
             Command::Export(a) => export::run(a).await,
         }
     })

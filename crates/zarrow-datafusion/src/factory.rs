@@ -15,6 +15,9 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::CreateExternalTable;
 use datafusion::prelude::SessionContext;
 
+use zarrow::ZarrStore;
+
+use crate::error::to_datafusion_error;
 use crate::options::{ZarrConfig, ZarrTableOptions};
 use crate::table::ZarrTable;
 
@@ -23,13 +26,17 @@ use crate::table::ZarrTable;
 #[derive(Debug, Default)]
 pub struct ZarrTableFactory;
 
-#[async_trait]
-impl TableProviderFactory for ZarrTableFactory {
-    async fn create(
-        &self,
+/// Opens the store of a location (e.g. with storage options an application holds).
+pub type StoreOpener = dyn Fn(&str) -> zarrow::Result<ZarrStore> + Send + Sync;
+
+impl ZarrTableFactory {
+    /// The table `cmd` describes. `open_store`, if given, opens the location's store; else the
+    /// store the session registered for it is used, or zarrow opens it itself.
+    pub async fn create_table(
         state: &dyn Session,
         cmd: &CreateExternalTable,
-    ) -> Result<Arc<dyn TableProvider>> {
+        open_store: Option<&StoreOpener>,
+    ) -> Result<ZarrTable> {
         let location = match cmd.locations.as_slice() {
             [one] => one.as_str(),
             _ => {
@@ -46,7 +53,13 @@ impl TableProviderFactory for ZarrTableFactory {
             state.config_options(),
         ))?;
         let options = defaults.with_options(&cmd.options)?;
-        let table = ZarrTable::try_new_with_session(state, location, options).await?;
+        let table = match open_store {
+            Some(open) => {
+                let store = open(location).map_err(to_datafusion_error)?;
+                ZarrTable::try_new_with_store(store, options).await?
+            }
+            None => ZarrTable::try_new_with_session(state, location, options).await?,
+        };
         let declared = cmd.schema.as_arrow();
         if !declared.fields().is_empty() {
             let actual = table.model().schema();
@@ -68,7 +81,18 @@ impl TableProviderFactory for ZarrTableFactory {
                 );
             }
         }
-        Ok(Arc::new(table))
+        Ok(table)
+    }
+}
+
+#[async_trait]
+impl TableProviderFactory for ZarrTableFactory {
+    async fn create(
+        &self,
+        state: &dyn Session,
+        cmd: &CreateExternalTable,
+    ) -> Result<Arc<dyn TableProvider>> {
+        Ok(Arc::new(Self::create_table(state, cmd, None).await?))
     }
 }
 

@@ -28,7 +28,7 @@ mod table;
 
 pub use error::{from_datafusion_error, to_datafusion_error};
 pub use exec::{ScanPlanInfo, ZarrScanExec};
-pub use factory::{is_zarr_location, ZarrTableFactory, ZarrUrlTableFactory};
+pub use factory::{is_zarr_location, StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
 pub use options::{ZarrConfig, ZarrTableOptions};
 pub use session::{
     enable_zarr_url_table, zarr_session_context, zarr_session_state, SessionContextZarrExt,

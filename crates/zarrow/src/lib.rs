@@ -35,6 +35,7 @@ pub mod scan;
 pub mod store;
 pub mod table;
 mod task;
+pub mod tree;
 pub mod writer;
 
 pub use array::{ChunkCache, ChunkReader, ReadContext, ZarrArray};

@@ -269,7 +269,16 @@ fn remote(
         .map(|(k, v)| (k.to_ascii_lowercase(), v))
         .collect();
     // An http:// endpoint (a local S3 server) needs plain HTTP allowed; HTTP stores always.
-    let http_endpoint = std::env::var("AWS_ENDPOINT_URL").is_ok_and(|e| e.starts_with("http://"));
+    let endpoint_keys = [
+        "aws_endpoint",
+        "aws_endpoint_url",
+        "endpoint",
+        "endpoint_url",
+    ];
+    let http_endpoint = std::env::var("AWS_ENDPOINT_URL").is_ok_and(|e| e.starts_with("http://"))
+        || options
+            .iter()
+            .any(|(k, v)| endpoint_keys.contains(&k.as_str()) && v.starts_with("http://"));
     if http_endpoint || scheme == object_store::ObjectStoreScheme::Http {
         all.push(("allow_http".into(), "true".into()));
     }

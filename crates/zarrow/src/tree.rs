@@ -1,4 +1,5 @@
-//! `zarrow tree`: the hierarchy at a location, one line per node, from the core crate alone.
+//! The hierarchy at a location as text, one line per node (what `zarrow tree` and the Python
+//! package's `zarrow.tree` print).
 //!
 //! ```text
 //! pbmc_sample.zarr  group, zarr v3, consolidated
@@ -7,14 +8,10 @@
 //!     └── …
 //! ```
 
-use std::io::Write;
-
-use anyhow::{Context, Result};
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use zarrow::{Node, ZarrArray, ZarrGroup};
 
-use crate::TreeArgs;
+use crate::{Node, Result, ZarrArray, ZarrGroup};
 
 /// One printed line before alignment: tree prefix + name, then the columns.
 struct Line {
@@ -22,19 +19,13 @@ struct Line {
     columns: Vec<String>,
 }
 
-pub(crate) async fn run(args: TreeArgs) -> Result<()> {
-    let text = render(&args.location).await?;
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(())
+/// The whole tree at `location` as text.
+pub async fn render(location: &str) -> Result<String> {
+    render_node(location, Node::open(location).await?).await
 }
 
-/// The whole tree as text.
-pub(crate) async fn render(location: &str) -> Result<String> {
-    let node = Node::open(location)
-        .await
-        .with_context(|| format!("cannot open '{location}'"))?;
+/// The whole tree of an open node as text; `location` names its root line.
+pub async fn render_node(location: &str, node: Node) -> Result<String> {
     let root_name = display_name(location);
     let mut lines = Vec::new();
     match &node {
@@ -79,10 +70,7 @@ fn group_lines<'a>(
     lines: &'a mut Vec<Line>,
 ) -> BoxFuture<'a, Result<()>> {
     async move {
-        let mut children = group
-            .children()
-            .await
-            .with_context(|| format!("cannot list the children of '{}'", group.path()))?;
+        let mut children = group.children().await?;
         children.sort_by(|a, b| a.0.cmp(&b.0));
         let n = children.len();
         for (i, (name, child)) in children.iter().enumerate() {

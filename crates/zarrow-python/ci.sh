@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The Python package as a user gets it: build the wheel with maturin (debug profile, the
+# workspace's target dir, so DataFusion's build is the one `cargo test` made), install it into
+# a fresh venv with the test requirements, run pytest against the installed wheel.
+#   bash crates/zarrow-python/ci.sh            (from tests/run-all.sh, servers started)
+# Env: PYTHON (default python3), ZARROW_CLI (the Rust CLI the answers are compared with).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+PYTHON="${PYTHON:-python3}"
+BUILD_VENV="$ROOT/.venv-maturin"
+TEST_VENV="$ROOT/target/venv-zarrow-wheel"
+WHEELS="$ROOT/target/wheels"
+
+# maturin itself, once (a stamp of its pin).
+MATURIN_PIN="maturin==1.16.0"
+if [[ ! -x "$BUILD_VENV/bin/maturin" || "$(cat "$BUILD_VENV/.stamp" 2>/dev/null)" != "$MATURIN_PIN" ]]; then
+    rm -rf "$BUILD_VENV"
+    "$PYTHON" -m venv "$BUILD_VENV"
+    "$BUILD_VENV/bin/pip" install --quiet --disable-pip-version-check "$MATURIN_PIN"
+    echo "$MATURIN_PIN" >"$BUILD_VENV/.stamp"
+fi
+
+rm -rf "$WHEELS"
+(cd "$ROOT" && "$BUILD_VENV/bin/maturin" build --manifest-path crates/zarrow-python/Cargo.toml \
+    --profile dev --out "$WHEELS" --interpreter "$(command -v "$PYTHON")" --compatibility off)
+WHEEL="$(ls "$WHEELS"/zarrow-*.whl)"
+echo "ci.sh: built $(basename "$WHEEL")"
+
+# A fresh venv: the test requirements and the wheel, nothing of the source tree.
+rm -rf "$TEST_VENV"
+"$PYTHON" -m venv "$TEST_VENV"
+"$TEST_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements-test.txt"
+"$TEST_VENV/bin/pip" install --quiet --disable-pip-version-check "$WHEEL"
+
+export ZARROW_CLI="${ZARROW_CLI:-$ROOT/target/debug/zarrow}"
+# Run from outside the source tree so `import zarrow` is the installed wheel.
+cd "$TEST_VENV"
+"$TEST_VENV/bin/python" -c "import zarrow, sys; assert 'site-packages' in zarrow.__file__, zarrow.__file__; print('ci.sh: testing', zarrow.__file__)"
+"$TEST_VENV/bin/python" -m pytest -q -p no:cacheprovider "$HERE/tests"

@@ -1,0 +1,103 @@
+"""zarrow: zarr arrays and groups as Apache Arrow data and Apache DataFusion tables.
+
+- :class:`ZarrTable` — a table for datafusion-python (``ctx.register_table``), with
+  projection, filter and limit pushdown across the FFI boundary.
+- :class:`ZarrTableFactory` and :func:`session_context` — ``CREATE EXTERNAL TABLE … STORED
+  AS ZARR LOCATION …``.
+- :func:`scan` — a stream of Arrow record batches (the Arrow PyCapsule interface) for
+  pyarrow, polars, DuckDB and pandas; :func:`read_table` — a ``pyarrow.Table``.
+- :func:`schema`, :func:`tree` — what a location holds; :func:`write_array`.
+
+Locations are local paths, ``file://``, ``s3://``, ``gs://``, ``az://`` and ``http(s)://``
+URLs; ``storage_options`` (a dict: ``aws_access_key_id``, ``endpoint_url``, ``region``,
+``allow_http``, … or fsspec's ``key``/``secret``/``endpoint``) give credentials and endpoints,
+over those of the environment. Every read releases the GIL. Errors are :class:`ZarrowError`
+and its subclasses.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._zarrow import (
+    CorruptChunkError,
+    MetadataError,
+    NotFoundError,
+    StoreError,
+    UnsupportedError,
+    ZarrowError,
+    ZarrBatch,
+    ZarrStream,
+    ZarrTable,
+    ZarrTableFactory,
+    __version__,
+    scan,
+    tree,
+    write_array,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import datafusion
+    import pyarrow
+
+__all__ = [
+    "CorruptChunkError",
+    "MetadataError",
+    "NotFoundError",
+    "StoreError",
+    "UnsupportedError",
+    "ZarrBatch",
+    "ZarrStream",
+    "ZarrTable",
+    "ZarrTableFactory",
+    "ZarrowError",
+    "__version__",
+    "read_table",
+    "scan",
+    "schema",
+    "session_context",
+    "tree",
+    "write_array",
+]
+
+
+def read_table(location: str, columns: list[str] | None = None, **options: Any) -> "pyarrow.Table":
+    """Read the table at ``location`` (an array or a group) into a ``pyarrow.Table``.
+
+    ``columns`` picks columns by name; ``options`` are those of :func:`scan`. The table's
+    buffers are zarrow's: nothing is copied on the way to pyarrow.
+    """
+    import pyarrow as pa
+
+    stream = scan(location, columns, **options)
+    batches = [pa.record_batch(batch) for batch in stream]
+    return pa.Table.from_batches(batches, schema=pa.schema(stream))
+
+
+def schema(location: str, **options: Any) -> "pyarrow.Schema":
+    """The Arrow schema of the table at ``location``.
+
+    ``options``: ``string_type``, ``fill_as_null``, ``decode_cf``, ``arrays``,
+    ``storage_options``. :attr:`ZarrTable.left_out` lists the arrays that are not columns.
+    """
+    import pyarrow as pa
+
+    return pa.schema(ZarrTable(location, **options))
+
+
+def session_context(
+    ctx: "datafusion.SessionContext | None" = None,
+    *,
+    storage_options: dict[str, str] | None = None,
+) -> "datafusion.SessionContext":
+    """A datafusion-python ``SessionContext`` (``ctx`` or a new one) that knows zarr:
+    ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '…' [OPTIONS (…)]`` creates zarr
+    tables (``storage_options`` for the stores they open); ``ctx.register_table(name,
+    ZarrTable(location))`` adds one by location.
+    """
+    if ctx is None:
+        from datafusion import SessionContext
+
+        ctx = SessionContext()
+    ctx.register_table_factory("ZARR", ZarrTableFactory(storage_options=storage_options))
+    return ctx

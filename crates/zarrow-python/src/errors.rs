@@ -1,0 +1,79 @@
+//! zarrow's errors as Python exceptions: `ZarrowError`, and under it `NotFoundError`,
+//! `UnsupportedError` (data types, codecs), `MetadataError`, `CorruptChunkError` (the message
+//! names the array and chunk) and `StoreError`.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+create_exception!(
+    zarrow,
+    ZarrowError,
+    PyException,
+    "Every error zarrow raises."
+);
+create_exception!(
+    zarrow,
+    NotFoundError,
+    ZarrowError,
+    "No zarr array or group at a location."
+);
+create_exception!(
+    zarrow,
+    UnsupportedError,
+    ZarrowError,
+    "A data type, codec or extension zarrow does not read."
+);
+create_exception!(
+    zarrow,
+    MetadataError,
+    ZarrowError,
+    "Metadata that is not valid zarr metadata."
+);
+create_exception!(
+    zarrow,
+    CorruptChunkError,
+    ZarrowError,
+    "A chunk whose bytes could not be decoded (the message names the array and chunk)."
+);
+create_exception!(
+    zarrow,
+    StoreError,
+    ZarrowError,
+    "The object store failed (the message names the path)."
+);
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("ZarrowError", py.get_type::<ZarrowError>())?;
+    m.add("NotFoundError", py.get_type::<NotFoundError>())?;
+    m.add("UnsupportedError", py.get_type::<UnsupportedError>())?;
+    m.add("MetadataError", py.get_type::<MetadataError>())?;
+    m.add("CorruptChunkError", py.get_type::<CorruptChunkError>())?;
+    m.add("StoreError", py.get_type::<StoreError>())?;
+    Ok(())
+}
+
+/// The exception for a zarrow error.
+pub(crate) fn to_py(e: zarrow::Error) -> PyErr {
+    use zarrow::Error as E;
+    let message = e.to_string();
+    match e {
+        E::NodeNotFound { .. } => NotFoundError::new_err(message),
+        E::Store { ref source, .. } if matches!(source, object_store::Error::NotFound { .. }) => {
+            NotFoundError::new_err(message)
+        }
+        E::UnsupportedDataType { .. } | E::UnsupportedCodec { .. } | E::MustUnderstand { .. } => {
+            UnsupportedError::new_err(message)
+        }
+        E::Metadata { .. } => MetadataError::new_err(message),
+        E::Chunk { .. } => CorruptChunkError::new_err(message),
+        E::Store { .. } => StoreError::new_err(message),
+        _ => ZarrowError::new_err(message),
+    }
+}
+
+/// The exception for a DataFusion error: the zarrow error inside it if there is one.
+pub(crate) fn from_datafusion(e: datafusion::error::DataFusionError) -> PyErr {
+    to_py(zarrow_datafusion::from_datafusion_error(e))
+}

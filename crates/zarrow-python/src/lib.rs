@@ -1,0 +1,36 @@
+//! The Python package `zarrow` (its native part, `zarrow._zarrow`): zarr arrays and groups as
+//! DataFusion tables in datafusion-python, and as Arrow streams for pyarrow, polars, DuckDB
+//! and pandas.
+//!
+//! ```text
+//!  ZarrTable ──__datafusion_table_provider__(session)──▶ FFI_TableProvider (datafusion-ffi)
+//!  ZarrTableFactory ──__datafusion_table_provider_factory__──▶ STORED AS ZARR
+//!  scan(...) ─▶ ZarrStream ──__arrow_c_stream__──▶ FFI_ArrowArrayStream (batches, no copy)
+//!  tree / write_array; errors.rs: ZarrowError and its subclasses
+//! ```
+//!
+//! Every call that reads releases the GIL and runs on one runtime of the module's own
+//! (runtime.rs), so it works from threads and from inside a running asyncio loop.
+
+mod errors;
+mod options;
+mod runtime;
+mod stream;
+mod table;
+
+use pyo3::prelude::*;
+
+/// The native module.
+#[pymodule]
+fn _zarrow(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<table::PyZarrTable>()?;
+    m.add_class::<table::PyZarrTableFactory>()?;
+    m.add_class::<stream::PyZarrStream>()?;
+    m.add_class::<stream::PyZarrBatch>()?;
+    m.add_function(wrap_pyfunction!(stream::scan, m)?)?;
+    m.add_function(wrap_pyfunction!(stream::tree, m)?)?;
+    m.add_function(wrap_pyfunction!(stream::write_array, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,77 @@
+//! Keyword options of the Python API → zarrow's table options and store options.
+
+use std::collections::HashMap;
+
+use pyo3::prelude::*;
+use zarrow::{StringType, ZarrStore};
+use zarrow_datafusion::ZarrTableOptions;
+
+use crate::errors::{to_py, ZarrowError};
+
+/// The table options every reading function takes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TableKwargs {
+    pub string_type: Option<String>,
+    pub fill_as_null: Option<bool>,
+    pub decode_cf: Option<bool>,
+    pub arrays: Option<Vec<String>>,
+    pub storage_options: Option<HashMap<String, String>>,
+}
+
+impl TableKwargs {
+    /// As zarrow-datafusion's table options.
+    pub(crate) fn table_options(&self) -> PyResult<ZarrTableOptions> {
+        let mut options = ZarrTableOptions::default();
+        if let Some(t) = &self.string_type {
+            options = options.with_string_type(StringType::parse(t).map_err(to_py)?);
+        }
+        if let Some(on) = self.fill_as_null {
+            options = options.with_fill_as_null(on);
+        }
+        if let Some(on) = self.decode_cf {
+            options = options.with_decode_cf(on);
+        }
+        if let Some(arrays) = &self.arrays {
+            if arrays.is_empty() {
+                return Err(ZarrowError::new_err("`arrays` names no array"));
+            }
+            options = options.with_arrays(arrays.iter().cloned());
+        }
+        Ok(options)
+    }
+
+    /// The store at `location`, with the storage options (credentials, endpoints) given,
+    /// over those of the environment.
+    pub(crate) fn store(&self, location: &str) -> PyResult<ZarrStore> {
+        let options = self
+            .storage_options
+            .as_ref()
+            .map(storage_pairs)
+            .unwrap_or_default();
+        ZarrStore::open_with_options(location, &options).map_err(to_py)
+    }
+}
+
+/// Storage options as `object_store` keys and values, sorted.
+pub(crate) fn storage_pairs(options: &HashMap<String, String>) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = options
+        .iter()
+        .map(|(k, v)| (storage_key(k), v.clone()))
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+/// fsspec / s3fs spellings of the common keys as `object_store` names them; other keys pass
+/// through as they are (`aws_access_key_id`, `endpoint_url`, `region`, …).
+fn storage_key(key: &str) -> String {
+    match key {
+        "key" => "aws_access_key_id",
+        "secret" => "aws_secret_access_key",
+        "token" => "aws_session_token",
+        "anon" => "aws_skip_signature",
+        "client_kwargs.endpoint_url" | "endpoint" => "aws_endpoint",
+        other => other,
+    }
+    .to_string()
+}

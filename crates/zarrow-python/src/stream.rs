@@ -1,0 +1,334 @@
+//! `scan(...)`: a table read as a stream of Arrow record batches behind the Arrow PyCapsule
+//! interface (`__arrow_c_stream__`), so pyarrow, polars, DuckDB and pandas take the batches
+//! as zarrow made them: the C stream hands over buffers, it copies none. Also `tree` and
+//! `write_array`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use arrow::array::{make_array, Array, RecordBatch, RecordBatchReader};
+use arrow::datatypes::{Schema, SchemaRef};
+use arrow::error::ArrowError;
+use arrow::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use futures::StreamExt;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyTuple};
+use zarrow::writer::{Compression, VlenEncoding};
+use zarrow::{
+    Node, TableModel, ZarrRecordBatchStream, ZarrRecordBatchStreamBuilder, ZarrWriteOptions,
+};
+
+use crate::errors::{to_py, ZarrowError};
+use crate::options::TableKwargs;
+use crate::runtime::{block_on, runtime};
+
+/// A schema as an `arrow_schema` PyCapsule.
+pub(crate) fn schema_capsule<'py>(
+    py: Python<'py>,
+    schema: &Schema,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let ffi = FFI_ArrowSchema::try_from(schema)
+        .map_err(|e| ZarrowError::new_err(format!("cannot export the schema: {e}")))?;
+    PyCapsule::new_with_value(py, ffi, c"arrow_schema")
+}
+
+/// The batches of a scan, for a C stream consumer: each `next` waits for the next batch on
+/// the module's runtime (called from the consumer's thread, without the GIL).
+struct BlockingReader {
+    schema: SchemaRef,
+    stream: ZarrRecordBatchStream,
+}
+
+impl Iterator for BlockingReader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let rt = match runtime() {
+            Ok(rt) => rt,
+            Err(e) => return Some(Err(ArrowError::ExternalError(e.to_string().into()))),
+        };
+        rt.block_on(self.stream.next())
+            .map(|r| r.map_err(ArrowError::from))
+    }
+}
+
+impl RecordBatchReader for BlockingReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// A table being read: hand it to `pyarrow.RecordBatchReader.from_stream`,
+/// `polars.from_arrow`, `duckdb`, … (read once).
+#[pyclass(name = "ZarrStream", module = "zarrow", frozen)]
+pub(crate) struct PyZarrStream {
+    schema: SchemaRef,
+    stream: Mutex<Option<ZarrRecordBatchStream>>,
+}
+
+#[pymethods]
+impl PyZarrStream {
+    /// The batches as an `arrow_array_stream` PyCapsule (the Arrow PyCapsule interface).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        // The batches come as their schema says; a consumer that asked for another one casts.
+        let _ = requested_schema;
+        let stream = self
+            .stream
+            .lock()
+            .map_err(|_| ZarrowError::new_err("the stream's lock is poisoned"))?
+            .take()
+            .ok_or_else(|| ZarrowError::new_err("the stream was read already: scan again"))?;
+        let reader = BlockingReader {
+            schema: self.schema.clone(),
+            stream,
+        };
+        let ffi = FFI_ArrowArrayStream::new(Box::new(reader));
+        PyCapsule::new_with_value(py, ffi, c"arrow_array_stream")
+    }
+
+    /// The schema as an `arrow_schema` PyCapsule.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        schema_capsule(py, self.schema.as_ref())
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next batch (an object with `__arrow_c_array__`: `pyarrow.record_batch(b)`), read
+    /// with the GIL released; zarrow's exceptions for what goes wrong.
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyZarrBatch>> {
+        let mut guard = self
+            .stream
+            .lock()
+            .map_err(|_| ZarrowError::new_err("the stream's lock is poisoned"))?;
+        let Some(stream) = guard.as_mut() else {
+            return Ok(None);
+        };
+        match block_on(py, stream.next())? {
+            Some(Ok(batch)) => Ok(Some(PyZarrBatch { batch })),
+            Some(Err(e)) => {
+                *guard = None;
+                Err(to_py(e))
+            }
+            None => {
+                *guard = None;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The column names.
+    #[getter]
+    fn columns(&self) -> Vec<String> {
+        self.schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect()
+    }
+}
+
+/// One record batch, for `pyarrow.record_batch(...)` (the Arrow PyCapsule interface).
+#[pyclass(name = "ZarrBatch", module = "zarrow", frozen)]
+pub(crate) struct PyZarrBatch {
+    batch: RecordBatch,
+}
+
+#[pymethods]
+impl PyZarrBatch {
+    /// The batch as a struct array: `(arrow_schema, arrow_array)` PyCapsules.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let _ = requested_schema;
+        let array = arrow::array::StructArray::from(self.batch.clone());
+        let (array, schema) = arrow::ffi::to_ffi(&array.to_data())
+            .map_err(|e| ZarrowError::new_err(format!("cannot export the batch: {e}")))?;
+        let schema = PyCapsule::new_with_value(py, schema, c"arrow_schema")?;
+        let array = PyCapsule::new_with_value(py, array, c"arrow_array")?;
+        PyTuple::new(py, [schema.into_any(), array.into_any()])
+    }
+
+    /// The number of rows.
+    #[getter]
+    fn num_rows(&self) -> usize {
+        self.batch.num_rows()
+    }
+}
+
+/// Read the table at `location` (an array or a group) as a stream of record batches.
+#[pyfunction]
+#[pyo3(signature = (location, columns=None, *, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scan(
+    py: Python<'_>,
+    location: String,
+    columns: Option<Vec<String>>,
+    batch_size: Option<usize>,
+    limit: Option<usize>,
+    string_type: Option<String>,
+    fill_as_null: Option<bool>,
+    decode_cf: Option<bool>,
+    arrays: Option<Vec<String>>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<PyZarrStream> {
+    let kwargs = TableKwargs {
+        string_type,
+        fill_as_null,
+        decode_cf,
+        arrays,
+        storage_options,
+    };
+    let options = kwargs.table_options()?.to_table_options();
+    let store = kwargs.store(&location)?;
+    let model = block_on(py, async {
+        let node = Node::open_store(store, "").await?;
+        TableModel::from_node(node, options).await
+    })?
+    .map_err(to_py)?;
+    let schema = model.schema();
+    let mut builder = ZarrRecordBatchStreamBuilder::new(Arc::new(model));
+    if let Some(columns) = columns {
+        let projection = columns
+            .iter()
+            .map(|c| {
+                schema.index_of(c).map_err(|_| {
+                    pyo3::exceptions::PyKeyError::new_err(format!(
+                        "'{location}' has no column '{c}' (columns: {})",
+                        schema
+                            .fields()
+                            .iter()
+                            .map(|f| f.name().as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })
+            })
+            .collect::<PyResult<Vec<usize>>>()?;
+        builder = builder.with_projection(projection);
+    }
+    if let Some(n) = batch_size {
+        builder = builder.with_batch_size(n);
+    }
+    if let Some(n) = limit {
+        builder = builder.with_limit(n);
+    }
+    let schema = builder.schema();
+    let stream = builder.build().map_err(to_py)?;
+    Ok(PyZarrStream {
+        schema,
+        stream: Mutex::new(Some(stream)),
+    })
+}
+
+/// The hierarchy at `location` as text: groups and arrays with shape, chunks, data type,
+/// codecs and fill value.
+#[pyfunction]
+#[pyo3(signature = (location, *, storage_options=None))]
+pub(crate) fn tree(
+    py: Python<'_>,
+    location: String,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<String> {
+    let store = TableKwargs {
+        storage_options,
+        ..Default::default()
+    }
+    .store(&location)?;
+    block_on(py, async {
+        let node = Node::open_store(store, "").await?;
+        zarrow::tree::render_node(&location, node).await
+    })?
+    .map_err(to_py)
+}
+
+/// Write an Arrow array (anything with `__arrow_c_array__`: pyarrow, polars, …) as a zarr v3
+/// array at `location`.
+#[pyfunction]
+#[pyo3(signature = (location, array, *, shape=None, chunks=None, encoding="vlen-utf8", compression=None, dimension_names=None, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_array(
+    py: Python<'_>,
+    location: String,
+    array: Bound<'_, PyAny>,
+    shape: Option<Vec<u64>>,
+    chunks: Option<Vec<u64>>,
+    encoding: &str,
+    compression: Option<&str>,
+    dimension_names: Option<Vec<String>>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<()> {
+    let values = import_array(&array)?;
+    let vlen_encoding = match encoding {
+        "vlen-utf8" | "vlen-bytes" | "numcodecs" => VlenEncoding::Numcodecs,
+        "arrow_vlen" | "zarrow.arrow_vlen" => VlenEncoding::ArrowVlen { large: false },
+        "large_arrow_vlen" => VlenEncoding::ArrowVlen { large: true },
+        other => {
+            return Err(ZarrowError::new_err(format!(
+                "encoding '{other}': expected vlen-utf8, arrow_vlen or large_arrow_vlen"
+            )))
+        }
+    };
+    let compression = match compression {
+        None | Some("none") => Compression::None,
+        Some("zstd") => Compression::Zstd(3),
+        Some("gzip") => Compression::Gzip(5),
+        Some(other) => {
+            return Err(ZarrowError::new_err(format!(
+                "compression '{other}': expected none, zstd or gzip"
+            )))
+        }
+    };
+    let shape = shape.unwrap_or_else(|| vec![values.len() as u64]);
+    let options = ZarrWriteOptions {
+        chunk_shape: chunks,
+        vlen_encoding,
+        compression,
+        dimension_names,
+        ..Default::default()
+    };
+    let store = TableKwargs {
+        storage_options,
+        ..Default::default()
+    }
+    .store(&location)?;
+    block_on(py, async {
+        zarrow::write_array(&store, "", values.as_ref(), &shape, &options).await
+    })?
+    .map_err(to_py)
+}
+
+/// An array from the Arrow PyCapsule interface (`__arrow_c_array__`).
+fn import_array(obj: &Bound<'_, PyAny>) -> PyResult<Arc<dyn Array>> {
+    let pair = obj.call_method0("__arrow_c_array__").map_err(|_| {
+        ZarrowError::new_err("expected an Arrow array (an object with __arrow_c_array__)")
+    })?;
+    let pair = pair.cast::<PyTuple>()?;
+    let schema = pair.get_item(0)?;
+    let array = pair.get_item(1)?;
+    let schema = schema.cast::<PyCapsule>()?;
+    let array = array.cast::<PyCapsule>()?;
+    let schema_ptr = schema.pointer_checked(Some(c"arrow_schema"))?;
+    let array_ptr = array.pointer_checked(Some(c"arrow_array"))?;
+    // SAFETY: the capsules' names were checked: by the Arrow PyCapsule interface an
+    // `arrow_schema` capsule holds an `ArrowSchema` and an `arrow_array` capsule an
+    // `ArrowArray`. The schema is borrowed; the array is moved out (`from_raw` leaves a
+    // released struct behind, as the interface asks of a consumer).
+    let data = unsafe {
+        let schema = schema_ptr.cast::<FFI_ArrowSchema>().as_ref();
+        let array = FFI_ArrowArray::from_raw(array_ptr.cast::<FFI_ArrowArray>().as_ptr());
+        from_ffi(array, schema)
+    }
+    .map_err(|e| ZarrowError::new_err(format!("cannot import the array: {e}")))?;
+    Ok(make_array(data))
+}

@@ -1,0 +1,197 @@
+//! `ZarrTable` and `ZarrTableFactory`: zarrow-datafusion's table provider and table factory
+//! handed to datafusion-python through datafusion-ffi, with projection, filter and limit
+//! pushdown across the boundary.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
+use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::CreateExternalTable;
+use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
+use datafusion_ffi::table_provider::FFI_TableProvider;
+use datafusion_ffi::table_provider_factory::FFI_TableProviderFactory;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use zarrow::ZarrStore;
+use zarrow_datafusion::{ZarrTable, ZarrTableFactory};
+
+use crate::errors::{from_datafusion, ZarrowError};
+use crate::options::TableKwargs;
+use crate::runtime::{block_on, runtime};
+
+/// The logical extension codec of a datafusion-python session (or of the capsule it gave).
+fn session_codec(session: &Bound<'_, PyAny>) -> PyResult<FFI_LogicalExtensionCodec> {
+    let attr = "__datafusion_logical_extension_codec__";
+    let capsule = if session.hasattr(attr)? {
+        session.getattr(attr)?.call0()?
+    } else {
+        session.clone()
+    };
+    let capsule = capsule.cast::<PyCapsule>().map_err(|_| {
+        ZarrowError::new_err(
+            "expected a datafusion SessionContext (datafusion-python 52 or newer) or its \
+             logical extension codec capsule",
+        )
+    })?;
+    let data = capsule.pointer_checked(Some(c"datafusion_logical_extension_codec"))?;
+    // SAFETY: `pointer_checked` verified the capsule's name, and datafusion-python names a
+    // capsule so only when it holds an `FFI_LogicalExtensionCodec`, which lives as long as the
+    // capsule (borrowed here for the clone only).
+    let codec = unsafe { data.cast::<FFI_LogicalExtensionCodec>().as_ref() };
+    Ok(codec.clone())
+}
+
+/// A zarr array or group as a table for datafusion-python:
+/// `ctx.register_table("obs", zarrow.ZarrTable("pbmc.zarr/obs"))`.
+#[pyclass(name = "ZarrTable", module = "zarrow", frozen)]
+pub(crate) struct PyZarrTable {
+    table: Arc<ZarrTable>,
+}
+
+#[pymethods]
+impl PyZarrTable {
+    #[new]
+    #[pyo3(signature = (location, *, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None))]
+    fn new(
+        py: Python<'_>,
+        location: String,
+        string_type: Option<String>,
+        fill_as_null: Option<bool>,
+        decode_cf: Option<bool>,
+        arrays: Option<Vec<String>>,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        let kwargs = TableKwargs {
+            string_type,
+            fill_as_null,
+            decode_cf,
+            arrays,
+            storage_options,
+        };
+        let options = kwargs.table_options()?;
+        let store = kwargs.store(&location)?;
+        let table = block_on(py, ZarrTable::try_new_with_store(store, options))?
+            .map_err(from_datafusion)?;
+        Ok(PyZarrTable {
+            table: Arc::new(table),
+        })
+    }
+
+    /// The location the table was opened from.
+    #[getter]
+    fn location(&self) -> String {
+        self.table.location().to_string()
+    }
+
+    /// The column names.
+    #[getter]
+    fn columns(&self) -> Vec<String> {
+        self.table
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect()
+    }
+
+    /// Child arrays and groups that are not columns, with the reason: `[(name, reason)]`.
+    #[getter]
+    fn left_out(&self) -> Vec<(String, String)> {
+        self.table.left_out().to_vec()
+    }
+
+    /// The number of rows.
+    #[getter]
+    fn num_rows(&self) -> u64 {
+        self.table.model().num_rows()
+    }
+
+    /// The Arrow schema as a PyCapsule (`pyarrow.schema(table)` reads it).
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        crate::stream::schema_capsule(py, self.table.schema().as_ref())
+    }
+
+    /// The table as a datafusion-ffi provider, for `SessionContext.register_table`.
+    fn __datafusion_table_provider__<'py>(
+        &self,
+        py: Python<'py>,
+        session: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let codec = session_codec(&session)?;
+        let provider = FFI_TableProvider::new_with_ffi_codec(
+            self.table.clone() as Arc<dyn TableProvider>,
+            true,
+            Some(runtime()?.handle().clone()),
+            codec,
+        );
+        PyCapsule::new_with_value(py, provider, c"datafusion_table_provider")
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ZarrTable('{}', columns={:?}, rows={})",
+            self.table.location(),
+            self.columns(),
+            self.table.model().num_rows()
+        )
+    }
+}
+
+/// `CREATE EXTERNAL TABLE … STORED AS ZARR LOCATION …` for datafusion-python:
+/// `ctx.register_table_factory("ZARR", zarrow.ZarrTableFactory())`.
+#[pyclass(name = "ZarrTableFactory", module = "zarrow", frozen)]
+pub(crate) struct PyZarrTableFactory {
+    storage_options: Option<HashMap<String, String>>,
+}
+
+/// zarrow-datafusion's factory, with storage options for the stores it opens.
+#[derive(Debug)]
+struct FactoryWithOptions {
+    storage_options: Option<HashMap<String, String>>,
+}
+
+#[async_trait]
+impl TableProviderFactory for FactoryWithOptions {
+    async fn create(
+        &self,
+        state: &dyn Session,
+        cmd: &CreateExternalTable,
+    ) -> DfResult<Arc<dyn TableProvider>> {
+        let Some(storage) = &self.storage_options else {
+            return ZarrTableFactory.create(state, cmd).await;
+        };
+        let options = crate::options::storage_pairs(storage);
+        let open = move |location: &str| ZarrStore::open_with_options(location, &options);
+        let table = ZarrTableFactory::create_table(state, cmd, Some(&open)).await?;
+        Ok(Arc::new(table))
+    }
+}
+
+#[pymethods]
+impl PyZarrTableFactory {
+    #[new]
+    #[pyo3(signature = (*, storage_options=None))]
+    fn new(storage_options: Option<HashMap<String, String>>) -> Self {
+        PyZarrTableFactory { storage_options }
+    }
+
+    /// The factory as a datafusion-ffi table provider factory, for
+    /// `SessionContext.register_table_factory`.
+    fn __datafusion_table_provider_factory__<'py>(
+        &self,
+        py: Python<'py>,
+        codec: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let codec = session_codec(&codec)?;
+        let factory = FFI_TableProviderFactory::new_with_ffi_codec(
+            Arc::new(FactoryWithOptions {
+                storage_options: self.storage_options.clone(),
+            }),
+            Some(runtime()?.handle().clone()),
+            codec,
+        );
+        PyCapsule::new_with_value(py, factory, c"datafusion_table_provider_factory")
+    }
+}

@@ -1,0 +1,281 @@
+"""zarrow from Python: the same answers as the Rust side, SQL through datafusion-python with
+pushdown, Arrow streams into pyarrow/polars/pandas without copies, remote stores through
+storage_options, errors as exceptions, threads and asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import zarrow
+from conftest import DATA, SAMPLE, rust_table, server
+
+
+def fixture_tables() -> list[str]:
+    """Every array and group of the fixture stores the Rust side reads as a table."""
+    locations = []
+    for store in sorted(DATA.glob("*.zarr")):
+        locations.append(str(store))
+        for meta in sorted(store.rglob("zarr.json")) + sorted(store.rglob(".zarray")) + sorted(
+            store.rglob(".zgroup")
+        ):
+            node = meta.parent
+            if node != store:
+                locations.append(str(node))
+    return sorted(set(locations))
+
+
+def sorted_by_all(table: pa.Table) -> pa.Table:
+    keys = [(name, "ascending") for name in table.column_names
+            if pa.types.is_integer(table.schema.field(name).type)]
+    return table.sort_by(keys) if keys else table
+
+
+def ipc_bytes(table: pa.Table) -> bytes:
+    """The table's values as IPC bytes: equal tables give equal bytes, NaN included (which
+    `Table.equals` counts as different from itself)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table.combine_chunks())
+    return sink.getvalue().to_pybytes()
+
+
+@pytest.mark.parametrize("location", fixture_tables(), ids=lambda p: os.path.relpath(p, DATA))
+def test_same_answers_as_rust(location, cli, tmp_path):
+    try:
+        ours = zarrow.read_table(location)
+    except zarrow.ZarrowError as e:
+        # Not a table (a group of groups, an unsupported node): the Rust side agrees.
+        with pytest.raises(Exception):
+            rust_table(cli, location, tmp_path)
+        pytest.skip(f"not a table: {e}")
+    theirs = rust_table(cli, location, tmp_path)
+    assert ours.schema == theirs.schema
+    assert ipc_bytes(sorted_by_all(ours)) == ipc_bytes(sorted_by_all(theirs))
+
+
+def expected_entries(name: str) -> list[dict]:
+    return [e for e in json.loads((DATA / name).read_text()) if "values" in e]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [e for e in expected_entries("expected_v3.json") if e["kind"] in ("utf8", "binary", "fixed_binary")],
+    ids=lambda e: f"{e['store']}/{e['path']}",
+)
+def test_strings_of_every_kind_match_zarr_python(entry):
+    location = str(DATA / entry["store"] / entry["path"]) if entry["path"] else str(DATA / entry["store"])
+    table = zarrow.read_table(location)
+    ndim = len(entry["shape"])
+    # C order: sort by the index columns.
+    table = table.sort_by([(table.column_names[d], "ascending") for d in range(ndim)])
+    values = table.column(ndim).to_pylist()
+    if entry["kind"] == "utf8":
+        assert values == entry["values"]
+    else:
+        assert [base64.b64encode(v).decode() for v in values] == entry["values"]
+
+
+@pytest.mark.parametrize("store", ["anndata_v3.zarr", "anndata_v3_sharded.zarr", "anndata_v2.zarr"])
+def test_anndata_dataframes_match_anndata(store):
+    expected = json.loads((DATA / "expected_anndata.json").read_text())[store]
+    for element in ("obs", "var"):
+        if element not in expected:
+            continue
+        table = zarrow.read_table(str(DATA / store / element))
+        for name, values in expected[element]["columns"].items():
+            got = table.column(name).to_pylist()
+            assert got == values, f"{store}/{element}.{name}"
+
+
+def test_string_types_and_projection_and_limit():
+    location = str(DATA / "v3_strings.zarr" / "string_2d")
+    view = zarrow.read_table(location, string_type="view")
+    assert view.schema.field("string_2d").type == pa.string_view()
+    large = zarrow.read_table(location, ["string_2d"], string_type="large_utf8", limit=4)
+    assert large.column_names == ["string_2d"]
+    assert large.schema.field(0).type == pa.large_string()
+    assert large.num_rows == 4
+    assert zarrow.schema(location).names == ["dim_0", "dim_1", "string_2d"]
+    with pytest.raises(KeyError):
+        zarrow.scan(location, ["nope"])
+
+
+def test_tree_and_schema():
+    text = zarrow.tree(str(SAMPLE))
+    assert text.splitlines()[0].startswith("pbmc_sample.zarr/")
+    assert "obs/" in text
+    s = zarrow.schema(str(SAMPLE / "obs"))
+    assert "cell_type" in s.names
+    t = zarrow.ZarrTable(str(SAMPLE / "obs"))
+    assert t.columns == s.names and t.num_rows == 2000
+
+
+def test_sql_through_datafusion_with_pushdown():
+    datafusion = pytest.importorskip("datafusion")
+    ctx = datafusion.SessionContext()
+    ctx.register_table("s", zarrow.ZarrTable(str(DATA / "v3_strings.zarr" / "string_2d")))
+    plan = "\n".join(
+        str(v) for v in ctx.sql("EXPLAIN SELECT dim_1, string_2d FROM s WHERE dim_0 >= 6")
+        .to_arrow_table().column("plan").to_pylist()
+    )
+    # Projection and filter reach zarrow's provider across the FFI (the filter as an inexact
+    # pushdown, which zarrow prunes chunks with), and the plan runs zarrow's scan.
+    assert "TableScan: s projection=[dim_0, dim_1, string_2d]" in plan, plan
+    assert "partial_filters=[s.dim_0 >= Int64(6)]" in plan, plan
+    assert "ZarrScanExec" in plan, plan
+    rows = ctx.sql("SELECT dim_1, string_2d FROM s WHERE dim_0 >= 6 ORDER BY dim_1").to_pylist()
+    assert [r["dim_1"] for r in rows] == [0, 1, 2, 3, 4]
+    limited = ctx.sql("SELECT * FROM s LIMIT 3").to_arrow_table()
+    assert limited.num_rows == 3
+    explain_limit = "\n".join(
+        str(v) for v in ctx.sql("EXPLAIN SELECT * FROM s LIMIT 3").to_arrow_table()
+        .column("plan").to_pylist()
+    )
+    assert "fetch=3" in explain_limit, explain_limit
+
+
+def test_stored_as_zarr_from_python():
+    pytest.importorskip("datafusion")
+    ctx = zarrow.session_context()
+    obs = str(SAMPLE / "obs")
+    ctx.sql(f"CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION '{obs}'").collect()
+    rows = ctx.sql(
+        "SELECT cell_type, count(*) AS n FROM obs GROUP BY cell_type ORDER BY n DESC LIMIT 1"
+    ).to_pylist()
+    assert rows == [{"cell_type": "CD4 T", "n": 596}]
+
+
+def test_polars_and_pandas_take_the_stream():
+    pl = pytest.importorskip("polars")
+    df = pl.DataFrame(zarrow.scan(str(SAMPLE / "var")))
+    assert df.height == 200 and "gene_symbol" in df.columns
+    pdf = zarrow.read_table(str(SAMPLE / "obs"), ["cell_type"]).to_pandas()
+    assert len(pdf) == 2000
+
+
+def test_arrow_vlen_reaches_pyarrow_without_a_copy(tmp_path):
+    strings = [f"cell-{i:05d}-{'x' * (i % 7)}" for i in range(1000)]
+    location = str(tmp_path / "ids.zarr")
+    zarrow.write_array(location, pa.array(strings), chunks=[1000], encoding="arrow_vlen")
+    reader = pa.RecordBatchReader.from_stream(zarrow.scan(location, ["value"], batch_size=1000))
+    (batch,) = list(reader)
+    column = batch.column(0)
+    assert column.to_pylist() == strings
+    _, offsets, data = column.buffers()
+    # The chunk is [1001 int32 offsets][zero padding to 64 bytes][data]: if the Arrow buffers
+    # are the chunk's own bytes, the data buffer starts exactly where the chunk has it.
+    padded = (1001 * 4 + 63) // 64 * 64
+    assert data.address - offsets.address == padded
+    chunk = (tmp_path / "ids.zarr" / "c" / "0").read_bytes()
+    assert offsets.to_pybytes()[: 1001 * 4] == chunk[: 1001 * 4]
+    assert data.to_pybytes()[: len(data)] == chunk[padded : padded + len(data)]
+
+
+def test_zarr_python_reads_what_zarrow_writes(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    location = tmp_path / "labels.zarr"
+    values = ["a", "", "ünïcödé", "🌊"] * 10
+    zarrow.write_array(str(location), pa.array(values), chunks=[7], compression="zstd")
+    assert zarr.open_array(str(location), mode="r")[:].tolist() == values
+
+
+def test_remote_stores_through_storage_options(monkeypatch):
+    http = server("ZARROW_TEST_HTTP")
+    s3 = server("ZARROW_TEST_S3")
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    want = zarrow.read_table(str(DATA / "v3_strings.zarr" / "string_2d"))
+    assert zarrow.read_table(f"{http}/v3_strings.zarr/string_2d").equals(want)
+    # Credentials and endpoint from storage_options alone, none in the environment.
+    for var in [v for v in os.environ if v.startswith("AWS_")]:
+        monkeypatch.delenv(var)
+    options = {"key": "test", "secret": "test", "region": "us-east-1", "endpoint": endpoint}
+    got = zarrow.read_table(f"{s3}/v3_strings.zarr/string_2d", storage_options=options)
+    assert got.equals(want)
+    with pytest.raises(zarrow.ZarrowError):
+        zarrow.read_table(f"{s3}/v3_strings.zarr/string_2d",
+                          storage_options={**options, "secret": "wrong"})
+
+
+def test_errors_are_exceptions_of_the_hierarchy(tmp_path):
+    with pytest.raises(zarrow.NotFoundError):
+        zarrow.read_table(str(tmp_path / "missing.zarr"))
+    location = tmp_path / "s.zarr"
+    zarrow.write_array(str(location), pa.array(["abc"] * 20), chunks=[10], compression="zstd")
+    (location / "c" / "1").write_bytes(b"not zstd at all")
+    with pytest.raises(zarrow.CorruptChunkError, match=r"c/1"):
+        zarrow.read_table(str(location))
+    meta = json.loads((location / "zarr.json").read_text())
+    meta["codecs"].append({"name": "no_such_codec"})
+    (location / "zarr.json").write_text(json.dumps(meta))
+    with pytest.raises(zarrow.UnsupportedError, match="no_such_codec"):
+        zarrow.read_table(str(location))
+    (location / "zarr.json").write_text("{not json")
+    with pytest.raises(zarrow.MetadataError):
+        zarrow.read_table(str(location))
+    assert issubclass(zarrow.StoreError, zarrow.ZarrowError)
+
+
+def test_threads_and_a_running_event_loop():
+    location = str(SAMPLE / "obs")
+    want = zarrow.read_table(location).num_rows
+    results: list[int] = []
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            results.append(zarrow.read_table(location).num_rows)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=read) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and results == [want] * 6
+
+    async def inside_a_loop() -> int:
+        return zarrow.read_table(location).num_rows
+
+    assert asyncio.run(inside_a_loop()) == want
+
+
+def test_the_gil_is_released_while_reading(tmp_path):
+    # A thread that notes the time while another reads: with the GIL released it runs
+    # during the read, not only before and after it.
+    location = str(tmp_path / "big.zarr")
+    zarrow.write_array(location, pa.array([f"label-{i % 977}" for i in range(400_000)]),
+                       chunks=[100_000], compression="zstd")
+    import time
+
+    ticks: list[float] = []
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    time.sleep(0.01)
+    try:
+        started = time.perf_counter()
+        stream = zarrow.scan(location, batch_size=400_000)
+        reader = pa.RecordBatchReader.from_stream(stream)
+        rows = sum(b.num_rows for b in reader)
+        ended = time.perf_counter()
+    finally:
+        stop.set()
+        t.join()
+    assert rows == 400_000
+    during = [x for x in ticks if started < x < ended]
+    assert during, f"no tick in {ended - started:.3f} s of reading"
