@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  stored bytes ──bytes→bytes (reverse order)──▶ bytes ──array→bytes──▶ elements ──array→array──▶ chunk
-//!               (compression.rs: gzip, zstd, …)        (bytes / vlen-* /            (transpose,
+//!               (compression.rs, the factory; one     (bytes / vlen-* /            (transpose,
+//!                module a codec: gzip.rs, zstd.rs, …)
 //!                                                        zarrs.vlen / arrow_vlen /    undone by the
 //!                                                        sharding_indexed)            reader's take)
 //! ```
@@ -12,7 +13,17 @@
 //! reads in [`crate::array`].
 
 pub mod blosc;
+mod bz2;
 pub mod compression;
+mod config;
+#[cfg(test)]
+pub(crate) mod conformance;
+mod crc32c;
+mod gzip;
+mod lz4;
+mod support;
+mod zlib;
+mod zstd;
 
 use serde_json::Value;
 
