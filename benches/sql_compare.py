@@ -23,7 +23,8 @@ What it does (benches/README.md has the details):
    one warm-up round then `--repeat` rounds; wall time and the process's peak RSS (wait4).
    The zarr and Parquet results must be identical (sorted CSV lines), else it stops.
 4. Times zarr-python's `open_array(…/label)[:]` (in this process) against zarrow's
-   `ZarrArray::open` + `read_chunks` (in the `read_column` process, timed inside it), and
+   its read through the scan, one partition per core (in the `read_column` process, timed
+   inside it), and
    `zarrow export …/label --format arrow-stream --output /dev/null` as a whole process.
 5. With `--rss-rows`, generates that many rows (zarr only) and reports the GROUP BY's peak RSS.
 6. q1's control (unless `--no-control`): q1 over the `label` array stored without compression
@@ -576,7 +577,7 @@ def report(args, facts: dict, results: dict, label: dict, rss_big: dict | None,
     out.append(
         f"label column, full read in process: zarr-python {zarr.__version__} "
         f"open_array(...)[:] {zp:.3f} s (min {min(label['zarr_python']):.3f}); zarrow "
-        f"ZarrArray::open + read_chunks (read_column) {zr:.3f} s (min "
+        f"read through the scan (read_column) {zr:.3f} s (min "
         f"{min(label['zarrow_read']):.3f}) -> zarr-python is {speedup:.1f}x slower"
         f"{'' if speedup >= 20 else ' MISS (target >= 20x)'}"
     )
