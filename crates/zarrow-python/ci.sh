@@ -34,6 +34,18 @@ rm -rf "$TEST_VENV"
 "$TEST_VENV/bin/pip" install --quiet --disable-pip-version-check "$WHEEL"
 
 export ZARROW_CLI="${ZARROW_CLI:-$ROOT/target/debug/zarrow}"
+# The README's Python example, as a user runs it from the repository's root (the installed
+# wheel: the package's source is not on the path there).
+(cd "$ROOT" && "$TEST_VENV/bin/python" - <<'PY'
+import pathlib, re
+readme = pathlib.Path("README.md").read_text()
+section = readme[readme.index("## Python"):]
+example = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+print("ci.sh: running the README's Python example")
+exec(compile(example, "README.md (Python example)", "exec"), {})
+PY
+)
+
 # Run from outside the source tree so `import zarrow` is the installed wheel.
 cd "$TEST_VENV"
 "$TEST_VENV/bin/python" -c "import zarrow, sys; assert 'site-packages' in zarrow.__file__, zarrow.__file__; print('ci.sh: testing', zarrow.__file__)"
