@@ -433,3 +433,84 @@ async fn corrupt_chunks_read_batch_by_batch() {
     assert_eq!(good, 4000);
     assert!(matches!(chunk_error(err), ChunkError::Invalid(_)));
 }
+
+#[tokio::test]
+async fn keys_from_metadata_stay_inside_the_store() {
+    // Consolidated metadata naming children outside the group, and an AnnData dataframe whose
+    // attributes name columns that way: each is refused with an error naming the key.
+    let f = Fixture::new();
+    let array = json!({
+        "zarr_format": 3, "node_type": "array", "shape": [2], "data_type": "int8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes"}]
+    });
+    for (i, key) in ["..", "../secret", "/etc", "a\\b", "./x", "a/../../b"]
+        .into_iter()
+        .enumerate()
+    {
+        let name = format!("g{i}");
+        f.put_json(
+            &format!("{name}/zarr.json"),
+            json!({
+                "zarr_format": 3, "node_type": "group", "attributes": {},
+                "consolidated_metadata": {"kind": "inline", "must_understand": false,
+                    "metadata": {key: array.clone()}}
+            }),
+        )
+        .await;
+        let e = Node::open_store(f.store.child(&name), &name)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::Metadata { .. }) && e.to_string().contains(key),
+            "{key}: {e}"
+        );
+    }
+    // The same in a v2 store's .zmetadata.
+    f.put_json("v2/.zgroup", json!({"zarr_format": 2})).await;
+    f.put_json(
+        "v2/.zmetadata",
+        json!({"zarr_consolidated_format": 1, "metadata": {
+            ".zgroup": {"zarr_format": 2},
+            "../up/.zarray": {"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "|i1",
+                              "compressor": null, "fill_value": 0, "order": "C", "filters": null}
+        }}),
+    )
+    .await;
+    let e = Node::open_store(f.store.child("v2"), "v2")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("../up"), "{e}");
+    // A child asked for by path.
+    f.put_json(
+        "plain/zarr.json",
+        json!({"zarr_format": 3, "node_type": "group"}),
+    )
+    .await;
+    let plain = match Node::open_store(f.store.child("plain"), "plain")
+        .await
+        .unwrap()
+    {
+        Node::Group(g) => g,
+        Node::Array(_) => panic!("array"),
+    };
+    for key in ["../bad", "/abs", "a\\b"] {
+        let e = plain.child(key).await.unwrap_err();
+        assert!(e.to_string().contains(key), "{key}: {e}");
+    }
+    f.put_json(
+        "df/zarr.json",
+        json!({
+            "zarr_format": 3, "node_type": "group",
+            "attributes": {"encoding-type": "dataframe", "encoding-version": "0.2.0",
+                           "_index": "_index", "column-order": ["../outside"]}
+        }),
+    )
+    .await;
+    let node = Node::open_store(f.store.child("df"), "df").await.unwrap();
+    let e = zarrow::TableModel::from_node(node, Default::default())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("../outside"), "{e}");
+}

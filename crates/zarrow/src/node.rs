@@ -119,6 +119,7 @@ impl ZarrGroup {
     }
 
     fn node_from_meta(&self, relative: &str, meta: &NodeMetadata) -> Result<Node> {
+        metadata::check_key(&self.path, relative)?;
         let store = self.store.child(relative);
         let path = metadata::join_path(&self.path, relative);
         match meta {
@@ -161,6 +162,9 @@ impl ZarrGroup {
         let mut out = Vec::new();
         let names = match anndata_children(&self.meta.attributes) {
             Some(mut names) => {
+                for name in &names {
+                    metadata::check_key(&self.path, name)?;
+                }
                 names.sort();
                 names
             }
@@ -183,7 +187,8 @@ impl ZarrGroup {
 
     /// A child by relative path (`a` or `a/b`).
     pub async fn child(&self, relative: &str) -> Result<Node> {
-        let relative = relative.trim_matches('/');
+        let relative = relative.trim_end_matches('/');
+        metadata::check_key(&self.path, relative)?;
         if let Some(all) = &self.meta.consolidated {
             if let Some((_, m)) = all.iter().find(|(p, _)| p == relative) {
                 return self.node_from_meta(relative, m);

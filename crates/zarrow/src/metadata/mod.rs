@@ -14,6 +14,25 @@ use crate::data_type;
 pub use crate::data_type::{DataType, DataTypeError, Endian, FillValue, NpTimeUnit};
 use crate::{Error, Result};
 
+/// A child path taken from metadata (a consolidated key, a name an AnnData attribute gives):
+/// it must stay inside the store, so `..` and `.` parts, empty parts (a leading `/`: an
+/// absolute path) and backslashes are refused, naming the key. (Symlinks in a local store are
+/// followed, as zarr-python does: the user chose the location.)
+pub fn check_key(group: &str, key: &str) -> Result<()> {
+    let bad = key.contains('\\')
+        || key
+            .split('/')
+            .any(|part| part.is_empty() || part == "." || part == "..");
+    if bad {
+        return Err(Error::metadata(
+            group,
+            "child key",
+            format!("'{key}' is not a path inside the store (no '..', '.', absolute paths or backslashes)"),
+        ));
+    }
+    Ok(())
+}
+
 /// How chunk grid coordinates become store keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChunkKeyEncoding {
@@ -239,6 +258,7 @@ fn parse_v3_value(path: &str, doc: &Map<String, Value>) -> Result<NodeMetadata> 
                             })?;
                     let mut nodes = Vec::with_capacity(entries.len());
                     for (child, meta) in entries {
+                        check_key(path, child)?;
                         let child_path = join_path(path, child);
                         let meta = meta.as_object().ok_or_else(|| {
                             Error::metadata(&child_path, KEY, "consolidated entry is not an object")
@@ -581,9 +601,10 @@ pub fn parse_v2_consolidated(path: &str, bytes: &[u8]) -> Result<Vec<(String, No
             Some((node, kind)) => (node, kind),
             None => ("", key.as_str()),
         };
-        if node.is_empty() {
+        if node.is_empty() && !key.starts_with('/') {
             continue; // the group itself
         }
+        check_key(path, node)?;
         let attrs = || -> Result<Map<String, Value>> {
             match meta.get(&format!("{node}/.zattrs")) {
                 Some(Value::Object(o)) => Ok(o.clone()),
