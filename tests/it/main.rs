@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod common;
+mod faults;
 mod fixtures;
 mod python_roundtrip;
 mod remote;

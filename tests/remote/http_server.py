@@ -2,7 +2,7 @@
 
 Serves a directory on 127.0.0.1 (loopback only) and prints the port it bound. Python's
 http.server ignores Range headers; object_store's HTTP store reads shards by ranges, so this
-adds single-range support (bytes=a-b, bytes=a-, bytes=-n) and HEAD.
+adds single-range support (bytes=a-b, bytes=a-, bytes=-n), HEAD and ETags.
 
 Usage: python http_server.py DIR [PORT_FILE]
 """
@@ -51,7 +51,11 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(end - start + 1))
         self.send_header("Accept-Ranges", "bytes")
-        self.send_header("Last-Modified", self.date_time_string(int(os.path.getmtime(path))))
+        mtime = os.path.getmtime(path)
+        self.send_header("Last-Modified", self.date_time_string(int(mtime)))
+        # As nginx and the object stores send one: object_store resumes a body cut short only
+        # when the object has an ETag (so a resumed read cannot mix two versions).
+        self.send_header("ETag", f'"{int(mtime):x}-{size:x}"')
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
         self.end_headers()

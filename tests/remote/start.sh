@@ -2,6 +2,8 @@
 # Start the loopback servers zarrow's remote tests read from, and print `export` lines for them:
 #   - an HTTP server with Range support serving tests/fixtures/data   (ZARROW_TEST_HTTP)
 #   - moto's S3-compatible server with the fixtures in bucket zarrow-fixtures (ZARROW_TEST_S3)
+#   - a fault-injecting proxy in front of the HTTP server (ZARROW_TEST_FAULT_PROXY; see
+#     fault_proxy.py for the faults a request path asks for)
 # Both bind 127.0.0.1 only. Their PIDs go to $STATE/pids; `stop.sh` ends them.
 # Usage: eval "$(bash tests/remote/start.sh)"
 set -euo pipefail
@@ -32,6 +34,12 @@ echo $! >>"$STATE/pids"
 wait_port "$STATE/http.port"
 http_port="$(cat "$STATE/http.port")"
 
+rm -f "$STATE/proxy.port"
+"$PY" "$HERE/fault_proxy.py" "http://127.0.0.1:$http_port" "$STATE/proxy.port" >/dev/null 2>"$STATE/proxy.log" &
+echo $! >>"$STATE/pids"
+wait_port "$STATE/proxy.port"
+proxy_port="$(cat "$STATE/proxy.port")"
+
 s3_port="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
 "$VENV/bin/moto_server" -H 127.0.0.1 -p "$s3_port" >"$STATE/moto.log" 2>&1 &
 echo $! >>"$STATE/pids"
@@ -58,6 +66,7 @@ PYEOF
 cat <<ENV
 export ZARROW_TEST_HTTP=http://127.0.0.1:$http_port
 export ZARROW_TEST_S3=s3://zarrow-fixtures
+export ZARROW_TEST_FAULT_PROXY=http://127.0.0.1:$proxy_port
 export AWS_ENDPOINT_URL=http://127.0.0.1:$s3_port
 export AWS_ACCESS_KEY_ID=test
 export AWS_SECRET_ACCESS_KEY=test

@@ -7,8 +7,9 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::extensions_options;
 use datafusion::config::ConfigExtension;
 use datafusion::error::{DataFusionError, Result};
+use zarrow::remote::REMOTE_KEYS;
 use zarrow::table::TableOptions;
-use zarrow::{StringType, ZarrReadOptions};
+use zarrow::{RemoteOptions, StringType, ZarrReadOptions};
 
 use crate::error::to_datafusion_error;
 
@@ -24,6 +25,14 @@ extensions_options! {
         pub decode_cf: bool, default = false
         /// Chunk reads in flight at once per partition
         pub concurrency: usize, default = 8
+        /// Remote stores: how long a connection may take (e.g. 5s; empty: ZARROW_CONNECT_TIMEOUT or 5s)
+        pub connect_timeout: String, default = String::new()
+        /// Remote stores: how long one request may take (e.g. 30s; empty: ZARROW_TIMEOUT or 30s)
+        pub timeout: String, default = String::new()
+        /// Remote stores: how many times a failing request is retried (empty: ZARROW_MAX_RETRIES or 3)
+        pub max_retries: String, default = String::new()
+        /// Remote stores: for how long a request is retried (e.g. 20s; empty: ZARROW_RETRY_TIMEOUT or 20s)
+        pub retry_timeout: String, default = String::new()
     }
 }
 
@@ -55,11 +64,29 @@ pub struct ZarrTableOptions {
     /// For a group: build the table from these child arrays only (resolves ties between
     /// different dimension sets). Coordinates of the table's dimensions are always added.
     pub arrays: Option<Vec<String>>,
+    /// Timeouts and retries of a remote store (`connect_timeout`, `timeout`, `max_retries`,
+    /// `retry_timeout`; see [`zarrow::remote`]).
+    pub remote: RemoteOptions,
 }
 
 /// The option keys, as written in `OPTIONS (…)` (also accepted with a `format.` or
 /// `zarrow.` prefix).
-const KEYS: &[&str] = &["string_type", "fill_as_null", "decode_cf", "arrays"];
+const KEYS: &[&str] = &[
+    "string_type",
+    "fill_as_null",
+    "decode_cf",
+    "arrays",
+    "connect_timeout",
+    "timeout",
+    "max_retries",
+    "retry_timeout",
+];
+
+fn set_remote(remote: &mut RemoteOptions, key: &str, value: &str) -> Result<()> {
+    remote
+        .set(key, value)
+        .map_err(|e| DataFusionError::Configuration(format!("zarr option {e}")))
+}
 
 fn parse_bool(key: &str, value: &str) -> Result<bool> {
     match value.trim().to_ascii_lowercase().as_str() {
@@ -73,7 +100,9 @@ fn parse_bool(key: &str, value: &str) -> Result<bool> {
 
 impl ZarrTableOptions {
     /// Parse table options: `string_type` (utf8, large_utf8, view), `fill_as_null`,
-    /// `decode_cf` (true/false), `arrays` (comma-separated child array names). Keys may carry a
+    /// `decode_cf` (true/false), `arrays` (comma-separated child array names), and for remote
+    /// stores `connect_timeout`, `timeout`, `retry_timeout` (`500ms`, `5s`, `2m`) and
+    /// `max_retries`. Keys may carry a
     /// `format.` or `zarrow.` prefix (DataFusion adds `format.` to unqualified keys); any
     /// other key is an error.
     pub fn from_options(options: &HashMap<String, String>) -> Result<Self> {
@@ -82,11 +111,23 @@ impl ZarrTableOptions {
 
     /// The defaults a session's `zarrow.*` settings give.
     pub fn from_config(config: &ZarrConfig) -> Result<Self> {
+        let mut remote = RemoteOptions::default();
+        for (key, value) in [
+            ("connect_timeout", &config.connect_timeout),
+            ("timeout", &config.timeout),
+            ("max_retries", &config.max_retries),
+            ("retry_timeout", &config.retry_timeout),
+        ] {
+            if !value.trim().is_empty() {
+                set_remote(&mut remote, key, value)?;
+            }
+        }
         Ok(ZarrTableOptions {
             string_type: StringType::parse(&config.string_type).map_err(to_datafusion_error)?,
             fill_as_null: config.fill_as_null,
             decode_cf: config.decode_cf,
             arrays: None,
+            remote,
         })
     }
 
@@ -115,6 +156,7 @@ impl ZarrTableOptions {
                         .collect();
                     self.arrays = (!names.is_empty()).then_some(names);
                 }
+                key if REMOTE_KEYS.contains(&key) => set_remote(&mut self.remote, key, value)?,
                 _ => {
                     return Err(DataFusionError::Configuration(format!(
                         "unknown zarr table option '{key}'; expected one of {}",
@@ -157,6 +199,7 @@ impl ZarrTableOptions {
             fill_as_null: self.fill_as_null,
             decode_cf: self.decode_cf,
             arrays: self.arrays.clone(),
+            remote: self.remote.clone(),
         }
     }
 }

@@ -35,7 +35,11 @@ impl ZarrTable {
     /// Open the node at `location` (a local path, `file://`, `memory://`, or a cloud URL with
     /// credentials from the environment).
     pub async fn try_new(location: &str, options: ZarrTableOptions) -> Result<Self> {
-        let node = Node::open(location).await.map_err(to_datafusion_error)?;
+        let store = ZarrStore::open_configured(location, &[], &options.remote)
+            .map_err(to_datafusion_error)?;
+        let node = Node::open_store(store, "")
+            .await
+            .map_err(to_datafusion_error)?;
         Self::from_node(location, node, options).await
     }
 

@@ -31,6 +31,7 @@ pub mod metrics;
 pub mod node;
 pub mod options;
 pub mod reader;
+pub mod remote;
 pub mod scan;
 pub mod store;
 pub mod table;
@@ -48,6 +49,7 @@ pub use options::{BinaryType, StringType, ZarrReadOptions};
 pub use reader::{
     ZarrRecordBatchReader, ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder,
 };
+pub use remote::RemoteOptions;
 pub use scan::{ScanContext, ZarrRecordBatchStream, ZarrScan};
 pub use store::ZarrStore;
 pub use table::{TableModel, TableOptions};

@@ -46,7 +46,7 @@ impl Node {
         } else {
             path.to_string()
         };
-        if let Some(bytes) = store.get_opt("zarr.json").await? {
+        if let Some(bytes) = store.get_document("zarr.json", &display).await? {
             return Ok(match metadata::parse_v3(&display, &bytes)? {
                 NodeMetadata::Array(m) => Node::Array(ZarrArray::try_new(store, display, *m)?),
                 NodeMetadata::Group(meta) => Node::Group(ZarrGroup {
@@ -56,15 +56,15 @@ impl Node {
                 }),
             });
         }
-        if let Some(zarray) = store.get_opt(".zarray").await? {
-            let zattrs = store.get_opt(".zattrs").await?;
+        if let Some(zarray) = store.get_document(".zarray", &display).await? {
+            let zattrs = store.get_document(".zattrs", &display).await?;
             let m = metadata::parse_v2_array(&display, &zarray, zattrs.as_deref())?;
             return Ok(Node::Array(ZarrArray::try_new(store, display, m)?));
         }
-        if let Some(zgroup) = store.get_opt(".zgroup").await? {
-            let zattrs = store.get_opt(".zattrs").await?;
+        if let Some(zgroup) = store.get_document(".zgroup", &display).await? {
+            let zattrs = store.get_document(".zattrs", &display).await?;
             let mut meta = metadata::parse_v2_group(&display, &zgroup, zattrs.as_deref())?;
-            if let Some(zmeta) = store.get_opt(".zmetadata").await? {
+            if let Some(zmeta) = store.get_document(".zmetadata", &display).await? {
                 meta.consolidated = Some(metadata::parse_v2_consolidated(&display, &zmeta)?);
             }
             return Ok(Node::Group(ZarrGroup {

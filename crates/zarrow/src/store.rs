@@ -3,7 +3,8 @@
 //! A location names a zarr node: a local path (`data/pbmc.zarr/obs`), `file://`, `memory://`
 //! (a process-wide in-memory store, for tests), `s3://`, `gs://`, `az://`/`abfs://`, or
 //! `http(s)://`. Cloud credentials and endpoints come from the environment, as datafusion-cli
-//! takes them (`AWS_*`, `GOOGLE_*`, `AZURE_*`). The result is a [`ZarrStore`]: an
+//! takes them (`AWS_*`, `GOOGLE_*`, `AZURE_*`), and from store options; remote clients are built
+//! (with their timeouts and retries) by [`crate::remote`]. The result is a [`ZarrStore`]: an
 //! `object_store` plus the path of the node inside it.
 
 use std::sync::{Arc, OnceLock};
@@ -14,6 +15,7 @@ use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use url::Url;
 
+use crate::remote::RemoteOptions;
 use crate::{Error, Result};
 
 /// An object store and the path of a zarr node within it.
@@ -22,6 +24,8 @@ pub struct ZarrStore {
     store: Arc<dyn ObjectStore>,
     root: Path,
     location: String,
+    /// How often a read cut short is tried again (see `retrying`).
+    body_retries: usize,
 }
 
 /// The process-wide store behind `memory://` locations.
@@ -38,6 +42,7 @@ impl ZarrStore {
             location: root.to_string(),
             store,
             root,
+            body_retries: crate::remote::DEFAULT_MAX_RETRIES,
         }
     }
 
@@ -51,11 +56,22 @@ impl ZarrStore {
     /// `google_service_account`, `azure_storage_account_name`, …). Options given here win over
     /// those from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`, as datafusion-cli reads them).
     pub fn open_with_options(location: &str, options: &[(String, String)]) -> Result<Self> {
+        Self::open_configured(location, options, &RemoteOptions::default())
+    }
+
+    /// Open a location with store options and the timeouts and retries of remote stores
+    /// (see [`crate::remote`]; keys among `options` win over `remote`).
+    pub fn open_configured(
+        location: &str,
+        options: &[(String, String)],
+        remote: &RemoteOptions,
+    ) -> Result<Self> {
         let err = |message: String| Error::Location {
             location: location.to_string(),
             message,
         };
         let trimmed = location.trim_end_matches('/');
+        let mut body_retries = 0;
         let (store, root): (Arc<dyn ObjectStore>, Path) = match Url::parse(trimmed) {
             Ok(url) if url.scheme().len() > 1 => match url.scheme() {
                 "file" => {
@@ -71,7 +87,12 @@ impl ZarrStore {
                         Path::from(path.trim_matches('/')),
                     )
                 }
-                _ => remote(&url, options).map_err(err)?,
+                _ => {
+                    let (store, root, retries) =
+                        crate::remote::open(&url, options, remote).map_err(err)?;
+                    body_retries = retries;
+                    (store, root)
+                }
             },
             // No scheme (or a Windows drive letter): a local path.
             _ => local(trimmed).map_err(err)?,
@@ -80,6 +101,7 @@ impl ZarrStore {
             store,
             root,
             location: trimmed.to_string(),
+            body_retries,
         })
     }
 
@@ -105,6 +127,7 @@ impl ZarrStore {
             store: self.store.clone(),
             location: format!("{}/{}", self.location, relative.trim_matches('/')),
             root,
+            body_retries: self.body_retries,
         }
     }
 
@@ -117,17 +140,83 @@ impl ZarrStore {
         path
     }
 
+    /// `attempt`, again (with backoff) while it fails with a response cut short — a transport
+    /// error after the request succeeded, which `object_store` does not retry for objects
+    /// without an ETag — up to the store's retry count. Each attempt is a fresh request, so
+    /// nothing of a failed response is kept; status errors and timeouts are not retried here
+    /// (`object_store`'s own retries handled them).
+    async fn retrying<T, F, Fut>(
+        &self,
+        mut attempt: F,
+    ) -> std::result::Result<T, object_store::Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = std::result::Result<T, object_store::Error>>,
+    {
+        let mut tries = 0;
+        loop {
+            match attempt().await {
+                Err(e) if tries < self.body_retries && cut_short(&e) => {
+                    tries += 1;
+                    log::info!(
+                        "retrying a read cut short ({tries}/{}): {e}",
+                        self.body_retries
+                    );
+                    tokio::time::sleep(std::time::Duration::from_millis(50 << tries.min(6))).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Get an object; `Ok(None)` if it does not exist.
     pub async fn get_opt(&self, relative: &str) -> Result<Option<Bytes>> {
         let path = self.key(relative);
-        match self.store.get(&path).await {
-            Ok(r) => r
-                .bytes()
-                .await
-                .map(Some)
-                .map_err(|source| store_err(&path, source)),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(source) => Err(store_err(&path, source)),
+        self.retrying(|| async {
+            match self.store.get(&path).await {
+                Ok(r) => r.bytes().await.map(Some),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+        .await
+        .map_err(|source| store_err(&path, source))
+    }
+
+    /// Get a metadata document (`zarr.json`, `.zarray`, `.zmetadata`, …) of the node named
+    /// `node` in messages; `Ok(None)` if it does not exist. A document whose size (as the store
+    /// reports it: a file's length, a response's `Content-Length`) is over
+    /// [`max_metadata_bytes`] is an error before anything is allocated for it.
+    pub async fn get_document(&self, relative: &str, node: &str) -> Result<Option<Bytes>> {
+        let path = self.key(relative);
+        let limit = max_metadata_bytes();
+        let too_large = |size: u64| {
+            Error::metadata(
+                node,
+                relative,
+                format!(
+                    "the document is {size} bytes, over the limit of {limit} \
+                     (ZARROW_MAX_METADATA_BYTES raises it)"
+                ),
+            )
+        };
+        // Ok(Err(size)): the store says the document is `size` bytes, too many to read.
+        let fetched = self
+            .retrying(|| async {
+                match self.store.get(&path).await {
+                    Ok(r) if r.meta.size > limit => Ok(Some(Err(r.meta.size))),
+                    Ok(r) => r.bytes().await.map(|b| Some(Ok(b))),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            })
+            .await
+            .map_err(|source| store_err(&path, source))?;
+        match fetched {
+            None => Ok(None),
+            Some(Err(size)) => Err(too_large(size)),
+            Some(Ok(bytes)) if bytes.len() as u64 > limit => Err(too_large(bytes.len() as u64)),
+            Some(Ok(bytes)) => Ok(Some(bytes)),
         }
     }
 
@@ -138,19 +227,22 @@ impl ZarrStore {
         range: GetRange,
     ) -> Result<Option<(Bytes, u64)>> {
         let path = self.key(relative);
-        let opts = GetOptions {
-            range: Some(range),
-            ..Default::default()
-        };
-        match self.store.get_opts(&path, opts).await {
-            Ok(r) => {
-                let size = r.meta.size;
-                let bytes = r.bytes().await.map_err(|source| store_err(&path, source))?;
-                Ok(Some((bytes, size)))
+        self.retrying(|| async {
+            let opts = GetOptions {
+                range: Some(range.clone()),
+                ..Default::default()
+            };
+            match self.store.get_opts(&path, opts).await {
+                Ok(r) => {
+                    let size = r.meta.size;
+                    r.bytes().await.map(|bytes| Some((bytes, size)))
+                }
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
             }
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(source) => Err(store_err(&path, source)),
-        }
+        })
+        .await
+        .map_err(|source| store_err(&path, source))
     }
 
     /// The size of an object; `Ok(None)` if it does not exist.
@@ -166,8 +258,7 @@ impl ZarrStore {
     /// Get one byte range of an object.
     pub async fn get_range(&self, relative: &str, range: std::ops::Range<u64>) -> Result<Bytes> {
         let path = self.key(relative);
-        self.store
-            .get_range(&path, range)
+        self.retrying(|| self.store.get_range(&path, range.clone()))
             .await
             .map_err(|source| store_err(&path, source))
     }
@@ -179,8 +270,7 @@ impl ZarrStore {
         ranges: &[std::ops::Range<u64>],
     ) -> Result<Vec<Bytes>> {
         let path = self.key(relative);
-        self.store
-            .get_ranges(&path, ranges)
+        self.retrying(|| self.store.get_ranges(&path, ranges))
             .await
             .map_err(|source| store_err(&path, source))
     }
@@ -213,6 +303,40 @@ impl ZarrStore {
     }
 }
 
+/// The largest metadata document read by default (256 MiB: consolidated metadata of hierarchies
+/// with hundreds of thousands of arrays fits).
+pub const DEFAULT_MAX_METADATA_BYTES: u64 = 256 << 20;
+
+/// The largest metadata document read: `ZARROW_MAX_METADATA_BYTES` (bytes) if set, else
+/// [`DEFAULT_MAX_METADATA_BYTES`].
+pub fn max_metadata_bytes() -> u64 {
+    std::env::var("ZARROW_MAX_METADATA_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_MAX_METADATA_BYTES)
+}
+
+/// Whether `e` is a transport failure of a request that had been sent (a body cut short, a
+/// connection reset mid-response), as opposed to a status, a timeout or a refused connection.
+#[cfg(feature = "cloud")]
+fn cut_short(e: &object_store::Error) -> bool {
+    use object_store::client::{HttpError, HttpErrorKind};
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(http) = err.downcast_ref::<HttpError>() {
+            return !matches!(http.kind(), HttpErrorKind::Timeout | HttpErrorKind::Connect);
+        }
+        source = err.source();
+    }
+    false
+}
+
+/// Without remote stores there are no responses to be cut short.
+#[cfg(not(feature = "cloud"))]
+fn cut_short(_: &object_store::Error) -> bool {
+    false
+}
+
 fn store_err(path: &Path, source: object_store::Error) -> Error {
     Error::Store {
         path: path.to_string(),
@@ -243,59 +367,6 @@ fn normalize(path: &std::path::Path) -> std::path::PathBuf {
         }
     }
     out
-}
-
-/// A cloud or HTTP store for `url` (`object_store`'s URL parsing: `s3://`, `gs://`, `az://`,
-/// `abfs://`, `http(s)://`, and the providers' https URLs), configured from the environment
-/// and then `options`; the URL's path is the node's path inside it.
-#[cfg(feature = "cloud")]
-fn remote(
-    url: &Url,
-    options: &[(String, String)],
-) -> std::result::Result<(Arc<dyn ObjectStore>, Path), String> {
-    let (scheme, _) = object_store::ObjectStoreScheme::parse(url).map_err(|e| e.to_string())?;
-    if matches!(
-        scheme,
-        object_store::ObjectStoreScheme::Local | object_store::ObjectStoreScheme::Memory
-    ) {
-        return Err(format!("unsupported scheme '{}'", url.scheme()));
-    }
-    let mut all: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| {
-            ["AWS_", "GOOGLE_", "AZURE_"]
-                .iter()
-                .any(|p| k.starts_with(p))
-        })
-        .map(|(k, v)| (k.to_ascii_lowercase(), v))
-        .collect();
-    // An http:// endpoint (a local S3 server) needs plain HTTP allowed; HTTP stores always.
-    let endpoint_keys = [
-        "aws_endpoint",
-        "aws_endpoint_url",
-        "endpoint",
-        "endpoint_url",
-    ];
-    let http_endpoint = std::env::var("AWS_ENDPOINT_URL").is_ok_and(|e| e.starts_with("http://"))
-        || options
-            .iter()
-            .any(|(k, v)| endpoint_keys.contains(&k.as_str()) && v.starts_with("http://"));
-    if http_endpoint || scheme == object_store::ObjectStoreScheme::Http {
-        all.push(("allow_http".into(), "true".into()));
-    }
-    all.extend(options.iter().cloned());
-    let (store, path) = object_store::parse_url_opts(url, all).map_err(|e| e.to_string())?;
-    Ok((Arc::from(store), path))
-}
-
-#[cfg(not(feature = "cloud"))]
-fn remote(
-    url: &Url,
-    _options: &[(String, String)],
-) -> std::result::Result<(Arc<dyn ObjectStore>, Path), String> {
-    Err(format!(
-        "'{}://' needs zarrow built with the `cloud` feature",
-        url.scheme()
-    ))
 }
 
 #[cfg(test)]

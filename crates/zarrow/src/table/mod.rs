@@ -33,6 +33,8 @@ use crate::decode::fill_array;
 use crate::grid::{ChunkGrid, ChunkRanges};
 use crate::node::{Node, ZarrGroup};
 use crate::options::ZarrReadOptions;
+use crate::remote::RemoteOptions;
+use crate::store::ZarrStore;
 use crate::{Error, Result};
 
 use cf::CfDecode;
@@ -51,6 +53,8 @@ pub struct TableOptions {
     /// For a group: build the table from these child arrays only (coordinates of the table's
     /// dimensions are added anyway).
     pub arrays: Option<Vec<String>>,
+    /// Timeouts and retries of a remote store (see [`crate::remote`]).
+    pub remote: RemoteOptions,
 }
 
 /// One dimension of a table.
@@ -192,7 +196,8 @@ fn fmt_dims(dims: &[String]) -> String {
 impl TableModel {
     /// Open the node at `location` as a table.
     pub async fn open(location: &str, options: TableOptions) -> Result<Self> {
-        let node = Node::open(location).await?;
+        let store = ZarrStore::open_configured(location, &[], &options.remote)?;
+        let node = Node::open_store(store, "").await?;
         Self::from_node(node, options).await
     }
 
@@ -622,6 +627,19 @@ impl TableModel {
         let fields: Vec<Field> = columns.iter().map(|c| Self::field(c, &options)).collect();
         let mut left_out = left_out;
         left_out.sort();
+        if dims
+            .iter()
+            .try_fold(1u64, |acc, d| acc.checked_mul(d.size))
+            .is_none()
+        {
+            return Err(Error::InvalidArgument(format!(
+                "'{location}': a table of {} rows has more than 2^64 rows",
+                dims.iter()
+                    .map(|d| d.size.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" × ")
+            )));
+        }
         let shape = dims.iter().map(|d| d.size).collect();
         let grid = ChunkGrid::new(shape, chunk_shape)
             .map_err(|e| Error::InvalidArgument(format!("'{location}': {e}")))?;
@@ -702,7 +720,7 @@ impl TableModel {
         self.dims.iter().map(|d| d.size).collect()
     }
 
-    /// The number of rows.
+    /// The number of rows (checked to fit when the table was opened).
     pub fn num_rows(&self) -> u64 {
         self.dims.iter().map(|d| d.size).product()
     }

@@ -1,0 +1,327 @@
+//! Remote stores (S3, GCS, Azure, HTTP): how their clients are built, and how long they wait.
+//!
+//! `object_store`'s defaults retry a failing request ten times for up to three minutes, so a
+//! server that accepts and never answers holds a query for 180 s. zarrow's defaults fail a dead
+//! server in seconds and still ride out the transient faults real object stores produce (500,
+//! 503, 429, resets): a connection gets [`DEFAULT_CONNECT_TIMEOUT`], a request
+//! [`DEFAULT_TIMEOUT`], and a failing request is retried (with backoff) at most
+//! [`DEFAULT_MAX_RETRIES`] times within [`DEFAULT_RETRY_TIMEOUT`].
+//!
+//! Each setting comes from, first to last: the store options given with the location
+//! (`connect_timeout`, `timeout`, `max_retries`, `retry_timeout`, next to the credentials),
+//! [`RemoteOptions`] (table options and session settings, serialized with a scan), the
+//! environment (`ZARROW_CONNECT_TIMEOUT`, `ZARROW_TIMEOUT`, `ZARROW_MAX_RETRIES`,
+//! `ZARROW_RETRY_TIMEOUT`), the defaults. Durations are written `500ms`, `5s`, `2m` or as
+//! seconds (`1.5`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::ObjectStore;
+use serde::{Deserialize, Serialize};
+
+/// How long a connection may take by default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one request (its whole response) may take by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many times a failing request is retried by default.
+pub const DEFAULT_MAX_RETRIES: usize = 3;
+/// For how long after its first attempt a request is retried by default.
+pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Timeouts and retries of remote stores; `None` takes the environment's value or the default
+/// (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RemoteOptions {
+    /// How long a connection may take.
+    pub connect_timeout: Option<Duration>,
+    /// How long one request (its whole response) may take.
+    pub timeout: Option<Duration>,
+    /// How many times a failing request is retried (0: never).
+    pub max_retries: Option<usize>,
+    /// For how long after its first attempt a request is retried.
+    pub retry_timeout: Option<Duration>,
+}
+
+/// The option keys [`RemoteOptions`] reads, as store options and table options.
+pub const REMOTE_KEYS: &[&str] = &["connect_timeout", "timeout", "max_retries", "retry_timeout"];
+
+impl RemoteOptions {
+    /// Set `key` (one of [`REMOTE_KEYS`]) from its text; an error names the key and value.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "connect_timeout" => self.connect_timeout = Some(parse_duration(key, value)?),
+            "timeout" => self.timeout = Some(parse_duration(key, value)?),
+            "retry_timeout" => self.retry_timeout = Some(parse_duration(key, value)?),
+            "max_retries" => {
+                self.max_retries =
+                    Some(value.trim().parse().map_err(|_| {
+                        format!("{key}: expected a number of retries, found '{value}'")
+                    })?)
+            }
+            other => return Err(format!("'{other}' is not a remote store option")),
+        }
+        Ok(())
+    }
+
+    /// These options with the remote keys among `options` applied on top; the other keys are
+    /// returned for the store's builder.
+    pub fn with_store_options(
+        mut self,
+        options: &[(String, String)],
+    ) -> Result<(Self, Vec<(String, String)>), String> {
+        let mut rest = Vec::with_capacity(options.len());
+        for (key, value) in options {
+            let bare = key.to_ascii_lowercase();
+            if REMOTE_KEYS.contains(&bare.as_str()) {
+                self.set(&bare, value)?;
+            } else {
+                rest.push((key.clone(), value.clone()));
+            }
+        }
+        Ok((self, rest))
+    }
+
+    /// Every setting resolved: the ones set here, else the environment's, else the defaults.
+    pub fn resolve(&self) -> Result<ResolvedRemote, String> {
+        let env = |name: &str, key: &str| -> Result<Option<String>, String> {
+            match std::env::var(name) {
+                Ok(v) if !v.trim().is_empty() => Ok(Some(v)),
+                Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
+                Err(e) => Err(format!("{name} ({key}): {e}")),
+            }
+        };
+        let duration = |set: Option<Duration>, name: &str, key: &str, default: Duration| match set {
+            Some(d) => Ok(d),
+            None => match env(name, key)? {
+                Some(v) => parse_duration(name, &v),
+                None => Ok(default),
+            },
+        };
+        let max_retries = match self.max_retries {
+            Some(n) => n,
+            None => match env("ZARROW_MAX_RETRIES", "max_retries")? {
+                Some(v) => v.trim().parse().map_err(|_| {
+                    format!("ZARROW_MAX_RETRIES: expected a number of retries, found '{v}'")
+                })?,
+                None => DEFAULT_MAX_RETRIES,
+            },
+        };
+        Ok(ResolvedRemote {
+            connect_timeout: duration(
+                self.connect_timeout,
+                "ZARROW_CONNECT_TIMEOUT",
+                "connect_timeout",
+                DEFAULT_CONNECT_TIMEOUT,
+            )?,
+            timeout: duration(self.timeout, "ZARROW_TIMEOUT", "timeout", DEFAULT_TIMEOUT)?,
+            max_retries,
+            retry_timeout: duration(
+                self.retry_timeout,
+                "ZARROW_RETRY_TIMEOUT",
+                "retry_timeout",
+                DEFAULT_RETRY_TIMEOUT,
+            )?,
+        })
+    }
+}
+
+/// [`RemoteOptions`] with every setting decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResolvedRemote {
+    /// How long a connection may take.
+    pub connect_timeout: Duration,
+    /// How long one request may take.
+    pub timeout: Duration,
+    /// How many times a failing request is retried.
+    pub max_retries: usize,
+    /// For how long after its first attempt a request is retried.
+    pub retry_timeout: Duration,
+}
+
+/// A duration written `500ms`, `5s`, `2m`, `1h` or as seconds (`1.5`).
+pub fn parse_duration(key: &str, value: &str) -> Result<Duration, String> {
+    let text = value.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = match unit.trim() {
+        "" | "s" | "sec" | "secs" => 1.0,
+        "ms" => 1e-3,
+        "m" | "min" | "mins" => 60.0,
+        "h" => 3600.0,
+        _ => f64::NAN,
+    };
+    let seconds = number.parse::<f64>().map(|n| n * scale);
+    match seconds {
+        Ok(s) if s.is_finite() && (0.0..=86_400.0 * 365.0).contains(&s) => {
+            Ok(Duration::from_secs_f64(s))
+        }
+        _ => Err(format!(
+            "{key}: expected a duration such as 500ms, 5s or 2m, found '{value}'"
+        )),
+    }
+}
+
+/// A cloud or HTTP store for `url` (`object_store`'s URL schemes: `s3://`, `gs://`, `az://`,
+/// `abfs://`, `http(s)://`, and the providers' https URLs), configured from the environment
+/// (`AWS_*`, `GOOGLE_*`, `AZURE_*`), then `options`, with `remote`'s timeouts and retries; the
+/// URL's path is the node's path inside it; also how often a read cut short is retried.
+#[cfg(feature = "cloud")]
+pub(crate) fn open(
+    url: &url::Url,
+    options: &[(String, String)],
+    remote: &RemoteOptions,
+) -> Result<(Arc<dyn ObjectStore>, object_store::path::Path, usize), String> {
+    use object_store::{BackoffConfig, ClientConfigKey, ObjectStoreScheme, RetryConfig};
+
+    let (scheme, path) = ObjectStoreScheme::parse(url).map_err(|e| e.to_string())?;
+    if matches!(scheme, ObjectStoreScheme::Local | ObjectStoreScheme::Memory) {
+        return Err(format!("unsupported scheme '{}'", url.scheme()));
+    }
+    let (remote, options) = remote.clone().with_store_options(options)?;
+    let settings = remote.resolve()?;
+    let mut all: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| {
+            ["AWS_", "GOOGLE_", "AZURE_"]
+                .iter()
+                .any(|p| k.starts_with(p))
+        })
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .collect();
+    // An http:// endpoint (a local S3 server) needs plain HTTP allowed; HTTP stores always.
+    let endpoint_keys = [
+        "aws_endpoint",
+        "aws_endpoint_url",
+        "endpoint",
+        "endpoint_url",
+    ];
+    let http_endpoint = std::env::var("AWS_ENDPOINT_URL").is_ok_and(|e| e.starts_with("http://"))
+        || options
+            .iter()
+            .any(|(k, v)| endpoint_keys.contains(&k.as_str()) && v.starts_with("http://"));
+    if http_endpoint || scheme == ObjectStoreScheme::Http {
+        all.push(("allow_http".into(), "true".into()));
+    }
+    let millis = |d: Duration| format!("{}ms", d.as_millis());
+    all.push((
+        ClientConfigKey::ConnectTimeout.as_ref().into(),
+        millis(settings.connect_timeout),
+    ));
+    all.push((
+        ClientConfigKey::Timeout.as_ref().into(),
+        millis(settings.timeout),
+    ));
+    all.extend(options);
+    let retry = RetryConfig {
+        backoff: BackoffConfig::default(),
+        max_retries: settings.max_retries,
+        retry_timeout: settings.retry_timeout,
+    };
+
+    // Each builder takes the keys it knows (unknown ones are skipped, as `parse_url_opts` does:
+    // the environment holds keys of every provider).
+    macro_rules! build {
+        ($builder:ty, $url:expr) => {{
+            let mut builder = <$builder>::new().with_url($url);
+            for (key, value) in &all {
+                if let Ok(key) = key.parse() {
+                    builder = builder.with_config(key, value.clone());
+                }
+            }
+            Arc::new(
+                builder
+                    .with_retry(retry)
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            ) as Arc<dyn ObjectStore>
+        }};
+    }
+    let store = match scheme {
+        ObjectStoreScheme::AmazonS3 => build!(object_store::aws::AmazonS3Builder, url.as_str()),
+        ObjectStoreScheme::GoogleCloudStorage => {
+            build!(object_store::gcp::GoogleCloudStorageBuilder, url.as_str())
+        }
+        ObjectStoreScheme::MicrosoftAzure => {
+            build!(object_store::azure::MicrosoftAzureBuilder, url.as_str())
+        }
+        ObjectStoreScheme::Http => {
+            build!(
+                object_store::http::HttpBuilder,
+                &url[..url::Position::BeforePath]
+            )
+        }
+        other => return Err(format!("unsupported store {other:?}")),
+    };
+    Ok((store, path, settings.max_retries))
+}
+
+#[cfg(not(feature = "cloud"))]
+pub(crate) fn open(
+    url: &url::Url,
+    _options: &[(String, String)],
+    _remote: &RemoteOptions,
+) -> Result<(Arc<dyn ObjectStore>, object_store::path::Path, usize), String> {
+    Err(format!(
+        "'{}://' needs zarrow built with the `cloud` feature",
+        url.scheme()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let d = |s| parse_duration("timeout", s);
+        assert_eq!(d("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(d("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(d(" 2m "), Ok(Duration::from_secs(120)));
+        assert_eq!(d("1.5"), Ok(Duration::from_millis(1500)));
+        for bad in ["", "s", "-1s", "5 parsecs", "1e400", "NaN", "99999999999h"] {
+            let e = d(bad).unwrap_err();
+            assert!(e.starts_with("timeout: expected a duration"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn store_options_take_the_remote_keys() {
+        let options = vec![
+            ("aws_region".to_string(), "eu-west-1".to_string()),
+            ("TIMEOUT".to_string(), "2s".to_string()),
+            ("max_retries".to_string(), "0".to_string()),
+        ];
+        let base = RemoteOptions {
+            timeout: Some(Duration::from_secs(9)),
+            retry_timeout: Some(Duration::from_secs(7)),
+            ..Default::default()
+        };
+        let (remote, rest) = base.with_store_options(&options).unwrap();
+        assert_eq!(rest, vec![("aws_region".into(), "eu-west-1".into())]);
+        assert_eq!(remote.timeout, Some(Duration::from_secs(2)));
+        assert_eq!(remote.max_retries, Some(0));
+        assert_eq!(remote.retry_timeout, Some(Duration::from_secs(7)));
+        let resolved = remote.resolve().unwrap();
+        assert_eq!(resolved.max_retries, 0);
+        assert_eq!(resolved.timeout, Duration::from_secs(2));
+        let bad = vec![("max_retries".to_string(), "many".to_string())];
+        let e = RemoteOptions::default()
+            .with_store_options(&bad)
+            .unwrap_err();
+        assert!(e.contains("max_retries") && e.contains("many"), "{e}");
+    }
+
+    #[test]
+    fn defaults_fail_a_dead_server_in_seconds() {
+        // (The environment of the test process may set ZARROW_*: only check unset values.)
+        if std::env::vars().any(|(k, _)| k.starts_with("ZARROW_") && k.ends_with("TIMEOUT")) {
+            return;
+        }
+        let r = RemoteOptions::default().resolve().unwrap();
+        assert!(r.connect_timeout <= Duration::from_secs(10));
+        assert!(r.timeout + r.retry_timeout <= Duration::from_secs(60));
+    }
+}
