@@ -259,12 +259,13 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
         other => return Err(format!("data_type must be a string or object, got {other}").into()),
     };
     let length_bytes = || -> Result<usize, String> {
-        config
+        let n = config
             .and_then(|c| c.get("length_bytes"))
             .and_then(Value::as_u64)
             .and_then(|n| usize::try_from(n).ok())
             .filter(|n| *n > 0)
-            .ok_or_else(|| format!("{name}: configuration.length_bytes missing or invalid"))
+            .ok_or_else(|| format!("{name}: configuration.length_bytes missing or invalid"))?;
+        check_item_bytes(name, n)
     };
     let time = |is_datetime: bool| -> Result<DataType, String> {
         let unit_str = config
@@ -326,6 +327,19 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
     })
 }
 
+/// The largest element zarrow reads, in bytes: numpy's own limit on an item size (a C `int`).
+/// A larger one in metadata is hostile or corrupt, and would size allocations.
+pub const MAX_ITEM_BYTES: usize = i32::MAX as usize;
+
+fn check_item_bytes(name: &str, bytes: usize) -> Result<usize, String> {
+    if bytes > MAX_ITEM_BYTES {
+        return Err(format!(
+            "{name}: an element of {bytes} bytes is larger than numpy allows ({MAX_ITEM_BYTES})"
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Marker message: the data type is unknown (the caller turns it into `UnsupportedDataType`).
 /// Why a data type could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -385,6 +399,13 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
         t.parse::<usize>()
             .map_err(|_| format!("dtype '{dtype}': bad item size"))
     };
+    // The bytes of one element of `n` code units of `unit` bytes, checked (and bounded).
+    let item_bytes = |n: usize, unit: usize| -> Result<usize, String> {
+        let bytes = n
+            .checked_mul(unit)
+            .ok_or_else(|| format!("dtype '{dtype}': item size overflows"))?;
+        check_item_bytes(dtype, bytes)
+    };
     let dt = match kind {
         'b' if tail == "1" => DataType::Bool,
         'i' => match tail {
@@ -442,7 +463,7 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
                 return Err(format!("dtype '{dtype}': zero length").into());
             }
             DataType::FixedUtf32 {
-                length_bytes: n * 4,
+                length_bytes: item_bytes(n, 4)?,
             }
         }
         'S' => {
@@ -450,14 +471,18 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
             if n == 0 {
                 return Err(format!("dtype '{dtype}': zero length").into());
             }
-            DataType::NullTerminatedBytes { length_bytes: n }
+            DataType::NullTerminatedBytes {
+                length_bytes: item_bytes(n, 1)?,
+            }
         }
         'V' => {
             let n = size(tail)?;
             if n == 0 {
                 return Err(format!("dtype '{dtype}': zero length").into());
             }
-            DataType::RawBytes { length_bytes: n }
+            DataType::RawBytes {
+                length_bytes: item_bytes(n, 1)?,
+            }
         }
         _ => return Err(DataTypeError::Unsupported),
     };
@@ -727,6 +752,34 @@ mod tests {
             parse_v3_data_type(&json!("float8")).unwrap_err(),
             DataTypeError::Unsupported
         );
+    }
+
+    #[test]
+    fn item_sizes_are_checked() {
+        // 2^62 UTF-32 code units: 2^64 bytes wrap to 0 without the check.
+        for dtype in [
+            "<U4611686018427387904",
+            "<U1073741824",
+            "|S3000000000",
+            "|V99999999999999",
+        ] {
+            let e = parse_v2_dtype(dtype).unwrap_err();
+            assert!(
+                matches!(&e, DataTypeError::Invalid(m) if m.contains(dtype)),
+                "{dtype}: {e:?}"
+            );
+        }
+        assert_eq!(
+            parse_v2_dtype("<U536870911").unwrap().0,
+            DataType::FixedUtf32 {
+                length_bytes: 536_870_911 * 4
+            }
+        );
+        let huge = serde_json::json!({"name": "raw_bytes", "configuration": {"length_bytes": 100_000_000_000_000u64}});
+        assert!(matches!(
+            parse_v3_data_type(&huge),
+            Err(DataTypeError::Invalid(m)) if m.contains("larger than numpy allows")
+        ));
     }
 
     #[test]

@@ -186,6 +186,15 @@ pub enum ChunkError {
         /// The element (in chunk order) holding the invalid bytes, when known.
         element: u64,
     },
+    /// A UTF-32 code unit that is no character (a surrogate, or past U+10FFFF) in a
+    /// fixed-length UTF-32 (`<U`) array.
+    #[error("invalid UTF-32 in element {element}: {code_point:#x} is not a Unicode scalar value (a surrogate or past U+10FFFF)")]
+    Utf32 {
+        /// The element (in chunk order) holding the code unit.
+        element: u64,
+        /// The code unit.
+        code_point: u32,
+    },
     /// A bad shard index.
     #[error("shard index: {0}")]
     ShardIndex(String),
@@ -212,6 +221,13 @@ impl ChunkError {
         match self {
             ChunkError::Utf8 { element } => ChunkError::Utf8 {
                 element: element + first as u64,
+            },
+            ChunkError::Utf32 {
+                element,
+                code_point,
+            } => ChunkError::Utf32 {
+                element: element + first as u64,
+                code_point,
             },
             other => other,
         }

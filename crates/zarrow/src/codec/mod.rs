@@ -410,8 +410,15 @@ pub fn parse_v3_chain(
                     "bytes-to-bytes codec {name} before the array-to-bytes codec"
                 )))
             }
+            // A codec is a transformation of the bytes: reading past one zarrow does not know
+            // would return its output as values. `must_understand: false` does not change
+            // that (zarr-python refuses such an array too).
             Ok(None) if !must_understand => {
-                log::warn!("ignoring unknown codec '{name}' (must_understand: false)");
+                return Err(unsupported(
+                    name,
+                    "unknown codec (must_understand: false does not make a codec that transforms \
+                     the bytes safe to skip)",
+                ))
             }
             Ok(None) => return Err(unsupported(name, "unknown codec")),
             Err(msg) => return Err(ChainError::Invalid(format!("{name}: {msg}"))),
@@ -552,7 +559,11 @@ mod tests {
         ));
         let optional =
             json!([{"name": "vlen-utf8"}, {"name": "frobnicate", "must_understand": false}]);
-        assert!(parse_v3_chain(optional.as_array().unwrap(), &DataType::String, 1).is_ok());
+        let e = parse_v3_chain(optional.as_array().unwrap(), &DataType::String, 1).unwrap_err();
+        assert!(
+            matches!(&e, ChainError::Unsupported { codec, .. } if codec == "frobnicate"),
+            "{e:?}"
+        );
         let perm = json!([{"name": "transpose", "configuration": {"order": [0, 0]}}, {"name": "bytes", "configuration": {"endian": "little"}}]);
         assert!(parse_v3_chain(perm.as_array().unwrap(), &DataType::Int32, 2).is_err());
     }

@@ -271,7 +271,10 @@ fn utf32_to_utf8<O: OffsetSizeTrait>(
             if u < 0x80 {
                 data.push(u as u8);
             } else {
-                let c = char::from_u32(u).ok_or(ChunkError::Utf8 { element: i as u64 })?;
+                let c = char::from_u32(u).ok_or(ChunkError::Utf32 {
+                    element: i as u64,
+                    code_point: u,
+                })?;
                 data.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
             }
         }

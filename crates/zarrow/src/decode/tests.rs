@@ -564,9 +564,10 @@ fn utf32_invalid_code_point() {
             )
             .unwrap_err();
             assert!(
-                matches!(e, ChunkError::Utf8 { element: e2 } if e2 == element),
+                matches!(e, ChunkError::Utf32 { element: e2, .. } if e2 == element),
                 "{e}"
             );
+            assert!(e.to_string().contains("UTF-32"), "{e}");
         }
         let e = decode_chunk(
             &c,
@@ -576,7 +577,16 @@ fn utf32_invalid_code_point() {
             &opts(t),
         )
         .unwrap_err();
-        assert!(matches!(e, ChunkError::Utf8 { element: 0 }), "{e}");
+        assert!(
+            matches!(
+                e,
+                ChunkError::Utf32 {
+                    element: 0,
+                    code_point: 0x11_0000
+                }
+            ),
+            "{e}"
+        );
     }
 }
 

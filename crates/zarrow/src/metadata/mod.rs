@@ -154,7 +154,7 @@ impl ArrayMetadata {
             .collect()
     }
 
-    /// Total number of elements.
+    /// Total number of elements (checked to fit when the metadata was parsed).
     pub fn num_elements(&self) -> u64 {
         self.shape.iter().product()
     }
@@ -448,6 +448,18 @@ fn validate_array(path: &str, key: &str, meta: ArrayMetadata) -> Result<ArrayMet
             });
         }
     }
+    if meta
+        .shape
+        .iter()
+        .try_fold(1u64, |acc, &n| acc.checked_mul(n))
+        .is_none()
+    {
+        return Err(Error::metadata(
+            path,
+            key,
+            format!("shape {:?} has more than 2^64 elements", meta.shape),
+        ));
+    }
     let elements: Option<u64> = meta
         .read_chunk_shape()
         .iter()
@@ -694,6 +706,23 @@ mod tests {
             "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[4]}},
             "fill_value":0,"codecs":[{"name":"bytes"}],"frobnicate":{"must_understand":false}}"#;
         assert!(parse_v3("a", doc).is_ok());
+    }
+
+    #[test]
+    fn element_counts_that_overflow_are_errors() {
+        // 2^32 × 2^32 elements: the product wraps to 0 without the check.
+        let doc = br#"{"zarr_format":3,"node_type":"array","shape":[4294967296,4294967296],
+            "data_type":"int8","chunk_grid":{"name":"regular","configuration":{"chunk_shape":[1,1]}},
+            "fill_value":0,"codecs":[{"name":"bytes"}]}"#;
+        let e = parse_v3("big", doc).unwrap_err().to_string();
+        assert!(
+            e.contains("big") && e.contains("more than 2^64 elements"),
+            "{e}"
+        );
+        let doc = br#"{"zarr_format":2,"shape":[4294967296,4294967296],"chunks":[1,1],
+            "dtype":"|i1","order":"C","fill_value":0,"filters":null,"compressor":null}"#;
+        let e = parse_v2_array("big", doc, None).unwrap_err().to_string();
+        assert!(e.contains("more than 2^64 elements"), "{e}");
     }
 
     #[test]

@@ -476,6 +476,10 @@ fn parse_time(unit: &str, since: &str, float: bool) -> Option<CfTime> {
     })
 }
 
+/// The largest year (either side of 0) a CF reference date may name: more than any Arrow
+/// timestamp can hold, small enough that date arithmetic cannot overflow.
+const MAX_YEAR: i64 = 1_000_000_000;
+
 /// `YYYY-M-D[( |T)H:M[:S[.f]]][ ][Z|UTC|±HH[:MM]]` → (seconds since 1970-01-01 UTC, nanoseconds).
 fn parse_date(s: &str) -> Option<(i64, i64)> {
     let s = s.trim();
@@ -494,7 +498,12 @@ fn parse_date(s: &str) -> Option<(i64, i64)> {
     }
     let month: i64 = parts.next().map_or(Some(1), |m| m.parse().ok())?;
     let day: i64 = parts.next().map_or(Some(1), |d| d.parse().ok())?;
-    if parts.next().is_some() || !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+    // Bounded fields keep the arithmetic below far from overflow (no wrapped dates).
+    if parts.next().is_some()
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || !(-MAX_YEAR..=MAX_YEAR).contains(&year)
+    {
         return None;
     }
     // time and zone
@@ -516,6 +525,9 @@ fn parse_date(s: &str) -> Option<(i64, i64)> {
             }
         },
     };
+    if !(0..=24).contains(&h) || !(0..=59).contains(&mi) || !(0..=60).contains(&sec) {
+        return None;
+    }
     let offset = match zone {
         "" | "Z" | "UTC" | "utc" | "GMT" => 0,
         z => {
@@ -529,6 +541,9 @@ fn parse_date(s: &str) -> Option<(i64, i64)> {
                 ),
                 _ => return None,
             };
+            if oh > 24 || om > 59 {
+                return None;
+            }
             sign * (oh * 3600 + om * 60)
         }
     };
@@ -566,6 +581,16 @@ mod tests {
             Some((-2_208_988_800, 500_000_000))
         );
         assert_eq!(parse_date("not a date"), None);
+        // Fields that would overflow the arithmetic into a wrong date are refused.
+        for hostile in [
+            "99999999999999-01-01",
+            "-9223372036854775807-01-01",
+            "2000-01-01 99999999999999:00",
+            "2000-01-01 00:00:9223372036854775807",
+            "2000-01-01 00:00+99999",
+        ] {
+            assert_eq!(parse_date(hostile), None, "{hostile}");
+        }
     }
 
     #[test]
