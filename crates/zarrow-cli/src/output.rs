@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
 use clap::ValueEnum;
 
 /// `zarrow sql --format`.
@@ -132,8 +133,15 @@ impl<'a, W: Write> ResultWriter<'a, W> {
                 w.write(batch).context("cannot write CSV")?;
                 *wrote = true;
             }
-            ResultWriter::Json(w) => w.write(batch).context("cannot write JSON")?,
-            ResultWriter::Ndjson(w) => w.write(batch).context("cannot write NDJSON")?,
+            // arrow's JSON writer, like its table printer, writes unformattable values as text.
+            ResultWriter::Json(w) => {
+                check_displayable(std::slice::from_ref(batch))?;
+                w.write(batch).context("cannot write JSON")?
+            }
+            ResultWriter::Ndjson(w) => {
+                check_displayable(std::slice::from_ref(batch))?;
+                w.write(batch).context("cannot write NDJSON")?
+            }
         }
         Ok(())
     }
@@ -143,6 +151,7 @@ impl<'a, W: Write> ResultWriter<'a, W> {
     pub(crate) fn finish(self) -> Result<()> {
         match self {
             ResultWriter::Table(out, schema, batches) => {
+                check_displayable(&batches)?;
                 let table = if batches.iter().all(|b| b.num_rows() == 0) {
                     arrow::util::pretty::pretty_format_batches(&[RecordBatch::new_empty(schema)])
                 } else {
@@ -165,6 +174,32 @@ impl<'a, W: Write> ResultWriter<'a, W> {
         }
         Ok(())
     }
+}
+
+/// Every cell of `batches` formats: arrow's table printer writes a value it cannot format
+/// (a timestamp out of range, …) into the cell as `ERROR: …` text and succeeds; here that is
+/// an error naming the column and row (counted from the first of `batches`), and the command
+/// fails.
+fn check_displayable(batches: &[RecordBatch]) -> Result<()> {
+    let options = FormatOptions::default();
+    let mut first_row = 0;
+    for batch in batches {
+        for (column, field) in batch.columns().iter().zip(batch.schema().fields()) {
+            let formatter = ArrayFormatter::try_new(column.as_ref(), &options)
+                .with_context(|| format!("cannot format column '{}'", field.name()))?;
+            for row in 0..batch.num_rows() {
+                formatter.value(row).try_to_string().with_context(|| {
+                    format!(
+                        "cannot format column '{}' at row {}",
+                        field.name(),
+                        first_row + row
+                    )
+                })?;
+            }
+        }
+        first_row += batch.num_rows();
+    }
+    Ok(())
 }
 
 /// Progress on stderr (`N rows`), only when stderr is a terminal, at most 5 times a second.

@@ -797,6 +797,16 @@ fn errors_are_clean() {
     assert!(err.contains("nope"), "{err}");
     assert!(!out.exists(), "no file left behind");
     fails(&["export", OBS, "--output", "/no/such/dir/x.arrow"]);
+
+    // A value that cannot be shown (a timestamp past chrono's range) fails the command in
+    // every text format, naming the column, instead of printing "ERROR: …" into the cell.
+    let huge = "SELECT arrow_cast(9223372036854775807, 'Timestamp(Second, None)') AS t";
+    for format in ["table", "csv", "json", "ndjson"] {
+        let err = fails(&["sql", "--format", format, huge]);
+        assert!(err.contains("9223372036854775807"), "{format}: {err}");
+    }
+    let err = fails(&["sql", huge]);
+    assert!(err.contains("column 't' at row 0"), "{err}");
 }
 
 #[test]
