@@ -17,8 +17,7 @@ use std::time::Instant;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef};
-use futures::TryStreamExt;
-use zarrow::{ScanContext, StringType, TableModel, TableOptions, ZarrReadOptions, ZarrScan};
+use zarrow::{StringType, TableModel, TableOptions, ZarrReadOptions, ZarrScan};
 
 /// The allocator the `zarrow` binary uses.
 #[global_allocator]
@@ -96,24 +95,7 @@ async fn read(location: &str, opts: &ZarrReadOptions) -> zarrow::Result<Vec<Arra
     scan.columns = value;
     scan.batch_size = model.chunk_shape().iter().product::<u64>().max(1) as usize;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let ctx = ScanContext::default();
-    let tasks: Vec<_> = scan
-        .split(cores)
-        .into_iter()
-        .map(|part| {
-            let (model, ctx) = (model.clone(), ctx.clone());
-            tokio::spawn(async move {
-                let batches: Vec<_> = part.stream(model, ctx)?.try_collect().await?;
-                Ok::<_, zarrow::Error>(batches)
-            })
-        })
-        .collect();
-    let mut arrays = Vec::new();
-    for task in tasks {
-        let batches = task
-            .await
-            .map_err(|e| zarrow::Error::Task(e.to_string()))??;
-        arrays.extend(batches.into_iter().map(|b| b.column(0).clone()));
-    }
+    let batches = scan.read_all(model, cores).await?;
+    let arrays = batches.into_iter().map(|b| b.column(0).clone()).collect();
     Ok(arrays)
 }

@@ -20,6 +20,13 @@ mod table;
 
 use pyo3::prelude::*;
 
+/// mimalloc for the extension's own allocations, as the CLI: decoded chunks are large,
+/// short-lived buffers, and it hands their memory to the next chunk instead of faulting in
+/// fresh pages each time. Buffers handed to pyarrow come back here to be freed (the Arrow C
+/// interfaces' release callbacks run this library's code), so no other allocator frees them.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The native module.
 #[pymodule]
 fn _zarrow(m: &Bound<'_, PyModule>) -> PyResult<()> {

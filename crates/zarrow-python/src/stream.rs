@@ -16,7 +16,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 use zarrow::writer::{Compression, VlenEncoding};
 use zarrow::{
-    Node, TableModel, ZarrRecordBatchStream, ZarrRecordBatchStreamBuilder, ZarrWriteOptions,
+    Node, ScanContext, TableModel, ZarrRecordBatchStream, ZarrRecordBatchStreamBuilder, ZarrScan,
+    ZarrWriteOptions,
 };
 
 use crate::errors::{to_py, ZarrowError};
@@ -59,12 +60,47 @@ impl RecordBatchReader for BlockingReader {
     }
 }
 
+/// Where a `ZarrStream` is: planned (nothing read yet), streaming, or read.
+enum State {
+    Planned {
+        scan: Box<ZarrScan>,
+        model: Arc<TableModel>,
+    },
+    Streaming(ZarrRecordBatchStream),
+    Done,
+}
+
+impl State {
+    /// The stream, started if it was only planned; `None` once read.
+    fn stream(&mut self) -> PyResult<Option<&mut ZarrRecordBatchStream>> {
+        if let State::Planned { scan, model } = self {
+            let stream = scan
+                .stream(model.clone(), ScanContext::default())
+                .map_err(to_py)?;
+            *self = State::Streaming(stream);
+        }
+        Ok(match self {
+            State::Streaming(stream) => Some(stream),
+            _ => None,
+        })
+    }
+}
+
 /// A table being read: hand it to `pyarrow.RecordBatchReader.from_stream`,
 /// `polars.from_arrow`, `duckdb`, … (read once).
 #[pyclass(name = "ZarrStream", module = "zarrow", frozen)]
 pub(crate) struct PyZarrStream {
     schema: SchemaRef,
-    stream: Mutex<Option<ZarrRecordBatchStream>>,
+    batch_size_given: bool,
+    state: Mutex<State>,
+}
+
+impl PyZarrStream {
+    fn state(&self) -> PyResult<std::sync::MutexGuard<'_, State>> {
+        self.state
+            .lock()
+            .map_err(|_| ZarrowError::new_err("the stream's lock is poisoned"))
+    }
 }
 
 #[pymethods]
@@ -78,12 +114,15 @@ impl PyZarrStream {
     ) -> PyResult<Bound<'py, PyCapsule>> {
         // The batches come as their schema says; a consumer that asked for another one casts.
         let _ = requested_schema;
-        let stream = self
-            .stream
-            .lock()
-            .map_err(|_| ZarrowError::new_err("the stream's lock is poisoned"))?
-            .take()
-            .ok_or_else(|| ZarrowError::new_err("the stream was read already: scan again"))?;
+        let mut state = self.state()?;
+        if state.stream()?.is_none() {
+            return Err(ZarrowError::new_err(
+                "the stream was read already: scan again",
+            ));
+        }
+        let State::Streaming(stream) = std::mem::replace(&mut *state, State::Done) else {
+            unreachable!("stream() left a started stream");
+        };
         let reader = BlockingReader {
             schema: self.schema.clone(),
             stream,
@@ -104,24 +143,47 @@ impl PyZarrStream {
     /// The next batch (an object with `__arrow_c_array__`: `pyarrow.record_batch(b)`), read
     /// with the GIL released; zarrow's exceptions for what goes wrong.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyZarrBatch>> {
-        let mut guard = self
-            .stream
-            .lock()
-            .map_err(|_| ZarrowError::new_err("the stream's lock is poisoned"))?;
-        let Some(stream) = guard.as_mut() else {
+        let mut state = self.state()?;
+        let Some(stream) = state.stream()? else {
             return Ok(None);
         };
         match block_on(py, stream.next())? {
             Some(Ok(batch)) => Ok(Some(PyZarrBatch { batch })),
             Some(Err(e)) => {
-                *guard = None;
+                *state = State::Done;
                 Err(to_py(e))
             }
             None => {
-                *guard = None;
+                *state = State::Done;
                 Ok(None)
             }
         }
+    }
+
+    /// Every batch at once, for a stream not started yet: the chunks split into one run per
+    /// core, read at the same time with the GIL released, a batch per chunk unless
+    /// `batch_size` was given; in order. What `read_table` uses.
+    fn read_all(&self, py: Python<'_>) -> PyResult<Vec<PyZarrBatch>> {
+        let mut state = self.state()?;
+        let State::Planned { scan, model } = std::mem::replace(&mut *state, State::Done) else {
+            return Err(ZarrowError::new_err(
+                "read_all needs a stream nothing was read from: scan again",
+            ));
+        };
+        let mut scan = *scan;
+        if !self.batch_size_given {
+            // The table is wanted whole: a batch per chunk of rows, fewer batches cost less.
+            let chunk_rows = model.chunk_shape().iter().product::<u64>();
+            scan.batch_size = usize::try_from(chunk_rows)
+                .unwrap_or(usize::MAX)
+                .clamp(scan.batch_size, 1 << 24);
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let batches = block_on(py, scan.read_all(model, cores))?.map_err(to_py)?;
+        Ok(batches
+            .into_iter()
+            .map(|batch| PyZarrBatch { batch })
+            .collect())
     }
 
     /// The column names.
@@ -166,31 +228,18 @@ impl PyZarrBatch {
     }
 }
 
-/// Read the table at `location` (an array or a group) as a stream of record batches.
-#[pyfunction]
-#[pyo3(signature = (location, columns=None, *, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None))]
+/// The table at `location`, its columns picked, batch size and limit set.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn scan(
+fn open_builder(
     py: Python<'_>,
-    location: String,
+    location: &str,
     columns: Option<Vec<String>>,
     batch_size: Option<usize>,
     limit: Option<usize>,
-    string_type: Option<String>,
-    fill_as_null: Option<bool>,
-    decode_cf: Option<bool>,
-    arrays: Option<Vec<String>>,
-    storage_options: Option<HashMap<String, String>>,
-) -> PyResult<PyZarrStream> {
-    let kwargs = TableKwargs {
-        string_type,
-        fill_as_null,
-        decode_cf,
-        arrays,
-        storage_options,
-    };
+    kwargs: TableKwargs,
+) -> PyResult<ZarrRecordBatchStreamBuilder> {
     let options = kwargs.table_options()?.to_table_options();
-    let store = kwargs.store(&location)?;
+    let store = kwargs.store(location)?;
     let model = block_on(py, async {
         let node = Node::open_store(store, "").await?;
         TableModel::from_node(node, options).await
@@ -223,11 +272,40 @@ pub(crate) fn scan(
     if let Some(n) = limit {
         builder = builder.with_limit(n);
     }
-    let schema = builder.schema();
-    let stream = builder.build().map_err(to_py)?;
+    Ok(builder)
+}
+
+/// Read the table at `location` (an array or a group) as a stream of record batches.
+#[pyfunction]
+#[pyo3(signature = (location, columns=None, *, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scan(
+    py: Python<'_>,
+    location: String,
+    columns: Option<Vec<String>>,
+    batch_size: Option<usize>,
+    limit: Option<usize>,
+    string_type: Option<String>,
+    fill_as_null: Option<bool>,
+    decode_cf: Option<bool>,
+    arrays: Option<Vec<String>>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<PyZarrStream> {
+    let kwargs = TableKwargs {
+        string_type,
+        fill_as_null,
+        decode_cf,
+        arrays,
+        storage_options,
+    };
+    let builder = open_builder(py, &location, columns, batch_size, limit, kwargs)?;
     Ok(PyZarrStream {
-        schema,
-        stream: Mutex::new(Some(stream)),
+        schema: builder.schema(),
+        batch_size_given: batch_size.is_some(),
+        state: Mutex::new(State::Planned {
+            scan: Box::new(builder.scan().map_err(to_py)?),
+            model: builder.model().clone(),
+        }),
     })
 }
 

@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -202,6 +203,24 @@ def test_remote_stores_through_storage_options(monkeypatch):
     # The endpoint came from the options: a bucket that is not there is an error from it.
     with pytest.raises(zarrow.NotFoundError):
         zarrow.read_table("s3://no-such-bucket/x.zarr", storage_options=options)
+
+
+def test_remote_faults_and_timeouts_through_storage_options():
+    proxy = server("ZARROW_TEST_FAULT_PROXY")
+    want = zarrow.read_table(str(DATA / "v3_strings.zarr" / "string_gzip"))
+    # Transient 503s are retried: the answer is exact.
+    flaky = f"{proxy}/fault/status=503,n=1,id=py-{os.getpid()}/v3_strings.zarr/string_gzip"
+    assert zarrow.read_table(flaky).equals(want)
+    # A persistent 500 on the chunks is a StoreError naming the chunk and the status.
+    broken = f"{proxy}/fault/status=500,on=chunks,id=py-{os.getpid()}/v3_strings.zarr/string_gzip"
+    with pytest.raises(zarrow.StoreError, match=r"(?s)string_gzip/c/.*500"):
+        zarrow.read_table(broken, storage_options={"max_retries": "1"})
+    # A server that never answers: the timeout from storage_options ends the read.
+    hang = f"{proxy}/fault/hang,on=chunks,id=py-{os.getpid()}/v3_strings.zarr/string_gzip"
+    started = time.monotonic()
+    with pytest.raises(zarrow.StoreError, match="string_gzip/c/"):
+        zarrow.read_table(hang, storage_options={"timeout": "500ms", "max_retries": "0"})
+    assert time.monotonic() - started < 20  # a hang detector, not a timing test
 
 
 def test_errors_are_exceptions_of_the_hierarchy(tmp_path):

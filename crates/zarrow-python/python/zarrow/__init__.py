@@ -11,7 +11,8 @@
 Locations are local paths, ``file://``, ``s3://``, ``gs://``, ``az://`` and ``http(s)://``
 URLs; ``storage_options`` (a dict: ``aws_access_key_id``, ``endpoint_url``, ``region``,
 ``allow_http``, … or fsspec's ``key``/``secret``/``endpoint``) give credentials and endpoints,
-over those of the environment. Every read releases the GIL. Errors are :class:`ZarrowError`
+over those of the environment, and the remote timeouts (``timeout``, ``connect_timeout``,
+``retry_timeout`` as ``"500ms"``/``"5s"``; ``max_retries``). Every read releases the GIL. Errors are :class:`ZarrowError`
 and its subclasses.
 """
 
@@ -64,13 +65,15 @@ __all__ = [
 def read_table(location: str, columns: list[str] | None = None, **options: Any) -> "pyarrow.Table":
     """Read the table at ``location`` (an array or a group) into a ``pyarrow.Table``.
 
-    ``columns`` picks columns by name; ``options`` are those of :func:`scan`. The table's
-    buffers are zarrow's: nothing is copied on the way to pyarrow.
+    ``columns`` picks columns by name; ``options`` are those of :func:`scan`. The chunks are
+    read in parallel (a run of them per core, the GIL released), a batch per chunk unless
+    ``batch_size`` says otherwise. The table's buffers are zarrow's: nothing is copied on the
+    way to pyarrow.
     """
     import pyarrow as pa
 
     stream = scan(location, columns, **options)
-    batches = [pa.record_batch(batch) for batch in stream]
+    batches = [pa.record_batch(b) for b in stream.read_all()]
     return pa.Table.from_batches(batches, schema=pa.schema(stream))
 
 

@@ -158,6 +158,33 @@ impl ZarrScan {
             .collect()
     }
 
+    /// Read the whole scan into memory, its chunks split into `partitions` runs read at once
+    /// (each its own task when there is a runtime, as DataFusion runs partitions); the batches
+    /// come back in the scan's order. What a reader that wants everything (`read_table`,
+    /// benchmarks) uses instead of one stream.
+    pub async fn read_all(
+        &self,
+        model: Arc<TableModel>,
+        partitions: usize,
+    ) -> Result<Vec<arrow_array::RecordBatch>> {
+        use futures::TryStreamExt;
+
+        let ctx = ScanContext::default();
+        let parts: Vec<_> = self
+            .split(partitions.max(1))
+            .into_iter()
+            .map(|part| {
+                let stream = part.stream(model.clone(), ctx.clone());
+                crate::task::in_background(async move { stream?.try_collect::<Vec<_>>().await })
+            })
+            .collect();
+        let mut batches = Vec::new();
+        for part in futures::future::try_join_all(parts).await? {
+            batches.extend(part);
+        }
+        Ok(batches)
+    }
+
     /// Read the scan from an open table (the one it was planned on, or one opened from its
     /// location and options), sharing `ctx` with the other streams of the scan.
     pub fn stream(
