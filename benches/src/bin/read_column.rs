@@ -93,7 +93,7 @@ async fn read(location: &str, opts: &ZarrReadOptions) -> zarrow::Result<Vec<Arra
     let mut scan = ZarrScan::new(&model);
     let value = scan.columns.pop().into_iter().collect();
     scan.columns = value;
-    scan.batch_size = model.chunk_shape().iter().product::<u64>().max(1) as usize;
+    scan.batch_per_chunk(&model);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let batches = scan.read_all(model, cores).await?;
     let arrays = batches.into_iter().map(|b| b.column(0).clone()).collect();

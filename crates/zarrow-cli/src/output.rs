@@ -185,6 +185,15 @@ fn check_displayable(batches: &[RecordBatch]) -> Result<()> {
     let mut first_row = 0;
     for batch in batches {
         for (column, field) in batch.columns().iter().zip(batch.schema().fields()) {
+            // Numbers, strings, bytes and booleans always format: only dates and times (and
+            // what may hold them) are looked at, so ordinary results are not formatted twice.
+            let dt = field.data_type();
+            if !(dt.is_temporal()
+                || dt.is_nested()
+                || matches!(dt, arrow::datatypes::DataType::Dictionary(..)))
+            {
+                continue;
+            }
             let formatter = ArrayFormatter::try_new(column.as_ref(), &options)
                 .with_context(|| format!("cannot format column '{}'", field.name()))?;
             for row in 0..batch.num_rows() {

@@ -172,11 +172,7 @@ impl PyZarrStream {
         };
         let mut scan = *scan;
         if !self.batch_size_given {
-            // The table is wanted whole: a batch per chunk of rows, fewer batches cost less.
-            let chunk_rows = model.chunk_shape().iter().product::<u64>();
-            scan.batch_size = usize::try_from(chunk_rows)
-                .unwrap_or(usize::MAX)
-                .clamp(scan.batch_size, 1 << 24);
+            scan.batch_per_chunk(&model);
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let batches = block_on(py, scan.read_all(model, cores))?.map_err(to_py)?;
@@ -245,23 +241,15 @@ fn open_builder(
         TableModel::from_node(node, options).await
     })?
     .map_err(to_py)?;
-    let schema = model.schema();
     let mut builder = ZarrRecordBatchStreamBuilder::new(Arc::new(model));
     if let Some(columns) = columns {
         let projection = columns
             .iter()
             .map(|c| {
-                schema.index_of(c).map_err(|_| {
-                    pyo3::exceptions::PyKeyError::new_err(format!(
-                        "'{location}' has no column '{c}' (columns: {})",
-                        schema
-                            .fields()
-                            .iter()
-                            .map(|f| f.name().as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ))
-                })
+                builder
+                    .model()
+                    .column_index(c)
+                    .map_err(|e| pyo3::exceptions::PyKeyError::new_err(e.to_string()))
             })
             .collect::<PyResult<Vec<usize>>>()?;
         builder = builder.with_projection(projection);

@@ -399,8 +399,13 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
         t.parse::<usize>()
             .map_err(|_| format!("dtype '{dtype}': bad item size"))
     };
-    // The bytes of one element of `n` code units of `unit` bytes, checked (and bounded).
-    let item_bytes = |n: usize, unit: usize| -> Result<usize, String> {
+    // The bytes of one element of `tail` code units of `unit` bytes: not zero, checked and
+    // bounded.
+    let item_bytes = |tail: &str, unit: usize| -> Result<usize, String> {
+        let n = size(tail)?;
+        if n == 0 {
+            return Err(format!("dtype '{dtype}': zero length"));
+        }
         let bytes = n
             .checked_mul(unit)
             .ok_or_else(|| format!("dtype '{dtype}': item size overflows"))?;
@@ -457,33 +462,15 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
             }
         }
         'O' => DataType::String,
-        'U' => {
-            let n = size(tail)?;
-            if n == 0 {
-                return Err(format!("dtype '{dtype}': zero length").into());
-            }
-            DataType::FixedUtf32 {
-                length_bytes: item_bytes(n, 4)?,
-            }
-        }
-        'S' => {
-            let n = size(tail)?;
-            if n == 0 {
-                return Err(format!("dtype '{dtype}': zero length").into());
-            }
-            DataType::NullTerminatedBytes {
-                length_bytes: item_bytes(n, 1)?,
-            }
-        }
-        'V' => {
-            let n = size(tail)?;
-            if n == 0 {
-                return Err(format!("dtype '{dtype}': zero length").into());
-            }
-            DataType::RawBytes {
-                length_bytes: item_bytes(n, 1)?,
-            }
-        }
+        'U' => DataType::FixedUtf32 {
+            length_bytes: item_bytes(tail, 4)?,
+        },
+        'S' => DataType::NullTerminatedBytes {
+            length_bytes: item_bytes(tail, 1)?,
+        },
+        'V' => DataType::RawBytes {
+            length_bytes: item_bytes(tail, 1)?,
+        },
         _ => return Err(DataTypeError::Unsupported),
     };
     Ok((dt, endian))

@@ -138,24 +138,22 @@ impl ZarrScan {
         self.chunks
             .check(&model.chunk_grid_shape())
             .map_err(|e| Error::InvalidArgument(format!("'{}': {e}", self.location)))?;
-        let schema = model.schema();
         self.columns
             .iter()
-            .map(|name| {
-                schema.index_of(name).map_err(|_| {
-                    Error::InvalidArgument(format!(
-                        "'{}' has no column '{name}' (columns: {})",
-                        self.location,
-                        schema
-                            .fields()
-                            .iter()
-                            .map(|f| f.name().as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ))
-                })
-            })
+            .map(|name| model.column_index(name))
             .collect()
+    }
+
+    /// Batches of one chunk of rows each (chunks are never merged; at most 2^24 rows, so a
+    /// batch's string offsets stay small), for a reader that wants the whole table: fewer
+    /// batches cost less than the default size's.
+    pub fn batch_per_chunk(&mut self, model: &TableModel) {
+        let chunk_rows = model
+            .chunk_shape()
+            .iter()
+            .product::<u64>()
+            .clamp(1, 1 << 24);
+        self.batch_size = chunk_rows as usize;
     }
 
     /// Read the whole scan into memory, its chunks split into `partitions` runs read at once

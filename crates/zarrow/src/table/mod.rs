@@ -720,6 +720,23 @@ impl TableModel {
         self.dims.iter().map(|d| d.size).collect()
     }
 
+    /// The index of the column `name` in the schema; an error listing the columns if there is
+    /// none.
+    pub fn column_index(&self, name: &str) -> Result<usize> {
+        self.schema.index_of(name).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "'{}' has no column '{name}' (columns: {})",
+                self.location,
+                self.schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+    }
+
     /// The number of rows (checked to fit when the table was opened).
     pub fn num_rows(&self) -> u64 {
         self.dims.iter().map(|d| d.size).product()
