@@ -1,20 +1,24 @@
 //! Fuzz the chunk decoders: any bytes, any encoding, any string type, any element count —
 //! decoding must return a value or an error, never panic or misbehave.
 //!
-//! Run: `cargo +nightly fuzz run decode_chunk` from `fuzz/` (needs `cargo install cargo-fuzz`).
+//! Input: byte 0 picks the array→bytes codec, data type and string type, byte 1 the element
+//! count, byte 2 the compressor in front; the rest is the stored chunk.
+//!
+//! Run with `fuzz/run.sh` (or `cargo +nightly fuzz run decode_chunk` from `fuzz/`).
 #![no_main]
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
+use zarrow::codec::blosc::{BloscCompressor, BloscShuffle};
 use zarrow::codec::{ArrayToBytes, BytesToBytes, CodecChain, IndexLocation, ZarrsVlen};
 use zarrow::metadata::{DataType, Endian};
 use zarrow::{StringType, ZarrReadOptions};
 
 fuzz_target!(|input: &[u8]| {
-    if input.len() < 3 {
+    if input.len() < 4 {
         return;
     }
-    let (selector, n, data) = (input[0], input[1] as usize, &input[2..]);
+    let (selector, n, data) = (input[0], input[1] as usize, &input[3..]);
     let array_to_bytes = match selector % 8 {
         0 => ArrayToBytes::VlenUtf8,
         1 => ArrayToBytes::VlenBytes,
@@ -36,9 +40,33 @@ fuzz_target!(|input: &[u8]| {
         (6 | 7, _) => DataType::DateTime64 { unit: zarrow::metadata::NpTimeUnit::Day, scale_factor: 1 },
         _ => DataType::String,
     };
-    let bytes_to_bytes = match (selector >> 3) & 3 {
-        1 => vec![BytesToBytes::Zstd { level: 0, checksum: false }],
-        2 => vec![BytesToBytes::Crc32c],
+    // Byte 2 picks the compression in front of the decoder: each of zarrow's codecs, blosc
+    // with each of its compressors and shuffles, a checksum over a compressor.
+    let codec = input[2];
+    let blosc = |cname| BytesToBytes::Blosc {
+        cname,
+        clevel: 5,
+        shuffle: match codec >> 6 {
+            0 => BloscShuffle::NoShuffle,
+            1 => BloscShuffle::Shuffle,
+            _ => BloscShuffle::BitShuffle,
+        },
+        typesize: 0,
+        blocksize: 0,
+    };
+    let bytes_to_bytes = match codec % 16 {
+        1 => vec![BytesToBytes::Gzip { level: 1 }],
+        2 => vec![BytesToBytes::Zlib { level: 1 }],
+        3 => vec![BytesToBytes::Zstd { level: 0, checksum: false }],
+        4 => vec![blosc(BloscCompressor::BloscLz)],
+        5 => vec![blosc(BloscCompressor::Lz4)],
+        6 => vec![blosc(BloscCompressor::Zlib)],
+        7 => vec![blosc(BloscCompressor::Zstd)],
+        8 => vec![BytesToBytes::Lz4 { acceleration: 1 }],
+        9 => vec![BytesToBytes::Bz2 { level: 1 }],
+        10 => vec![BytesToBytes::Crc32c],
+        11 => vec![BytesToBytes::Zstd { level: 0, checksum: false }, BytesToBytes::Crc32c],
+        12 => vec![BytesToBytes::Gzip { level: 1 }, BytesToBytes::Zstd { level: 0, checksum: false }],
         _ => vec![],
     };
     let chain = CodecChain { array_to_array: vec![], array_to_bytes, bytes_to_bytes };

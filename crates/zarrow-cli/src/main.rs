@@ -12,6 +12,7 @@
 //! and exit with status 1.
 
 mod export;
+mod memory;
 mod output;
 mod schema;
 mod sql;
@@ -124,6 +125,8 @@ struct SqlArgs {
     verbose: bool,
     #[command(flatten)]
     table: TableArgs,
+    #[command(flatten)]
+    runtime: memory::RuntimeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -158,6 +161,8 @@ struct ExportArgs {
     query: Option<String>,
     #[command(flatten)]
     table: TableArgs,
+    #[command(flatten)]
+    runtime: memory::RuntimeArgs,
 }
 
 fn main() -> ExitCode {

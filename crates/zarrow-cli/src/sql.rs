@@ -11,11 +11,12 @@ use datafusion::sql::parser::DFParser;
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use futures::StreamExt;
 
+use crate::memory::RuntimeArgs;
 use crate::output::{ResultWriter, Sink, SqlFormat};
 use crate::{SqlArgs, TableArgs};
 
 pub(crate) async fn run(args: SqlArgs) -> Result<()> {
-    let ctx = session(&args.table, SessionConfig::new(), false).await?;
+    let ctx = session(&args.table, &args.runtime, SessionConfig::new(), false).await?;
     let state = ctx.state();
     let dialect_name = state.config().options().sql_parser.dialect;
     let dialect = dialect_from_str(dialect_name)
@@ -111,10 +112,11 @@ fn collect_scans<'a>(
 /// skipped (the caller passes it to its table), else it is an error.
 pub(crate) async fn session(
     table: &TableArgs,
+    runtime: &RuntimeArgs,
     config: SessionConfig,
     per_table_ok: bool,
 ) -> Result<SessionContext> {
-    let ctx = zarrow_datafusion::zarr_session_context(config);
+    let ctx = zarrow_datafusion::zarr_session_context_with_runtime(config, runtime.runtime()?);
     let mut options: Vec<(String, String)> = table.to_map().into_iter().collect();
     options.sort();
     for (key, value) in options {

@@ -903,3 +903,100 @@ fn sql_verbose_prints_what_the_scan_did() {
         assert!(line.contains(metric), "{metric} missing: {err}");
     }
 }
+
+/// A v2 int64 array of `chunks` uncompressed chunks of `chunk` pseudo-random values, written
+/// by hand (the layout is numpy's `<i8` in C order, no compressor), and the values' sum.
+fn big_int64_store(dir: &Path, chunks: usize, chunk: usize) -> (PathBuf, i128) {
+    let store = dir.join("big.zarr");
+    std::fs::create_dir_all(&store).unwrap();
+    let zarray = serde_json::json!({
+        "zarr_format": 2, "shape": [chunks * chunk], "chunks": [chunk], "dtype": "<i8",
+        "compressor": null, "filters": null, "fill_value": 0, "order": "C",
+    });
+    std::fs::write(store.join(".zarray"), zarray.to_string()).unwrap();
+    let (mut state, mut sum) = (0x9e37_79b9_7f4a_7c15u64, 0i128);
+    for c in 0..chunks {
+        let mut bytes = Vec::with_capacity(chunk * 8);
+        for _ in 0..chunk {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let v = (state >> 24) as i64 % 1_000_000_007;
+            sum += v as i128;
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        std::fs::write(store.join(c.to_string()), bytes).unwrap();
+    }
+    (store, sum)
+}
+
+#[test]
+fn memory_limit_bounds_scans_and_sorts_spill() {
+    let dir = tempfile::tempdir().unwrap();
+    // 8 chunks of 4 MiB.
+    let (store, sum) = big_int64_store(dir.path(), 8, 512 * 1024);
+    let store = store.to_str().unwrap();
+    // Under a limit smaller than one chunk the scan cannot hold its chunk: a clean error that
+    // names the chunk and the table, never an allocation past the limit.
+    let sql = format!("SELECT count(*), min(value), max(value) FROM '{store}'");
+    let err = fails(&["sql", "--memory-limit", "2M", &sql]);
+    assert!(err.contains("Resources exhausted"), "{err}");
+    assert!(
+        err.contains("reading chunk [0]") || err.contains("reading chunk ["),
+        "{err}"
+    );
+    assert!(err.contains("ZarrScan["), "{err}");
+    assert!(err.contains("big.zarr"), "{err}");
+    // With room for it, the same query answers.
+    let out = ok(&["sql", "--memory-limit", "64M", "-f", "csv", &sql]);
+    assert!(out.lines().nth(1).unwrap().starts_with("4194304,"), "{out}");
+    // A sort bigger than the limit (32 MiB of values under 40 MiB, sorting needing about twice
+    // the data) spills — fair pool: the scan's reservation, 8 MiB for a chunk and one read
+    // ahead, comes first, the sort gets the rest — and its result is complete and ordered.
+    // One partition, so DataFusion's merge (which cannot spill) gets its default 10 MiB.
+    let sorted = dir.path().join("sorted.csv");
+    let sort_sql = format!("SELECT value FROM '{store}' ORDER BY value");
+    let one_partition = "SET datafusion.execution.target_partitions = 1";
+    ok(&[
+        "sql",
+        "--memory-limit",
+        "40M",
+        "--mem-pool-type",
+        "fair",
+        "-f",
+        "csv",
+        "--output",
+        sorted.to_str().unwrap(),
+        &format!("{one_partition}; {sort_sql}"),
+    ]);
+    let text = std::fs::read_to_string(&sorted).unwrap();
+    let values: Vec<i64> = text.lines().skip(1).map(|l| l.parse().unwrap()).collect();
+    assert_eq!(values.len(), 8 * 512 * 1024);
+    assert!(values.windows(2).all(|w| w[0] <= w[1]), "not sorted");
+    assert_eq!(values.iter().map(|&v| v as i128).sum::<i128>(), sum);
+    let plan = ok(&[
+        "sql",
+        "--memory-limit",
+        "40M",
+        "--mem-pool-type",
+        "fair",
+        &format!("{one_partition}; EXPLAIN ANALYZE {sort_sql}"),
+    ]);
+    let spills = plan
+        .split("spill_count=")
+        .skip(1)
+        .filter_map(|s| {
+            s.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum::<u64>();
+    assert!(spills > 0, "the sort did not spill:\n{plan}");
+    // A size that is no size is a usage error.
+    let err = fails(&["sql", "--memory-limit", "lots", "SELECT 1"]);
+    assert!(
+        err.contains("invalid value 'lots' for '--memory-limit"),
+        "{err}"
+    );
+}

@@ -5,7 +5,12 @@ use datafusion::error::DataFusionError;
 /// A zarrow error as a DataFusion error (`DataFusionError::External`, so the original error
 /// can be downcast back).
 pub fn to_datafusion_error(e: zarrow::Error) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
+    match e {
+        // DataFusion's own kind, so callers (and datafusion-cli's users) see the usual
+        // "Resources exhausted: …".
+        zarrow::Error::ResourcesExhausted(m) => DataFusionError::ResourcesExhausted(m),
+        e => DataFusionError::External(Box::new(e)),
+    }
 }
 
 /// A DataFusion error as a zarrow error: the zarrow error inside an `External`, else the
@@ -17,6 +22,7 @@ pub fn from_datafusion_error(e: DataFusionError) -> zarrow::Error {
             Err(other) => zarrow::Error::InvalidArgument(other.to_string()),
         },
         DataFusionError::ArrowError(a, _) => zarrow::Error::Arrow(*a),
+        DataFusionError::ResourcesExhausted(m) => zarrow::Error::ResourcesExhausted(m),
         other => zarrow::Error::InvalidArgument(other.to_string()),
     }
 }

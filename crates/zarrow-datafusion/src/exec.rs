@@ -16,7 +16,8 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{internal_err, Statistics};
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -287,8 +288,11 @@ impl ExecutionPlan for ZarrScanExec {
                 *slot = Some(metrics.clone());
             }
         }
+        let consumer = MemoryConsumer::new(format!("ZarrScan[{partition}]"));
+        let memory = PoolReservation(consumer.register(context.memory_pool()));
         let ctx = ScanContext {
             metrics,
+            memory: Some(Arc::new(memory)),
             ..self.ctx.clone()
         };
         let stream = match &self.model {
@@ -417,5 +421,25 @@ impl ExecutionPlan for ZarrScanExec {
 
     fn fetch(&self) -> Option<usize> {
         self.scan.limit.and_then(|l| usize::try_from(l).ok())
+    }
+}
+
+/// A partition's reservation in the session's memory pool, as the scan's budget: what the
+/// stream holds (stored bytes fetched ahead, columns read whole) is counted there, so a
+/// `--memory-limit` bounds it (see `zarrow::scan::ScanMemory`).
+#[derive(Debug)]
+struct PoolReservation(MemoryReservation);
+
+impl zarrow::scan::ScanMemory for PoolReservation {
+    fn try_grow(&self, bytes: usize) -> std::result::Result<(), String> {
+        self.0.try_grow(bytes).map_err(|e| match e {
+            DataFusionError::ResourcesExhausted(m) => m,
+            other => other.to_string(),
+        })
+    }
+
+    fn shrink(&self, bytes: usize) {
+        // Never below zero (which would panic): a guard gives back only what it reserved.
+        let _ = self.0.try_shrink(bytes);
     }
 }

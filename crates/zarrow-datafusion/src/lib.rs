@@ -31,6 +31,7 @@ pub use exec::{ScanPlanInfo, ZarrScanExec};
 pub use factory::{is_zarr_location, StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
 pub use options::{ZarrConfig, ZarrTableOptions};
 pub use session::{
-    enable_zarr_url_table, zarr_session_context, zarr_session_state, SessionContextZarrExt,
+    enable_zarr_url_table, zarr_session_context, zarr_session_context_with_runtime,
+    zarr_session_state, zarr_session_state_with_runtime, SessionContextZarrExt,
 };
 pub use table::ZarrTable;

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use datafusion::catalog::{DynamicFileCatalog, UrlTableFactory};
 use datafusion::dataframe::DataFrame;
 use datafusion::error::Result;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
@@ -51,6 +52,15 @@ impl SessionContextZarrExt for SessionContext {
 /// A session state with DataFusion's defaults, the `ZARR` table factory and the `zarrow.*`
 /// settings (URL tables need a context: see [`zarr_session_context`]).
 pub fn zarr_session_state(config: SessionConfig) -> SessionState {
+    zarr_session_state_with_runtime(config, Arc::new(RuntimeEnv::default()))
+}
+
+/// [`zarr_session_state`] on `runtime` — e.g. one with a memory limit
+/// (`RuntimeEnvBuilder::new().with_memory_limit(…)`), which zarr scans reserve from.
+pub fn zarr_session_state_with_runtime(
+    config: SessionConfig,
+    runtime: Arc<RuntimeEnv>,
+) -> SessionState {
     let config = if config.options().extensions.get::<ZarrConfig>().is_some() {
         config
     } else {
@@ -58,6 +68,7 @@ pub fn zarr_session_state(config: SessionConfig) -> SessionState {
     };
     let mut state = SessionStateBuilder::new()
         .with_config(config)
+        .with_runtime_env(runtime)
         .with_default_features()
         .build();
     state
@@ -70,6 +81,17 @@ pub fn zarr_session_state(config: SessionConfig) -> SessionState {
 /// files as datafusion-cli reads them) and `SET zarrow.…`.
 pub fn zarr_session_context(config: SessionConfig) -> SessionContext {
     enable_zarr_url_table(SessionContext::new_with_state(zarr_session_state(config)))
+}
+
+/// [`zarr_session_context`] on `runtime` (a memory limit, a disk manager for spilling, object
+/// stores of your own).
+pub fn zarr_session_context_with_runtime(
+    config: SessionConfig,
+    runtime: Arc<RuntimeEnv>,
+) -> SessionContext {
+    enable_zarr_url_table(SessionContext::new_with_state(
+        zarr_session_state_with_runtime(config, runtime),
+    ))
 }
 
 /// `ctx` with URL tables: zarr locations through [`ZarrUrlTableFactory`], other files as

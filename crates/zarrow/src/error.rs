@@ -95,6 +95,10 @@ pub enum Error {
     /// The async runtime could not be started or used.
     #[error("runtime: {0}")]
     Runtime(String),
+    /// A memory budget (DataFusion's memory pool, see [`crate::scan::ScanMemory`]) cannot
+    /// hold what a scan needs.
+    #[error("resources exhausted: {0}")]
+    ResourcesExhausted(String),
     /// Writing failed.
     #[error("writing '{path}': {message}")]
     Write {

@@ -18,12 +18,14 @@
 //! The sync reader, the async stream builder and zarrow-datafusion's `ZarrScanExec` all read
 //! through [`ZarrScan::stream`].
 
+mod memory;
 mod stream;
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use memory::ScanMemory;
 pub use stream::ZarrRecordBatchStream;
 
 use crate::array::ChunkCache;
@@ -66,6 +68,9 @@ pub struct ScanContext {
     pub cache: Arc<ChunkCache>,
     /// What the scan counts into.
     pub metrics: ScanMetrics,
+    /// The budget the scan reserves what it holds from (see [`ScanMemory`]); `None`: no limit.
+    /// Give each stream (partition) its own.
+    pub memory: Option<Arc<dyn ScanMemory>>,
 }
 
 impl Default for ScanContext {
@@ -73,6 +78,7 @@ impl Default for ScanContext {
         ScanContext {
             cache: Arc::new(ChunkCache::new(DEFAULT_CACHE_BYTES)),
             metrics: ScanMetrics::default(),
+            memory: None,
         }
     }
 }

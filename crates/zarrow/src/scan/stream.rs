@@ -20,6 +20,7 @@ use arrow_schema::SchemaRef;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
+use super::memory::{Budget, Held};
 use super::{ScanContext, ZarrScan};
 use crate::array::ReadContext;
 use crate::metrics::ScanMetrics;
@@ -76,6 +77,7 @@ pub(super) fn open(
     let schema = model.projected_schema(&projection)?;
     let batch_size = scan.batch_size.max(1);
     let metrics = ctx.metrics.clone();
+    let memory = ctx.memory.clone().map(Budget::new);
     let read = ReadContext {
         options: model.options().read.clone(),
         cache: Some(ctx.cache),
@@ -100,7 +102,13 @@ pub(super) fn open(
         .iter()
         .filter(|&&i| model.fetched_ahead(i).is_some())
         .count();
-    let ahead = (read.options.concurrency / per_chunk.max(1)).max(1);
+    let mut ahead = (read.options.concurrency / per_chunk.max(1)).max(1);
+    if ctx.memory.is_some() {
+        // Under a memory budget, one chunk of rows ahead of the one handed out: what the scan
+        // holds stays two chunks whatever `concurrency` says (its column reads still run at
+        // once), and leaves the rest of the budget to the query's other operators.
+        ahead = ahead.min(2);
+    }
     let projection = Arc::new(projection);
     let (fetcher, fetch_projection, fetch_metrics) =
         (model.clone(), projection.clone(), read.metrics.clone());
@@ -108,21 +116,39 @@ pub(super) fn open(
     let inner = futures::stream::iter(plan)
         .map(move |planned| {
             let (this, projection) = (fetcher.clone(), fetch_projection.clone());
-            let metrics = fetch_metrics.clone();
+            let (metrics, memory) = (fetch_metrics.clone(), memory.clone());
             in_background(async move {
                 let (coords, take) = planned?;
                 let fetched = this.fetch_aligned(&coords, &projection, &metrics).await?;
-                Ok((coords, take, fetched))
+                // Reserve the stored bytes now if the budget has room; else when the chunk's
+                // turn comes (see memory.rs).
+                let stored: usize = fetched.iter().flatten().flatten().map(|b| b.len()).sum();
+                let mut held = Held::new(memory);
+                let unreserved = match held.grow(stored, &|| String::new()) {
+                    Ok(()) => 0,
+                    Err(_) => stored,
+                };
+                Ok((coords, take, fetched, held, unreserved))
             })
         })
         .buffered(ahead)
-        .and_then(move |(coords, take, fetched)| {
+        .and_then(move |(coords, take, fetched, mut held, unreserved)| {
             let (model, projection) = (model.clone(), projection.clone());
             let (read, schema) = (read.clone(), out_schema.clone());
             async move {
+                let what = || format!("reading chunk {coords:?} of '{}'", model.location());
+                held.grow(unreserved, &what)?;
                 let columns = model
                     .column_runs(&coords, &projection, fetched, &read)
                     .await?;
+                let whole: usize = columns
+                    .iter()
+                    .map(|c| match c {
+                        ColumnRuns::Whole(array) => array.get_array_memory_size(),
+                        ColumnRuns::Runs(..) => 0,
+                    })
+                    .sum();
+                held.grow(whole, &what)?;
                 read.metrics.add_chunk();
                 let take = usize::try_from(take).map_err(|_| {
                     Error::InvalidArgument(format!("chunk {coords:?} has over 2^64 rows"))
@@ -134,6 +160,7 @@ pub(super) fn open(
                     rows: take,
                     batch_size,
                     metrics: read.metrics,
+                    _held: held,
                 }))
             }
         })
@@ -157,6 +184,8 @@ struct ChunkBatches {
     rows: usize,
     batch_size: usize,
     metrics: ScanMetrics,
+    /// The memory reserved for the chunk, given back when it has been handed out.
+    _held: Held,
 }
 
 impl ChunkBatches {

@@ -1,0 +1,166 @@
+//! What a scan holds in memory, counted against a budget its caller gives it.
+//!
+//! zarrow knows nothing of DataFusion: a caller with a memory pool implements [`ScanMemory`]
+//! (zarrow-datafusion does, one `MemoryReservation` per partition) and puts it in the
+//! [`super::ScanContext`]. Per chunk of rows the scan reserves the stored bytes it fetched and
+//! the columns it decoded whole before it holds them for the consumer ([`Held`], given back
+//! when the chunk has been handed out).
+//!
+//! A stream keeps its reservation at its high-water mark ([`Budget`]): chunks are alike, so
+//! after the first ones the next chunk fits in what the last one gave back, and the pool sees a
+//! steady consumer — not one that lets go between chunks and finds, when it asks again, that a
+//! spilling operator took the room meanwhile. The reservation goes when the stream does.
+//!
+//! Under a budget the scan reads one chunk of rows ahead (not `concurrency` of them), so it holds
+//! at most two chunks a stream. The chunk ahead, fetched while the current one is handed out,
+//! keeps its bytes unreserved if the budget is full and tries again when its turn comes, after
+//! the chunk before it gave its bytes back; only then is a full budget an error (the read-ahead
+//! never deadlocks on memory that only a later chunk could free).
+
+use std::sync::{Arc, Mutex};
+
+use crate::{Error, Result};
+
+/// A memory budget a scan reserves from (e.g. a DataFusion memory pool's reservation).
+pub trait ScanMemory: Send + Sync + std::fmt::Debug {
+    /// Reserve `bytes` more, or say why not (the message goes into
+    /// [`Error::ResourcesExhausted`]).
+    fn try_grow(&self, bytes: usize) -> std::result::Result<(), String>;
+    /// Give `bytes` back.
+    fn shrink(&self, bytes: usize);
+}
+
+/// One stream's use of a [`ScanMemory`]: bytes in use and bytes reserved (the most ever in use).
+#[derive(Debug)]
+pub(crate) struct Budget {
+    memory: Arc<dyn ScanMemory>,
+    /// (in use, reserved)
+    state: Mutex<(usize, usize)>,
+}
+
+impl Budget {
+    pub(crate) fn new(memory: Arc<dyn ScanMemory>) -> Arc<Self> {
+        Arc::new(Budget {
+            memory,
+            state: Mutex::new((0, 0)),
+        })
+    }
+
+    fn grow(&self, bytes: usize) -> std::result::Result<(), String> {
+        let mut state = self.state.lock().map_err(|e| e.to_string())?;
+        let (in_use, reserved) = *state;
+        let wanted = in_use.saturating_add(bytes);
+        if wanted > reserved {
+            self.memory.try_grow(wanted - reserved)?;
+            state.1 = wanted;
+        }
+        state.0 = wanted;
+        Ok(())
+    }
+
+    fn release(&self, bytes: usize) {
+        if let Ok(mut state) = self.state.lock() {
+            state.0 = state.0.saturating_sub(bytes);
+        }
+    }
+}
+
+impl Drop for Budget {
+    fn drop(&mut self) {
+        if let Ok(state) = self.state.get_mut() {
+            if state.1 > 0 {
+                self.memory.shrink(state.1);
+            }
+        }
+    }
+}
+
+/// Bytes of a stream's [`Budget`] in use for one chunk, released on drop.
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    budget: Option<Arc<Budget>>,
+    bytes: usize,
+}
+
+impl Held {
+    /// Nothing held yet, of `budget` (no budget: every reservation succeeds).
+    pub(crate) fn new(budget: Option<Arc<Budget>>) -> Self {
+        Held { budget, bytes: 0 }
+    }
+
+    /// Hold `bytes` more for `what` (named in the error).
+    pub(crate) fn grow(&mut self, bytes: usize, what: &dyn Fn() -> String) -> Result<()> {
+        let Some(budget) = &self.budget else {
+            return Ok(());
+        };
+        if bytes == 0 {
+            return Ok(());
+        }
+        budget.grow(bytes).map_err(|e| {
+            Error::ResourcesExhausted(format!(
+                "{}: {e} (a scan holds the stored bytes of the chunk it hands out and of one \
+                 read ahead, and the columns it reads whole; raise the memory limit)",
+                what()
+            ))
+        })?;
+        self.bytes += bytes;
+        Ok(())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(budget) = &self.budget {
+            budget.release(self.bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A budget of `limit` bytes that counts what is reserved.
+    #[derive(Debug)]
+    struct Limit(usize, AtomicUsize);
+
+    impl ScanMemory for Limit {
+        fn try_grow(&self, bytes: usize) -> std::result::Result<(), String> {
+            let now = self.1.load(Ordering::SeqCst);
+            if now + bytes > self.0 {
+                return Err(format!("{bytes} more than the {} left", self.0 - now));
+            }
+            self.1.fetch_add(bytes, Ordering::SeqCst);
+            Ok(())
+        }
+        fn shrink(&self, bytes: usize) {
+            self.1.fetch_sub(bytes, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn reservation_stays_at_the_high_water_mark_and_goes_with_the_stream() {
+        let limit = Arc::new(Limit(100, AtomicUsize::new(0)));
+        let budget = Budget::new(limit.clone());
+        let what = || "chunk [0]".to_string();
+        let mut a = Held::new(Some(budget.clone()));
+        a.grow(60, &what).unwrap();
+        let mut b = Held::new(Some(budget.clone()));
+        let err = b.grow(50, &what).unwrap_err().to_string();
+        assert!(
+            err.contains("resources exhausted: chunk [0]: 50 more"),
+            "{err}"
+        );
+        drop(a);
+        // Released, still reserved: the next chunk fits without asking the pool.
+        assert_eq!(limit.1.load(Ordering::SeqCst), 60);
+        b.grow(50, &what).unwrap();
+        assert_eq!(limit.1.load(Ordering::SeqCst), 60);
+        b.grow(30, &what).unwrap();
+        assert_eq!(limit.1.load(Ordering::SeqCst), 80);
+        drop(b);
+        drop(budget);
+        assert_eq!(limit.1.load(Ordering::SeqCst), 0);
+    }
+}

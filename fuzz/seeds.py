@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Seed corpora for the fuzz targets, from the fixture stores (written by zarr-python,
+xarray, anndata and zarrs — see tests/fixtures/README.md).
+
+    python3 fuzz/seeds.py            # writes fuzz/corpus/<target>/ (not committed)
+
+- metadata: every metadata document of the fixtures, prefixed by the byte that picks its parser
+  (v2 `.zarray`/`.zgroup` followed by NUL and their `.zattrs`).
+- open_store: each node of each fixture store whose files fit in 48 KiB, as the entries
+  `[key length u8][key][value length u16 LE][value]` that fuzz_targets/open_store.rs reads.
+- decode_chunk: chunk files of the fixtures' string arrays, behind the selector bytes of their
+  codec (v3 `vlen-utf8` + zstd, v2 `vlen-utf8` + blosc/zstd where the fixture says so).
+"""
+import hashlib
+import json
+import os
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent
+FIXTURES = ROOT.parent / "tests" / "fixtures" / "data"
+CORPUS = ROOT / "corpus"
+METADATA = {".zarray", ".zgroup", ".zattrs", ".zmetadata", "zarr.json"}
+
+
+def write(target, data):
+    out = CORPUS / target
+    out.mkdir(parents=True, exist_ok=True)
+    (out / hashlib.sha1(data).hexdigest()).write_bytes(data)
+
+
+def metadata_seeds(store):
+    for path in store.rglob("*"):
+        if not path.is_file():
+            continue
+        attrs = path.parent / ".zattrs"
+        extra = b"\0" + attrs.read_bytes() if attrs.exists() else b""
+        if path.name == "zarr.json":
+            write("metadata", b"\0" + path.read_bytes())
+        elif path.name == ".zarray":
+            write("metadata", b"\1" + path.read_bytes() + extra)
+        elif path.name == ".zgroup":
+            write("metadata", b"\2" + path.read_bytes() + extra)
+        elif path.name == ".zmetadata":
+            write("metadata", b"\3" + path.read_bytes())
+
+
+def store_seed(node):
+    entries = b""
+    for path in sorted(node.rglob("*")):
+        if not path.is_file():
+            continue
+        key = path.relative_to(node).as_posix().encode()
+        value = path.read_bytes()
+        if len(key) > 255 or len(value) > 65535:
+            return None
+        entries += bytes([len(key)]) + key + len(value).to_bytes(2, "little") + value
+        if len(entries) > 48 * 1024:
+            return None
+    return entries or None
+
+
+def chunk_seeds(store):
+    for meta_path in store.rglob("zarr.json"):
+        meta = json.loads(meta_path.read_text())
+        if meta.get("node_type") != "array" or meta.get("data_type") not in ("string", "bytes"):
+            continue
+        names = [c["name"] for c in meta.get("codecs", [])]
+        if names[:1] not in (["vlen-utf8"], ["vlen-bytes"]):
+            continue
+        codec = {(): 0, ("zstd",): 3, ("gzip",): 1, ("blosc",): 5}.get(tuple(names[1:]))
+        if codec is None:
+            continue
+        selector = 0 if meta["data_type"] == "string" else 1
+        for chunk in (meta_path.parent / "c").rglob("*") if (meta_path.parent / "c").exists() else []:
+            if chunk.is_file() and chunk.stat().st_size < 16 * 1024:
+                n = 1
+                for s in meta["chunk_grid"]["configuration"]["chunk_shape"]:
+                    n *= s
+                if n < 256:
+                    write("decode_chunk", bytes([selector, n, codec]) + chunk.read_bytes())
+
+
+def main():
+    for store in sorted(FIXTURES.glob("*.zarr")):
+        metadata_seeds(store)
+        chunk_seeds(store)
+        for node in [store, *sorted(p for p in store.rglob("*") if p.is_dir())]:
+            seed = store_seed(node)
+            if seed:
+                write("open_store", seed)
+    for target in ("metadata", "open_store", "decode_chunk"):
+        print(target, len(list((CORPUS / target).glob("*"))), "seeds")
+
+
+if __name__ == "__main__":
+    main()
