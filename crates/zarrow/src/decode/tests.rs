@@ -363,6 +363,29 @@ fn arrow_layout_malformed() {
         arrow_err(good[..10].to_vec(), 6),
         ChunkError::Truncated(_)
     ));
+    // Bytes after the last offset belong to no string: invalid UTF-8 there is cut off (Arrow
+    // requires all of a string array's values buffer to be UTF-8; found by fuzzing), invalid
+    // UTF-8 before the first offset is an error.
+    let mut tail = good.clone();
+    tail.extend_from_slice(&[0xff, 0xfe]);
+    let decoded = decode_chunk(
+        &chain(ArrayToBytes::ArrowVlen { large: false }),
+        &DataType::String,
+        6,
+        Bytes::from(tail),
+        &opts(StringType::Utf8),
+    )
+    .unwrap();
+    assert_eq!(strings(&decoded), WORDS);
+    arrow_array::Array::to_data(&decoded)
+        .validate_full()
+        .unwrap();
+    let mut head = good.clone();
+    let data_start = 64; // (6 + 1) offsets of 4 bytes, padded to 64
+    head[data_start] = 0xff;
+    set_offset(&mut head, 0, 1);
+    let e = arrow_err(head, 6);
+    assert!(matches!(e, ChunkError::Utf8 { .. }), "{e}");
     // Too many elements for the chunk: the offsets cannot be there.
     assert!(matches!(
         arrow_err(good.clone(), 1_000_000),

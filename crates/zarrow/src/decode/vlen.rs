@@ -47,7 +47,10 @@ fn validate_utf8<O: ArrowNativeType>(offsets: &[O], data: &[u8]) -> Result<(), C
         return Ok(());
     };
     let (first, last) = (first.as_usize(), last.as_usize());
-    let covered = &data[first..last];
+    // Arrow's contract covers the whole values buffer, not only the strings' bytes: bytes
+    // before the first offset are checked too, those after the last are cut off by
+    // `from_offsets`.
+    let covered = &data[..last];
     // All ASCII (a fast pass that stops at the first other byte): valid, and every offset is
     // on a character boundary.
     if covered.is_ascii() {
@@ -169,9 +172,15 @@ pub(crate) fn from_offsets<O: OffsetSizeTrait>(
     target: VlenTarget,
 ) -> Result<ArrayRef, ChunkError> {
     let ValidOffsets { offsets, data } = valid;
-    if target.utf8 {
+    let data = if target.utf8 {
         validate_utf8(&offsets, &data)?;
-    }
+        // Arrow requires the whole values buffer to be UTF-8: keep it to the last offset
+        // (bytes past it belong to no string and were not checked).
+        let last = offsets.last().map_or(0, |o| o.as_usize());
+        data.slice_with_length(0, last)
+    } else {
+        data
+    };
     match target.repr {
         StringType::Utf8 => {
             let offsets = convert_offsets::<O, i32>(offsets)?;
