@@ -1,24 +1,21 @@
 //! ZarrTable through DataFusion: schemas, store GETs per query, and the fixture tables
 //! against what xarray and anndata read.
 
-use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use async_trait::async_trait;
+use common::CountingStore;
 use datafusion::arrow::array::{Array, RecordBatch};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::physical_plan::{collect, execute_stream};
 use datafusion::prelude::{SessionConfig, SessionContext};
-use futures::stream::BoxStream;
 use futures::StreamExt;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+use object_store::{ObjectStore, PutPayload};
 use serde_json::Value;
 use zarrow::ZarrStore;
 use zarrow_datafusion::{zarr_session_context, SessionContextZarrExt, ZarrTable, ZarrTableOptions};
@@ -33,87 +30,9 @@ fn ctx() -> SessionContext {
     zarr_session_context(SessionConfig::new().with_target_partitions(4))
 }
 
-/// Counts GET requests (whole objects and ranges) to the store it wraps.
-#[derive(Debug)]
-struct CountingStore {
-    inner: Arc<dyn ObjectStore>,
-    gets: AtomicUsize,
-}
-
-impl fmt::Display for CountingStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CountingStore({})", self.inner)
-    }
-}
-
-#[async_trait]
-impl ObjectStore for CountingStore {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        self.inner.put_opts(location, payload, opts).await
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.gets.fetch_add(1, Ordering::SeqCst);
-        self.inner.get_opts(location, options).await
-    }
-
-    async fn get_ranges(
-        &self,
-        location: &Path,
-        ranges: &[std::ops::Range<u64>],
-    ) -> object_store::Result<Vec<bytes::Bytes>> {
-        self.gets.fetch_add(1, Ordering::SeqCst);
-        self.inner.get_ranges(location, ranges).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-}
-
 /// A context with table `t` over `name` read through a counting store.
 async fn counted(name: &str, options: ZarrTableOptions) -> (SessionContext, Arc<CountingStore>) {
-    let counting = Arc::new(CountingStore {
-        inner: Arc::new(LocalFileSystem::new()),
-        gets: AtomicUsize::new(0),
-    });
+    let counting = Arc::new(CountingStore::new(Arc::new(LocalFileSystem::new())));
     let root = Path::from_absolute_path(fixture(name)).unwrap();
     let store = ZarrStore::new(counting.clone(), root);
     let table = ZarrTable::try_new_with_store(store, options).await.unwrap();
