@@ -394,7 +394,7 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
         Endian::Little
     };
     let kind = rest.chars().next().ok_or("empty dtype")?;
-    let tail = &rest[1..];
+    let tail = &rest[kind.len_utf8()..];
     let size = |t: &str| -> Result<usize, String> {
         t.parse::<usize>()
             .map_err(|_| format!("dtype '{dtype}': bad item size"))
@@ -673,6 +673,14 @@ pub fn parse_fill_value(data_type: &DataType, json: &Value, v2: bool) -> Result<
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn v2_dtypes_of_any_text_are_errors_not_panics() {
+        // Found by fuzz/fuzz_targets/metadata.rs: the kind was sliced off at byte 1.
+        for dtype in ["Ĳǩns]", "<Ĳ8", "é", "|ü1", "<M8[ñs]", ""] {
+            assert!(parse_v2_dtype(dtype).is_err(), "{dtype}");
+        }
+    }
 
     #[test]
     fn v2_dtypes() {

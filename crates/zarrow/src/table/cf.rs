@@ -531,8 +531,12 @@ fn parse_date(s: &str) -> Option<(i64, i64)> {
     let offset = match zone {
         "" | "Z" | "UTC" | "utc" | "GMT" => 0,
         z => {
-            let sign = if z.starts_with('-') { -1 } else { 1 };
-            let digits: String = z[1..].chars().filter(char::is_ascii_digit).collect();
+            let (sign, rest) = match (z.strip_prefix('+'), z.strip_prefix('-')) {
+                (Some(rest), _) => (1, rest),
+                (_, Some(rest)) => (-1, rest),
+                _ => return None,
+            };
+            let digits: String = rest.chars().filter(char::is_ascii_digit).collect();
             let (oh, om) = match digits.len() {
                 1 | 2 => (digits.parse::<i64>().ok()?, 0),
                 4 => (
@@ -588,6 +592,9 @@ mod tests {
             "2000-01-01 99999999999999:00",
             "2000-01-01 00:00:9223372036854775807",
             "2000-01-01 00:00+99999",
+            // a zone that starts with a multi-byte character (sliced at byte 1 once)
+            "2000-01-01 00:00:00 é5",
+            "2000-01-01 00:00:00 Ĳ",
         ] {
             assert_eq!(parse_date(hostile), None, "{hostile}");
         }
