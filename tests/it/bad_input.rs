@@ -514,3 +514,40 @@ async fn keys_from_metadata_stay_inside_the_store() {
         .unwrap_err();
     assert!(e.to_string().contains("../outside"), "{e}");
 }
+
+#[tokio::test]
+async fn unstored_chunks_are_filled_a_batch_at_a_time() {
+    use futures::StreamExt;
+    // One chunk of 2^32 float64s (32 GiB decoded), none stored: its fill value used to be
+    // materialised for the whole chunk before the first row was handed out.
+    let f = Fixture::new();
+    let mut meta = array_meta(
+        json!([{"name": "bytes", "configuration": {"endian": "little"}}]),
+        "float64",
+    );
+    meta["shape"] = json!([(1u64 << 32) - 1]);
+    meta["chunk_grid"]["configuration"]["chunk_shape"] = json!([(1u64 << 32) - 1]);
+    meta["fill_value"] = json!(1.5);
+    f.put_json("huge/zarr.json", meta).await;
+    let node = Node::open_store(f.store.child("huge"), "huge")
+        .await
+        .unwrap();
+    let model = Arc::new(
+        zarrow::TableModel::from_node(node, zarrow::TableOptions::default())
+            .await
+            .unwrap(),
+    );
+    let mut scan = zarrow::ZarrScan::new(&model);
+    scan.batch_size = 1000;
+    let mut stream = scan.stream(model, zarrow::ScanContext::default()).unwrap();
+    for _ in 0..3 {
+        let batch = stream.next().await.unwrap().unwrap();
+        assert_eq!(batch.num_rows(), 1000);
+        let values = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<arrow::array::Float64Array>()
+            .unwrap();
+        assert!(values.iter().all(|v| v == Some(1.5)));
+    }
+}

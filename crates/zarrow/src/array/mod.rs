@@ -23,7 +23,7 @@ use bytes::Bytes;
 
 pub use cache::ChunkCache;
 
-use crate::decode::{fill_array, ChunkRows, ChunkSelection};
+use crate::decode::{ChunkRows, ChunkSelection};
 use crate::error::ChunkError;
 use crate::grid::{ChunkGrid, ChunkRanges};
 use crate::metadata::ArrayMetadata;
@@ -264,8 +264,12 @@ impl ZarrArray {
     ) -> std::result::Result<ChunkRows, ChunkError> {
         let meta = &self.meta;
         match stored {
-            None => fill_array(&meta.data_type, &meta.fill_value, selection.len(), opts)
-                .map(ChunkRows::decoded),
+            None => Ok(ChunkRows::fill(
+                &meta.data_type,
+                &meta.fill_value,
+                selection.len(),
+                opts,
+            )),
             Some(bytes) => {
                 let n = meta.read_chunk_shape().iter().product::<u64>() as usize;
                 ChunkRows::new(

@@ -32,7 +32,7 @@ use super::fixed::decode_fixed;
 use super::vlen::{self, VlenTarget};
 use super::ChunkSelection;
 use crate::codec::{ArrayToBytes, CodecChain};
-use crate::data_type::{DataType, Endian};
+use crate::data_type::{DataType, Endian, FillValue};
 use crate::error::ChunkError;
 use crate::options::{StringType, ZarrReadOptions};
 
@@ -48,8 +48,15 @@ pub struct ChunkRows {
 }
 
 enum Kind {
-    /// Decoded whole (or the fill value): runs are slices.
+    /// Decoded whole: runs are slices.
     Decoded(ArrayRef),
+    /// A chunk that is not stored: each run is made of the fill value when it is asked for
+    /// (never the whole chunk at once — its shape may be large, its rows few at a time).
+    Fill {
+        data_type: DataType,
+        fill: FillValue,
+        opts: ZarrReadOptions,
+    },
     /// `bytes`: `size` bytes an element.
     Fixed {
         source: Source,
@@ -71,6 +78,7 @@ impl std::fmt::Debug for ChunkRows {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match &self.kind {
             Kind::Decoded(_) => "decoded",
+            Kind::Fill { .. } => "fill",
             Kind::Fixed { .. } => "fixed",
             Kind::Vlen { .. } => "vlen",
         };
@@ -88,6 +96,25 @@ impl ChunkRows {
         let rows = array.len();
         ChunkRows {
             kind: Kind::Decoded(array),
+            done: 0,
+            rows,
+            stored: rows,
+        }
+    }
+
+    /// `rows` fill values of `data_type`, made run by run.
+    pub fn fill(
+        data_type: &DataType,
+        fill: &FillValue,
+        rows: usize,
+        opts: &ZarrReadOptions,
+    ) -> Self {
+        ChunkRows {
+            kind: Kind::Fill {
+                data_type: data_type.clone(),
+                fill: fill.clone(),
+                opts: opts.clone(),
+            },
             done: 0,
             rows,
             stored: rows,
@@ -200,6 +227,11 @@ impl ChunkRows {
         let first = self.done;
         let array = match &mut self.kind {
             Kind::Decoded(array) => array.slice(first, k),
+            Kind::Fill {
+                data_type,
+                fill,
+                opts,
+            } => super::fill_array(data_type, fill, k, opts)?,
             Kind::Fixed {
                 source,
                 data_type,

@@ -145,7 +145,7 @@ pub(super) fn open(
                     .iter()
                     .map(|c| match c {
                         ColumnRuns::Whole(array) => array.get_array_memory_size(),
-                        ColumnRuns::Runs(..) => 0,
+                        ColumnRuns::Runs(..) | ColumnRuns::Index { .. } => 0,
                     })
                     .sum();
                 held.grow(whole, &what)?;
@@ -194,16 +194,7 @@ impl ChunkBatches {
         let columns = self
             .columns
             .iter_mut()
-            .map(|c| match c {
-                ColumnRuns::Runs(reader, map) => {
-                    let run = reader.next_rows(k)?;
-                    match map {
-                        Some(map) => map(run),
-                        None => Ok(run),
-                    }
-                }
-                ColumnRuns::Whole(array) => Ok(array.slice(offset, k)),
-            })
+            .map(|c| c.next_rows(offset, k))
             .collect::<Result<Vec<_>>>()?;
         Ok(RecordBatch::try_new_with_options(
             self.schema.clone(),

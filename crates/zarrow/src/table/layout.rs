@@ -11,15 +11,23 @@ use crate::Result;
 /// Int64 positions along dimension `dim` for the box `start .. start + shape`, C order.
 pub(crate) fn index_values(start: &[u64], shape: &[u64], dim: usize) -> ArrayRef {
     let n: u64 = shape.iter().product();
-    let inner: u64 = shape[dim + 1..].iter().product();
-    let outer: u64 = shape[..dim].iter().product();
-    let mut values = Vec::with_capacity(n as usize);
-    for _ in 0..outer {
-        for i in 0..shape[dim] {
-            values.extend(std::iter::repeat_n((start[dim] + i) as i64, inner as usize));
-        }
-    }
-    Arc::new(Int64Array::from(values))
+    index_run(start, shape, dim, 0, n as usize)
+}
+
+/// Rows `offset .. offset + k` (C order) of [`index_values`]: made a run at a time, so an
+/// index column costs a batch's worth of memory whatever the size of the chunk's box.
+pub(crate) fn index_run(
+    start: &[u64],
+    shape: &[u64],
+    dim: usize,
+    offset: usize,
+    k: usize,
+) -> ArrayRef {
+    let inner: u64 = shape[dim + 1..].iter().product::<u64>().max(1);
+    let len = shape[dim].max(1);
+    let values =
+        (offset as u64..(offset + k) as u64).map(|row| (start[dim] + (row / inner) % len) as i64);
+    Arc::new(Int64Array::from_iter_values(values))
 }
 
 /// Values over the array dims `map` (array dim `i` = table dim `map[i]`), laid out in C order
@@ -69,6 +77,18 @@ mod tests {
         assert_eq!(idx.as_primitive::<Int64Type>().values(), &[3, 4, 3, 4]);
         let idx = index_values(&[2, 3], &[2, 2], 0);
         assert_eq!(idx.as_primitive::<Int64Type>().values(), &[2, 2, 3, 3]);
+        // Runs of the index are the slices of the whole one, in every dimension of a 3-D box.
+        let (start, shape) = ([1, 5, 9], [3, 2, 4]);
+        for dim in 0..3 {
+            let whole = index_values(&start, &shape, dim);
+            for (offset, k) in [(0, 24), (0, 5), (5, 7), (23, 1), (12, 0)] {
+                assert_eq!(
+                    index_run(&start, &shape, dim, offset, k).as_ref(),
+                    whole.slice(offset, k).as_ref(),
+                    "dim {dim}, rows {offset}+{k}"
+                );
+            }
+        }
         let ab: ArrayRef = Arc::new(StringArray::from(vec!["a", "b"]));
         assert_eq!(
             strings(&broadcast(ab.clone(), &[2, 2], &[1]).unwrap()),

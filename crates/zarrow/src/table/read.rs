@@ -26,6 +26,32 @@ pub(crate) enum ColumnRuns {
     Runs(Box<ChunkReader>, Option<RunMap>),
     /// The column's rows for the whole chunk, sliced.
     Whole(ArrayRef),
+    /// Int64 positions along table dimension `dim` of the chunk's box `start .. start +
+    /// shape`, made a run at a time (see [`super::layout::index_run`]).
+    Index {
+        start: Vec<u64>,
+        shape: Vec<u64>,
+        dim: usize,
+    },
+}
+
+impl ColumnRuns {
+    /// Rows `offset .. offset + k` of the chunk's column.
+    pub(crate) fn next_rows(&mut self, offset: usize, k: usize) -> Result<ArrayRef> {
+        match self {
+            ColumnRuns::Runs(reader, map) => {
+                let run = reader.next_rows(k)?;
+                match map {
+                    Some(map) => map(run),
+                    None => Ok(run),
+                }
+            }
+            ColumnRuns::Whole(array) => Ok(array.slice(offset, k)),
+            ColumnRuns::Index { start, shape, dim } => {
+                Ok(super::layout::index_run(start, shape, *dim, offset, k))
+            }
+        }
+    }
 }
 
 /// What is applied to each run of a column decoded run by run (e.g. fill values → NULL).
@@ -199,7 +225,20 @@ impl TableModel {
         let reads = projection.iter().zip(fetched).map(|(&i, stored)| {
             let (start, shape) = (&start, &shape);
             async move {
-                match (self.columns.get(i).map(|c| &c.kind), stored) {
+                let column = self.columns.get(i);
+                let index_dim = match column.map(|c| (&c.role, &c.kind)) {
+                    Some((ColumnRole::Index(d), _)) => Some(*d),
+                    Some((_, SourceKind::Index)) => Some(0),
+                    _ => None,
+                };
+                if let Some(dim) = index_dim {
+                    return Ok(ColumnRuns::Index {
+                        start: start.clone(),
+                        shape: shape.clone(),
+                        dim,
+                    });
+                }
+                match (column.map(|c| &c.kind), stored) {
                     (Some(SourceKind::Plain { array, fill, cf }), Some(stored)) => {
                         let started = std::time::Instant::now();
                         let reader = array
