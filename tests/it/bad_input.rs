@@ -551,3 +551,69 @@ async fn unstored_chunks_are_filled_a_batch_at_a_time() {
         assert!(values.iter().all(|v| v == Some(1.5)));
     }
 }
+
+#[tokio::test]
+async fn categories_are_read_as_far_as_codes_reach() {
+    use futures::TryStreamExt;
+    // An AnnData dataframe whose categorical column claims 2^40 categories (none stored):
+    // int8 codes reach 128 of them, and only those are read.
+    let f = Fixture::new();
+    let group = |attrs: serde_json::Value| json!({"zarr_format": 3, "node_type": "group", "attributes": attrs});
+    let array = |shape: u64, data_type: &str, fill: serde_json::Value| {
+        let codecs = if data_type == "string" {
+            json!([{"name": "vlen-utf8"}])
+        } else {
+            json!([{"name": "bytes", "configuration": {"endian": "little"}}])
+        };
+        let mut m = array_meta(codecs, data_type);
+        m["shape"] = json!([shape]);
+        m["chunk_grid"]["configuration"]["chunk_shape"] = json!([shape.min(1 << 20)]);
+        m["fill_value"] = fill;
+        m
+    };
+    f.put_json(
+        "obs/zarr.json",
+        group(
+            json!({"encoding-type": "dataframe", "encoding-version": "0.2.0",
+                     "_index": "_index", "column-order": ["cell_type"]}),
+        ),
+    )
+    .await;
+    f.put_json("obs/_index/zarr.json", array(4, "string", json!("cell")))
+        .await;
+    f.put_json(
+        "obs/cell_type/zarr.json",
+        group(
+            json!({"encoding-type": "categorical", "encoding-version": "0.2.0", "ordered": false}),
+        ),
+    )
+    .await;
+    f.put_json("obs/cell_type/codes/zarr.json", array(4, "int8", json!(3)))
+        .await;
+    f.put_json(
+        "obs/cell_type/categories/zarr.json",
+        array(1 << 40, "string", json!("B")),
+    )
+    .await;
+    let node = Node::open_store(f.store.child("obs"), "obs").await.unwrap();
+    let model = Arc::new(
+        zarrow::TableModel::from_node(node, zarrow::TableOptions::default())
+            .await
+            .unwrap(),
+    );
+    let batches: Vec<_> = zarrow::ZarrScan::new(&model)
+        .stream(model.clone(), zarrow::ScanContext::default())
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let column = batches[0].column_by_name("cell_type").unwrap();
+    let text = arrow::util::display::ArrayFormatter::try_new(column.as_ref(), &Default::default())
+        .unwrap();
+    assert_eq!(
+        (0..4)
+            .map(|i| text.value(i).to_string())
+            .collect::<Vec<_>>(),
+        ["B"; 4]
+    );
+}

@@ -15,6 +15,7 @@ use arrow_schema::DataType as ArrowType;
 use serde_json::{Map, Value};
 
 use super::{dim_names, Member, MemberKind};
+use crate::data_type::DataType;
 use crate::node::{Node, ZarrGroup};
 use crate::{Error, Result};
 
@@ -114,6 +115,19 @@ pub(super) fn column_order(attributes: &Map<String, Value>) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// How many categories codes of `codes`' data type can refer to: reading more of a categories
+/// array than that would be reading values no row can show (a hostile store's categories may
+/// claim any length).
+pub(super) fn addressable_categories(codes: &DataType, categories: u64) -> u64 {
+    let max = match codes {
+        DataType::Int8 => 1 << 7,
+        DataType::Int16 => 1 << 15,
+        DataType::Int32 => 1 << 31,
+        _ => 1 << 32,
+    };
+    categories.min(max)
 }
 
 /// AnnData categorical codes → a dictionary array; negative codes are NULL.

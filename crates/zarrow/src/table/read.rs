@@ -197,9 +197,9 @@ impl TableModel {
             } => {
                 let cats = loaded
                     .get_or_try_init(|| async {
-                        categories
-                            .read_region_in(&[0], categories.shape(), ctx)
-                            .await
+                        let n = categories.shape().first().copied().unwrap_or(0);
+                        let n = anndata::addressable_categories(&codes.metadata().data_type, n);
+                        categories.read_region_in(&[0], &[n], ctx).await
                     })
                     .await?
                     .clone();
