@@ -327,14 +327,36 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
     })
 }
 
-/// The largest element zarrow reads, in bytes: numpy's own limit on an item size (a C `int`).
-/// A larger one in metadata is hostile or corrupt, and would size allocations.
+/// The largest element zarrow can read, in bytes: numpy's own limit on an item size (a C
+/// `int`).
 pub const MAX_ITEM_BYTES: usize = i32::MAX as usize;
+
+/// The largest element zarrow reads unless told otherwise: 16 MiB (`<U4194304`). A fixed-size
+/// element is allocated whole for the fill value and per chunk element, so this bounds what a
+/// data type in hostile metadata can make zarrow allocate; `ZARROW_MAX_ITEM_BYTES` raises it
+/// up to [`MAX_ITEM_BYTES`].
+pub const DEFAULT_MAX_ITEM_BYTES: usize = 16 << 20;
+
+/// The element size limit in force (see [`DEFAULT_MAX_ITEM_BYTES`]).
+pub fn max_item_bytes() -> usize {
+    std::env::var("ZARROW_MAX_ITEM_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(DEFAULT_MAX_ITEM_BYTES)
+        .min(MAX_ITEM_BYTES)
+}
 
 fn check_item_bytes(name: &str, bytes: usize) -> Result<usize, String> {
     if bytes > MAX_ITEM_BYTES {
         return Err(format!(
             "{name}: an element of {bytes} bytes is larger than numpy allows ({MAX_ITEM_BYTES})"
+        ));
+    }
+    let max = max_item_bytes();
+    if bytes > max {
+        return Err(format!(
+            "{name}: an element of {bytes} bytes is larger than the {max} bytes zarrow reads \
+             (set ZARROW_MAX_ITEM_BYTES to read it)"
         ));
     }
     Ok(bytes)
@@ -764,10 +786,16 @@ mod tests {
                 "{dtype}: {e:?}"
             );
         }
+        // Over the default limit: refused, naming the setting that raises it.
+        let e = parse_v2_dtype("<U536870911").unwrap_err();
+        assert!(
+            matches!(&e, DataTypeError::Invalid(m) if m.contains("ZARROW_MAX_ITEM_BYTES")),
+            "{e:?}"
+        );
         assert_eq!(
-            parse_v2_dtype("<U536870911").unwrap().0,
+            parse_v2_dtype("<U4194304").unwrap().0,
             DataType::FixedUtf32 {
-                length_bytes: 536_870_911 * 4
+                length_bytes: 16 << 20
             }
         );
         let huge = serde_json::json!({"name": "raw_bytes", "configuration": {"length_bytes": 100_000_000_000_000u64}});
