@@ -157,7 +157,24 @@ fn decode_zarrs_vlen(
         }
         _ => index,
     };
-    let data = decode_bytes(&z.data_codecs, data, opts.max_chunk_bytes)?;
+    // The data decodes to what the last offset says, no more: a bomb behind a small index
+    // stops there, not at the per-chunk cap.
+    let declared = index
+        .len()
+        .checked_sub(width)
+        .map(|at| {
+            let last = &index[at..];
+            if z.index_u64 {
+                u64::from_le_bytes(last.try_into().unwrap_or([0; 8]))
+            } else {
+                u32::from_le_bytes(last.try_into().unwrap_or([0; 4])) as u64
+            }
+        })
+        .unwrap_or(0);
+    let max = usize::try_from(declared)
+        .unwrap_or(usize::MAX)
+        .min(opts.max_chunk_bytes);
+    let data = decode_bytes(&z.data_codecs, data, max)?;
     vlen::decode_index_and_data(index, data, n, z.index_u64, vlen_target(data_type, opts))
 }
 

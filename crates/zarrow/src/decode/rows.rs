@@ -584,6 +584,7 @@ mod tests {
     /// Items of 3 to 94 bytes, around the compactor's block size, so that the first runs'
     /// estimate of their data is short and the buffers grow.
     #[test]
+    #[cfg_attr(miri, ignore = "zstd is C code, which Miri cannot run")]
     fn vlen_runs_equal_the_whole_chunk() {
         let strings: Vec<String> = (0..5000)
             .map(|i| format!("s{i}-{}", "é".repeat(i % 13 + (i / 1000) * 8)))
@@ -616,6 +617,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "zstd is C code, which Miri cannot run")]
     fn vlen_edge_chunk_stops_at_its_rows() {
         let raw = numcodecs(&["a", "b", "c", "", ""]);
         let stored = zstd().encode(&raw).unwrap();
@@ -632,6 +634,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "zstd is C code, which Miri cannot run")]
     fn bad_streams_are_errors() {
         let items: Vec<String> = (0..3000).map(|i| format!("item {i}")).collect();
         let refs: Vec<&str> = items.iter().map(String::as_str).collect();
@@ -697,6 +700,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "zstd is C code, which Miri cannot run")]
     fn fixed_runs_equal_the_whole_chunk() {
         let values: Vec<i64> = (0..10_000).map(|i| i * 7 - 3).collect();
         let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();

@@ -88,6 +88,10 @@ fn numcodecs_strings_every_type() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "Miri gives a Vec<u8> no more alignment than 1, so the aligned (zero-copy) path is not taken"
+)]
 fn arrow_layout_is_zero_copy() {
     for large in [false, true] {
         let chunk = Bytes::from(encode::arrow_vlen_items(&items(), b"", large).unwrap());
@@ -427,6 +431,44 @@ fn zarrs_vlen_malformed() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "zstd is C code, which Miri cannot run")]
+fn zarrs_vlen_data_stops_at_the_last_offset() {
+    // Data that decompresses past the last offset (here 64 MiB behind a 6-string index) stops
+    // at what the index declares, not at the 2 GiB per-chunk cap.
+    let zstd = BytesToBytes::Zstd {
+        level: 3,
+        checksum: false,
+    };
+    let (mut z, chunk) = zarrs_chunk(true, true);
+    let index_end = 8 + 7 * 8;
+    z.data_codecs.bytes_to_bytes = vec![zstd.clone()];
+    let bomb = zstd.encode(&vec![b'a'; 64 << 20]).unwrap();
+    let bombed = [&chunk[..index_end], &bomb[..]].concat();
+    let e = decode_chunk(
+        &chain(ArrayToBytes::ZarrsVlen(Box::new(z.clone()))),
+        &DataType::String,
+        6,
+        Bytes::from(bombed),
+        &opts(StringType::Utf8),
+    )
+    .unwrap_err();
+    assert!(matches!(e, ChunkError::TooLarge(_)), "{e}");
+    // The same chain with the right data decodes.
+    let data = zstd.encode(&chunk[index_end..]).unwrap();
+    let good = [&chunk[..index_end], &data[..]].concat();
+    let decoded = decode_chunk(
+        &chain(ArrayToBytes::ZarrsVlen(Box::new(z))),
+        &DataType::String,
+        6,
+        Bytes::from(good),
+        &opts(StringType::Utf8),
+    )
+    .unwrap();
+    assert_eq!(strings(&decoded), WORDS);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "zstd is C code, which Miri cannot run")]
 fn compressed_chunks_and_corrupt_streams() {
     let raw = encode::vlen_numcodecs_items(&items(), b"").unwrap();
     let zstd = BytesToBytes::Zstd {
@@ -517,6 +559,10 @@ fn fixed_sizes_are_checked() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "Miri gives a Vec<u8> no more alignment than 1, so the aligned (zero-copy) path is not taken"
+)]
 fn aligned_numbers_are_zero_copy() {
     let values: Vec<u8> = (0..64u64).flat_map(|v| v.to_le_bytes()).collect();
     let chunk = Bytes::from(values);
@@ -713,6 +759,10 @@ fn numcodecs_character_split_by_a_length_header() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "300 KB of items is hours in Miri; the smaller numcodecs tests cover the same code"
+)]
 fn numcodecs_utf8_checked_in_every_window() {
     // ~300 KB of items: several of the view path's UTF-8 windows. Multi-byte characters
     // throughout; one bad byte far into the chunk must be found and named.
