@@ -243,3 +243,18 @@ fn bad_remote_settings_are_errors() {
     .to_string();
     assert!(e.contains("timeout") && e.contains("soon"), "{e}");
 }
+
+#[tokio::test]
+async fn a_chunk_claiming_100_gib_is_refused_before_it_is_read() {
+    let Some(proxy) = proxy() else { return };
+    // int64 chunks: a stored chunk can take at most twice its decoded size and 1 MiB.
+    let location = format!(
+        "{}/v3_numeric.zarr/int64",
+        faulty(&proxy, "claim=107374182400,on=chunks")
+    );
+    let e = read(&location, quick()).await.unwrap_err().to_string();
+    assert!(
+        e.contains("int64") && e.contains("chunk 'c/0'") && e.contains("107374182400 bytes"),
+        "{e}"
+    );
+}

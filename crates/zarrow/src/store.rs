@@ -188,9 +188,8 @@ impl ZarrStore {
     /// reports it: a file's length, a response's `Content-Length`) is over
     /// [`max_metadata_bytes`] is an error before anything is allocated for it.
     pub async fn get_document(&self, relative: &str, node: &str) -> Result<Option<Bytes>> {
-        let path = self.key(relative);
         let limit = max_metadata_bytes();
-        let too_large = |size: u64| {
+        self.get_bounded(relative, limit, |size| {
             Error::metadata(
                 node,
                 relative,
@@ -199,8 +198,21 @@ impl ZarrStore {
                      (ZARROW_MAX_METADATA_BYTES raises it)"
                 ),
             )
-        };
-        // Ok(Err(size)): the store says the document is `size` bytes, too many to read.
+        })
+        .await
+    }
+
+    /// Get an object of at most `limit` bytes; `Ok(None)` if it does not exist. One the
+    /// store says is larger (a file's length, a response's `Content-Length`) is the error
+    /// `too_large(size)` before its body is read; one whose body turns out larger, too.
+    pub async fn get_bounded(
+        &self,
+        relative: &str,
+        limit: u64,
+        too_large: impl Fn(u64) -> Error,
+    ) -> Result<Option<Bytes>> {
+        let path = self.key(relative);
+        // Ok(Err(size)): the store says the object is `size` bytes, too many to read.
         let fetched = self
             .retrying(|| async {
                 match self.store.get(&path).await {

@@ -184,6 +184,23 @@ impl ZarrArray {
         }
     }
 
+    /// The most bytes a stored chunk of this array can take: for fixed-size elements twice
+    /// their decoded size and 1 MiB (no codec zarrow reads expands data by more; checksums,
+    /// headers and incompressible blocks add little), for variable-length ones the per-chunk
+    /// cap of [`ZarrReadOptions`]' default. A larger object is refused before it is read.
+    fn max_stored_bytes(&self) -> u64 {
+        let cap = ZarrReadOptions::default().max_chunk_bytes as u64;
+        match self.meta.data_type.fixed_size() {
+            Some(size) => {
+                let n: u64 = self.meta.read_chunk_shape().iter().product();
+                n.saturating_mul(size as u64)
+                    .saturating_mul(2)
+                    .saturating_add(1 << 20)
+            }
+            None => cap,
+        }
+    }
+
     fn chunk_error(&self, loc: &ChunkLocation, source: ChunkError) -> Error {
         Error::chunk(self.path.clone(), loc.to_string(), source)
     }
@@ -224,7 +241,20 @@ impl ZarrArray {
                 metrics.add_fetch(bytes.len(), started.elapsed());
                 return Ok(Some(bytes));
             }
-            _ => self.store.get_opt(&loc.key).await?,
+            _ => {
+                let limit = self.max_stored_bytes();
+                self.store
+                    .get_bounded(&loc.key, limit, |size| {
+                        self.chunk_error(
+                            &loc,
+                            ChunkError::TooLarge(format!(
+                                "the stored chunk is {size} bytes, more than its elements can \
+                                 take ({limit})"
+                            )),
+                        )
+                    })
+                    .await?
+            }
         };
         if let Some(bytes) = &fetched {
             metrics.add_fetch(bytes.len(), started.elapsed());
