@@ -617,3 +617,32 @@ async fn categories_are_read_as_far_as_codes_reach() {
         ["B"; 4]
     );
 }
+
+#[tokio::test]
+async fn metadata_faults_are_named_as_such() {
+    let f = Fixture::new();
+    // A fill value that is no string: the metadata's error, not the first missing chunk's.
+    let mut meta = array_meta(json!([{"name": "vlen-utf8"}]), "string");
+    meta["fill_value"] = json!([255, 254]);
+    f.put_json("badfill/zarr.json", meta).await;
+    let e = f.open("badfill").await.unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, Error::Metadata { .. }), "{msg}");
+    assert!(
+        msg.contains("badfill") && msg.contains("fill_value"),
+        "{msg}"
+    );
+    assert!(!msg.contains("chunk"), "{msg}");
+    // A chunk grid zarrow does not read is called a chunk grid, not a codec.
+    let mut meta = array_meta(json!([{"name": "vlen-utf8"}]), "string");
+    meta["chunk_grid"] =
+        json!({"name": "rectilinear", "configuration": {"chunk_shapes": [[2, 2]]}});
+    f.put_json("rect/zarr.json", meta).await;
+    let e = f.open("rect").await.unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, Error::UnsupportedChunkGrid { .. }), "{msg}");
+    assert!(
+        msg.contains("chunk grid 'rectilinear'") && !msg.contains("codec"),
+        "{msg}"
+    );
+}

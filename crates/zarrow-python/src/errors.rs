@@ -63,9 +63,10 @@ pub(crate) fn to_py(e: zarrow::Error) -> PyErr {
         E::Store { ref source, .. } if matches!(source, object_store::Error::NotFound { .. }) => {
             NotFoundError::new_err(message)
         }
-        E::UnsupportedDataType { .. } | E::UnsupportedCodec { .. } | E::MustUnderstand { .. } => {
-            UnsupportedError::new_err(message)
-        }
+        E::UnsupportedDataType { .. }
+        | E::UnsupportedCodec { .. }
+        | E::UnsupportedChunkGrid { .. }
+        | E::MustUnderstand { .. } => UnsupportedError::new_err(message),
         E::Metadata { .. } => MetadataError::new_err(message),
         E::Chunk { .. } => CorruptChunkError::new_err(message),
         E::Store { .. } => StoreError::new_err(message),

@@ -55,6 +55,14 @@ pub enum Error {
         /// Why it cannot be used.
         reason: String,
     },
+    /// A chunk grid other than the regular one.
+    #[error("array '{array}': unsupported chunk grid '{grid}' (zarrow reads the regular grid)")]
+    UnsupportedChunkGrid {
+        /// The array path.
+        array: String,
+        /// The grid's name.
+        grid: String,
+    },
     /// An extension (codec, grid, …) marked `must_understand: true` that zarrow does not know.
     #[error("array '{array}': unknown extension '{name}' is marked must_understand")]
     MustUnderstand {

@@ -91,6 +91,15 @@ impl ZarrArray {
         let path = path.into();
         let grid = ChunkGrid::new(meta.shape.clone(), meta.read_chunk_shape().to_vec())
             .map_err(|e| Error::metadata(&path, "chunk grid", e))?;
+        // A fill value that does not decode is the metadata's fault, said once here — not an
+        // error blamed on whichever chunk is missing first.
+        crate::decode::fill_array(
+            &meta.data_type,
+            &meta.fill_value,
+            1,
+            &ZarrReadOptions::default(),
+        )
+        .map_err(|e| Error::metadata(&path, "fill_value", e))?;
         Ok(ZarrArray {
             store,
             path,

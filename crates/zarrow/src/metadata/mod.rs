@@ -314,10 +314,9 @@ fn parse_v3_array(
         .ok_or_else(|| Error::metadata(path, KEY, "chunk_grid missing"))?;
     let grid_name = grid.get("name").and_then(Value::as_str).unwrap_or("");
     if grid_name != "regular" {
-        return Err(Error::UnsupportedCodec {
+        return Err(Error::UnsupportedChunkGrid {
             array: path.to_string(),
-            codec: format!("chunk grid '{grid_name}'"),
-            reason: "only the regular chunk grid is supported".into(),
+            grid: grid_name.to_string(),
         });
     }
     let chunk_shape = as_u64_vec(grid.get("configuration").and_then(|c| c.get("chunk_shape")))
