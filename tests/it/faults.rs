@@ -15,13 +15,17 @@ use crate::common::expected_entries;
 use crate::fixtures::check_entries;
 
 fn proxy() -> Option<String> {
-    match std::env::var("ZARROW_TEST_FAULT_PROXY") {
+    proxy_from("ZARROW_TEST_FAULT_PROXY")
+}
+
+fn proxy_from(var: &str) -> Option<String> {
+    match std::env::var(var) {
         Ok(v) => Some(v),
         Err(_) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("CI=true but ZARROW_TEST_FAULT_PROXY is not set: .ci/run must start tests/remote/start.sh")
+            panic!("CI=true but {var} is not set: .ci/run must start tests/remote/start.sh")
         }
         Err(_) => {
-            eprintln!("skipping: ZARROW_TEST_FAULT_PROXY not set (eval \"$(bash tests/remote/start.sh)\")");
+            eprintln!("skipping: {var} not set (eval \"$(bash tests/remote/start.sh)\")");
             None
         }
     }
@@ -257,4 +261,70 @@ async fn a_chunk_claiming_100_gib_is_refused_before_it_is_read() {
         e.contains("int64") && e.contains("chunk 'c/0'") && e.contains("107374182400 bytes"),
         "{e}"
     );
+}
+
+/// Read `array` of the S3 fixture bucket with the S3 endpoint `endpoint`.
+async fn read_s3(array: &str, endpoint: &str) -> zarrow::Result<Vec<RecordBatch>> {
+    let store = zarrow::ZarrStore::open_configured(
+        &format!("s3://zarrow-fixtures/{array}"),
+        &[
+            ("aws_endpoint".to_string(), endpoint.to_string()),
+            ("aws_allow_http".to_string(), "true".to_string()),
+        ],
+        &quick(),
+    )?;
+    let node = zarrow::Node::open_store(store, array).await?;
+    let model = std::sync::Arc::new(TableModel::from_node(node, TableOptions::default()).await?);
+    ZarrScan::new(&model)
+        .stream(model.clone(), Default::default())?
+        .try_collect()
+        .await
+}
+
+#[tokio::test]
+async fn s3_faults_are_retried_or_named() {
+    let Some(proxy) = proxy_from("ZARROW_TEST_S3_FAULT_PROXY") else {
+        return;
+    };
+    let arrays = [
+        "v3_strings.zarr/string_gzip",
+        "v3_strings.zarr/string_sharded",
+        "v3_strings.zarr/string_2d",
+        "zarrs_vlen.zarr/strings_zstd_index_start",
+    ];
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/data");
+    // Transient: once per key, every kind the proxy knows; the answers are those of the
+    // local files.
+    for spec in [
+        "status=503,n=1",
+        "status=429,n=1",
+        "reset,n=1",
+        "short,n=1,on=chunks",
+    ] {
+        let endpoint = faulty(&proxy, spec);
+        for array in arrays {
+            let local =
+                TableModel::open(&data.join(array).to_string_lossy(), TableOptions::default())
+                    .await
+                    .unwrap();
+            let local = std::sync::Arc::new(local);
+            let expected: Vec<RecordBatch> = ZarrScan::new(&local)
+                .stream(local.clone(), Default::default())
+                .unwrap()
+                .try_collect()
+                .await
+                .unwrap();
+            let got = read_s3(array, &endpoint)
+                .await
+                .unwrap_or_else(|e| panic!("{spec}: {array}: {e}"));
+            assert_eq!(got, expected, "{spec}: {array}");
+        }
+    }
+    // Persistent: the error names the array, the chunk key and the status.
+    let endpoint = faulty(&proxy, "status=500,on=chunks");
+    let e = read_s3("v3_strings.zarr/string_gzip", &endpoint)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("string_gzip/c/") && e.contains("500"), "{e}");
 }

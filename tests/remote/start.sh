@@ -3,7 +3,8 @@
 #   - an HTTP server with Range support serving tests/fixtures/data   (ZARROW_TEST_HTTP)
 #   - moto's S3-compatible server with the fixtures in bucket zarrow-fixtures (ZARROW_TEST_S3)
 #   - a fault-injecting proxy in front of the HTTP server (ZARROW_TEST_FAULT_PROXY; see
-#     fault_proxy.py for the faults a request path asks for)
+#     fault_proxy.py for the faults a request path asks for), and one in front of the S3
+#     server (ZARROW_TEST_S3_FAULT_PROXY, used as the S3 endpoint)
 # Both bind 127.0.0.1 only. Their PIDs go to $STATE/pids; `stop.sh` ends them.
 # Usage: eval "$(bash tests/remote/start.sh)"
 set -euo pipefail
@@ -48,6 +49,15 @@ for _ in $(seq 1 100); do
     sleep 0.2
 done
 
+# The same proxy in front of moto: S3 requests to http://127.0.0.1:$s3_proxy_port/fault/<spec>
+# as the endpoint get the faults (moto does not check the SigV4 signature, which covers the
+# path with its /fault/<spec> prefix).
+rm -f "$STATE/s3proxy.port"
+"$PY" "$HERE/fault_proxy.py" "http://127.0.0.1:$s3_port" "$STATE/s3proxy.port" >/dev/null 2>"$STATE/s3proxy.log" &
+echo $! >>"$STATE/pids"
+wait_port "$STATE/s3proxy.port"
+s3_proxy_port="$(cat "$STATE/s3proxy.port")"
+
 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1 "$PY" - "$s3_port" "$ROOT/tests/fixtures/data" >&2 <<'PYEOF'
 import os, sys, boto3
 port, root = sys.argv[1], sys.argv[2]
@@ -67,6 +77,7 @@ cat <<ENV
 export ZARROW_TEST_HTTP=http://127.0.0.1:$http_port
 export ZARROW_TEST_S3=s3://zarrow-fixtures
 export ZARROW_TEST_FAULT_PROXY=http://127.0.0.1:$proxy_port
+export ZARROW_TEST_S3_FAULT_PROXY=http://127.0.0.1:$s3_proxy_port
 export AWS_ENDPOINT_URL=http://127.0.0.1:$s3_port
 export AWS_ACCESS_KEY_ID=test
 export AWS_SECRET_ACCESS_KEY=test
