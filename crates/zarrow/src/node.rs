@@ -65,7 +65,9 @@ impl Node {
             let zattrs = store.get_document(".zattrs", &display).await?;
             let mut meta = metadata::parse_v2_group(&display, &zgroup, zattrs.as_deref())?;
             if let Some(zmeta) = store.get_document(".zmetadata", &display).await? {
-                meta.consolidated = Some(metadata::parse_v2_consolidated(&display, &zmeta)?);
+                meta.consolidated = Some(metadata::Consolidated::new(
+                    metadata::parse_v2_consolidated(&display, &zmeta)?,
+                ));
             }
             return Ok(Node::Group(ZarrGroup {
                 store,
@@ -127,16 +129,13 @@ impl ZarrGroup {
                 Ok(Node::Array(ZarrArray::try_new(store, path, (**m).clone())?))
             }
             NodeMetadata::Group(g) => {
-                // A child group keeps the part of the consolidated tree below it.
-                let prefix = format!("{relative}/");
-                let consolidated = self.meta.consolidated.as_ref().map(|all| {
-                    all.iter()
-                        .filter_map(|(p, m)| {
-                            p.strip_prefix(&prefix)
-                                .map(|rest| (rest.to_string(), m.clone()))
-                        })
-                        .collect()
-                });
+                // A child group sees the part of the consolidated tree below it (the same
+                // entries, shared).
+                let consolidated = self
+                    .meta
+                    .consolidated
+                    .as_ref()
+                    .map(|all| all.below(relative));
                 Ok(Node::Group(ZarrGroup {
                     store,
                     path,
@@ -156,7 +155,7 @@ impl ZarrGroup {
             return all
                 .iter()
                 .filter(|(p, _)| !p.contains('/'))
-                .map(|(p, m)| Ok((p.clone(), self.node_from_meta(p, m)?)))
+                .map(|(p, m)| Ok((p.to_string(), self.node_from_meta(p, m)?)))
                 .collect();
         }
         let mut out = Vec::new();
@@ -190,7 +189,7 @@ impl ZarrGroup {
         let relative = relative.trim_end_matches('/');
         metadata::check_key(&self.path, relative)?;
         if let Some(all) = &self.meta.consolidated {
-            if let Some((_, m)) = all.iter().find(|(p, _)| p == relative) {
+            if let Some((_, m)) = all.iter().find(|(p, _)| *p == relative) {
                 return self.node_from_meta(relative, m);
             }
             return Err(Error::NodeNotFound {

@@ -7,6 +7,8 @@
 //! codec's endian, `order: "F"` a transpose, `filters` + `compressor` the codec chain,
 //! `dimension_separator` a v2 chunk key encoding, `_ARRAY_DIMENSIONS` dimension names.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::codec::{parse_v2_chain, parse_v3_chain, ArrayToBytes, ChainError, CodecChain};
@@ -101,8 +103,46 @@ pub struct GroupMetadata {
     pub zarr_format: u8,
     /// User attributes.
     pub attributes: Map<String, Value>,
-    /// Consolidated metadata of the descendants: (path relative to the group, node).
-    pub consolidated: Option<Vec<(String, NodeMetadata)>>,
+    /// Consolidated metadata of the descendants.
+    pub consolidated: Option<Consolidated>,
+}
+
+/// Consolidated metadata as a group sees it: the entries of the document it was read from
+/// (paths relative to that document's group, sorted), shared by every group below — a child
+/// group gets the same entries behind a longer prefix, never a copy, so a deep hierarchy costs
+/// its document once, not once per level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Consolidated {
+    entries: Arc<Vec<(String, NodeMetadata)>>,
+    /// The group's path below the document's group, with a trailing `/` (empty at the top).
+    prefix: String,
+}
+
+impl Consolidated {
+    /// The entries of a consolidated document, as its own group sees them.
+    pub fn new(mut entries: Vec<(String, NodeMetadata)>) -> Self {
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Consolidated {
+            entries: Arc::new(entries),
+            prefix: String::new(),
+        }
+    }
+
+    /// The descendants: (path relative to the group, node), sorted by path.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &NodeMetadata)> {
+        self.entries
+            .iter()
+            .filter_map(|(p, m)| p.strip_prefix(self.prefix.as_str()).map(|rest| (rest, m)))
+            .filter(|(rest, _)| !rest.is_empty())
+    }
+
+    /// The same metadata as the child group `relative` sees it.
+    pub fn below(&self, relative: &str) -> Self {
+        Consolidated {
+            entries: self.entries.clone(),
+            prefix: format!("{}{relative}/", self.prefix),
+        }
+    }
 }
 
 /// Metadata of a node.
@@ -265,8 +305,7 @@ fn parse_v3_value(path: &str, doc: &Map<String, Value>) -> Result<NodeMetadata> 
                         })?;
                         nodes.push((child.clone(), parse_v3_value(&child_path, meta)?));
                     }
-                    nodes.sort_by(|a, b| a.0.cmp(&b.0));
-                    Some(nodes)
+                    Some(Consolidated::new(nodes))
                 }
                 _ => None,
             };
@@ -666,6 +705,44 @@ pub fn join_path(parent: &str, child: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn consolidated_entries_are_shared_by_every_level() {
+        // A chain of groups a/a/a/… 64 deep with an array at the bottom: every level sees its
+        // descendants through the same entries (no level copies them).
+        let group = || {
+            NodeMetadata::Group(GroupMetadata {
+                zarr_format: 3,
+                ..Default::default()
+            })
+        };
+        let mut entries = Vec::new();
+        let mut path = String::new();
+        for _ in 0..64 {
+            path = if path.is_empty() {
+                "a".into()
+            } else {
+                format!("{path}/a")
+            };
+            entries.push((path.clone(), group()));
+        }
+        let top = Consolidated::new(entries);
+        let (first_path, first_node) = top.iter().last().unwrap();
+        assert_eq!(first_path.matches('/').count(), 63);
+        let mut level = top.clone();
+        for depth in 1..64 {
+            level = level.below("a");
+            let entries: Vec<_> = level.iter().collect();
+            assert_eq!(entries.len(), 64 - depth);
+            assert_eq!(entries[0].0, "a");
+            let (_, deepest) = entries.last().unwrap();
+            assert!(
+                std::ptr::eq(*deepest, first_node),
+                "depth {depth} copied the entries"
+            );
+        }
+        assert_eq!(level.below("a").iter().count(), 0);
+    }
 
     #[test]
     fn chunk_keys() {
