@@ -140,6 +140,30 @@ pub(crate) fn decompress(input: &[u8], max_size: usize) -> Result<Vec<u8>, Chunk
             header.nbytes
         )));
     }
+    // What the chunk's compressed bytes can decode to at most: its compressor's largest
+    // expansion (LZ4 255-fold, deflate 1032-fold, zstd 32768-fold; blosclz and snappy
+    // taken as zstd, conservatively) — so a small chunk announcing gigabytes is refused before
+    // anything is allocated for it.
+    let ratio: usize = match header.flags >> 5 {
+        1 => 256,
+        3 => 1032,
+        _ => 32 * 1024,
+    };
+    let can_hold = header
+        .cbytes
+        .saturating_mul(ratio)
+        .saturating_add(64 * 1024);
+    if header.flags & FLAG_MEMCPYED == 0 && header.nbytes > can_hold {
+        return Err(ChunkError::codec(
+            NAME,
+            format!(
+                "header announces {} decompressed bytes, more than {} bytes of {} data can hold",
+                header.nbytes,
+                header.cbytes,
+                compressor_of(header.flags)
+            ),
+        ));
+    }
     let mut validated_nbytes: usize = 0;
     // SAFETY: `input` is a live slice of `input.len()` readable bytes, at least
     // BLOSC_MIN_HEADER_LENGTH long (checked by `read_header`); `blosc_cbuffer_validate` reads

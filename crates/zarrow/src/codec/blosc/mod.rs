@@ -266,6 +266,29 @@ mod tests {
     use crate::codec::conformance::{noise, sample};
 
     #[test]
+    fn blosc_header_claiming_more_than_its_data_can_hold_is_refused() {
+        let codec = BytesToBytes::Blosc {
+            cname: BloscCompressor::Lz4,
+            clevel: 5,
+            shuffle: BloscShuffle::NoShuffle,
+            typesize: 1,
+            blocksize: 0,
+        };
+        let mut chunk = codec.encode(&sample().repeat(8)).unwrap();
+        assert_eq!(
+            codec.decode(Bytes::from(chunk.clone()), 1 << 31).unwrap(),
+            sample().repeat(8)
+        );
+        // 1 GiB from a few hundred bytes of LZ4: corrupt, refused before allocating.
+        chunk[4..8].copy_from_slice(&(1u32 << 30).to_le_bytes());
+        let e = codec
+            .decode(Bytes::from(chunk), 1 << 31)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("can hold"), "{e}");
+    }
+
+    #[test]
     fn blosc_multi_block_round_trip() {
         let input: Vec<u8> = sample().repeat(64);
         let codec = BytesToBytes::Blosc {
