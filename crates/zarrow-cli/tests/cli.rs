@@ -1000,3 +1000,23 @@ fn memory_limit_bounds_scans_and_sorts_spill() {
         "{err}"
     );
 }
+
+#[test]
+fn chunk_size_limit_is_an_option() {
+    // The per-chunk cap on decoded strings (2 GiB) can be lowered (or raised) from the
+    // environment; past it a chunk is an error naming it, not an allocation.
+    let sql = format!("SELECT count(barcode) FROM '{OBS}'");
+    let out = Command::new(env!("CARGO_BIN_EXE_zarrow"))
+        .args(["sql", &sql])
+        .current_dir(root())
+        .env("ZARROW_MAX_CHUNK_BYTES", "100")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("barcode") && stderr.contains("chunk") && stderr.contains("100"),
+        "{stderr}"
+    );
+    ok(&["sql", &sql]);
+}

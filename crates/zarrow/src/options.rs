@@ -95,17 +95,24 @@ pub struct ZarrReadOptions {
     pub string_type: StringType,
     /// How many chunk reads are in flight at once (default 8).
     pub concurrency: usize,
-    /// The largest decoded variable-length chunk accepted, in bytes (default 2 GiB): a chunk whose
-    /// headers claim more is an error, not an allocation.
+    /// The largest decoded variable-length chunk accepted, in bytes (default 2 GiB, or
+    /// `ZARROW_MAX_CHUNK_BYTES`): a chunk whose headers claim more is an error, not an
+    /// allocation.
     pub max_chunk_bytes: usize,
 }
+
+/// The default of [`ZarrReadOptions::max_chunk_bytes`].
+pub const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;
 
 impl Default for ZarrReadOptions {
     fn default() -> Self {
         ZarrReadOptions {
             string_type: StringType::Utf8,
             concurrency: 8,
-            max_chunk_bytes: 2 << 30,
+            max_chunk_bytes: std::env::var("ZARROW_MAX_CHUNK_BYTES")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(DEFAULT_MAX_CHUNK_BYTES),
         }
     }
 }
