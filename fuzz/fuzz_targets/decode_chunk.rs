@@ -2,7 +2,8 @@
 //! decoding must return a value or an error, never panic or misbehave.
 //!
 //! Input: byte 0 picks the array→bytes codec, data type and string type, byte 1 the element
-//! count, byte 2 the compressor in front; the rest is the stored chunk.
+//! count, byte 2 the compressor in front (or a v2 numcodecs filter chain, or a structured
+//! dtype); the rest is the stored chunk.
 //!
 //! Run with `fuzz/run.sh` (or `cargo +nightly fuzz run decode_chunk` from `fuzz/`).
 #![no_main]
@@ -13,6 +14,25 @@ use zarrow::codec::blosc::{BloscCompressor, BloscShuffle};
 use zarrow::codec::{ArrayToBytes, BytesToBytes, CodecChain, IndexLocation, ZarrsVlen};
 use zarrow::metadata::{DataType, Endian};
 use zarrow::{StringType, ZarrReadOptions};
+
+/// (dtype, filters, compressor) of v2 arrays with numcodecs filters and checksums.
+const V2_FILTERS: &[(&str, &str, &str)] = &[
+    (r#""<i8""#, r#"[{"id": "delta", "dtype": "<i8", "astype": "<i2"}]"#, "null"),
+    (r#"">i4""#, r#"[{"id": "delta", "dtype": ">i4"}]"#, r#"{"id": "lzma"}"#),
+    (r#""<f4""#, r#"[{"id": "delta", "dtype": "<f4"}]"#, "null"),
+    (r#""<f8""#, r#"[{"id": "fixedscaleoffset", "offset": 2, "scale": 10, "dtype": "<f8", "astype": "<i4"}]"#, "null"),
+    (r#""<f8""#, r#"[{"id": "quantize", "digits": 2, "dtype": "<f8", "astype": "<f4"}]"#, "null"),
+    (r#""<f8""#, r#"[{"id": "astype", "encode_dtype": "<f2", "decode_dtype": "<f8"}]"#, "null"),
+    (r#""|b1""#, r#"[{"id": "packbits"}]"#, "null"),
+    (r#""|O""#, r#"[{"id": "categorize", "labels": ["a", "bb", "ü"], "dtype": "|O", "astype": "|u1"}]"#, "null"),
+    (r#""<U2""#, r#"[{"id": "categorize", "labels": ["a", "bb", "üü"], "dtype": "<U2", "astype": "<u2"}]"#, "null"),
+    (r#""|O""#, r#"[{"id": "json2", "encoding": "utf-8"}]"#, "null"),
+    (r#""<f8""#, r#"[{"id": "shuffle", "elementsize": 8}, {"id": "crc32"}]"#, r#"{"id": "zlib", "level": 1}"#),
+    (r#""<i4""#, r#"[{"id": "adler32", "location": "end"}]"#, r#"{"id": "lzma"}"#),
+    (r#""<i4""#, r#"[{"id": "fletcher32"}, {"id": "bitround", "keepbits": 3}]"#, "null"),
+    (r#"[["a", "<i4"], ["s", "<U3"], ["p", [["x", ">f8"], ["ok", "|b1"]]], ["b", "|S2"]]"#, "[]", "null"),
+    (r#"[["t", "<M8[s]"], ["v", ">f4"]]"#, r#"[{"id": "shuffle", "elementsize": 12}]"#, r#"{"id": "zstd", "level": 1}"#),
+];
 
 fuzz_target!(|input: &[u8]| {
     if input.len() < 4 {
@@ -69,7 +89,22 @@ fuzz_target!(|input: &[u8]| {
         12 => vec![BytesToBytes::Gzip { level: 1 }, BytesToBytes::Zstd { level: 0, checksum: false }],
         _ => vec![],
     };
-    let chain = CodecChain { array_to_array: vec![], array_to_bytes, bytes_to_bytes };
+    let mut chain = CodecChain { array_to_array: vec![], array_to_bytes, bytes_to_bytes };
+    let mut data_type = data_type;
+    // 13-15: a v2 numcodecs filter chain (or a structured dtype) picked by the high bits,
+    // parsed as zarr-python 2 writes it.
+    if codec % 16 >= 13 {
+        let (dtype, filters, compressor) = V2_FILTERS[usize::from(codec >> 4) % V2_FILTERS.len()];
+        let dtype: serde_json::Value = serde_json::from_str(dtype).unwrap();
+        let (dt, endian) = match &dtype {
+            serde_json::Value::String(s) => zarrow::data_type::parse_v2_dtype(s).unwrap(),
+            other => (zarrow::data_type::parse_v2_structured(other).unwrap(), Endian::Little),
+        };
+        let filters: serde_json::Value = serde_json::from_str(filters).unwrap();
+        let compressor: serde_json::Value = serde_json::from_str(compressor).unwrap();
+        chain = zarrow::codec::parse_v2_chain(&dt, endian, false, 1, Some(&filters), Some(&compressor)).unwrap();
+        data_type = dt;
+    }
     let string_type = match selector >> 6 {
         0 => StringType::Utf8,
         1 => StringType::LargeUtf8,

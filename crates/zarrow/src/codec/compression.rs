@@ -12,6 +12,10 @@
 //! | lz4    | `lz4.rs`    | 4-byte little-endian decoded size, then one LZ4 block           |
 //! | bz2    | `bz2.rs`    | bzip2 stream(s)                                                 |
 //! | crc32c | `crc32c.rs` | the data, then its CRC-32C as 4 little-endian bytes             |
+//! | crc32, adler32, fletcher32 | `checksum32.rs` | numcodecs' 32-bit sums, before or after the data |
+//! | shuffle | `shuffle.rs` | numcodecs' byte shuffle of `elementsize`-byte elements          |
+//! | lzma   | `lzma.rs`   | an xz (or legacy lzma) stream                                   |
+//! | delta, fixedscaleoffset, quantize, bitround, astype, packbits, categorize, json2 | `filters.rs` | numcodecs filters: elements of one type → another (see there) |
 //!
 //! Names: zarr v3 `gzip`, `zstd`, `blosc`, `crc32c` (core configurations), the numcodecs names
 //! zarr-python writes (`numcodecs.zlib`, `numcodecs.gzip`, …, also plain `zlib`, `lz4`, `bz2`:
@@ -26,8 +30,10 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use super::blosc::{self, BloscCompressor, BloscShuffle};
+use super::checksum32::{self, Checksum32};
 use super::config::Config;
-use super::{bz2, crc32c, gzip, lz4, zlib, zstd};
+use super::filters::Filter;
+use super::{bz2, crc32c, gzip, lz4, lzma, shuffle, zlib, zstd, IndexLocation};
 use crate::error::ChunkError;
 
 /// A bytes-to-bytes codec with its configuration.
@@ -78,6 +84,26 @@ pub enum BytesToBytes {
     },
     /// CRC-32C checksum appended to the data as 4 little-endian bytes.
     Crc32c,
+    /// numcodecs' `crc32`, `adler32`, `fletcher32`: 4 little-endian bytes before or after the
+    /// data.
+    Checksum32 {
+        /// Which sum.
+        kind: Checksum32,
+        /// Where it is.
+        location: IndexLocation,
+    },
+    /// numcodecs `shuffle`.
+    Shuffle {
+        /// Bytes per element.
+        elementsize: usize,
+    },
+    /// numcodecs `lzma` (xz).
+    Lzma {
+        /// The preset used when writing.
+        preset: u32,
+    },
+    /// A numcodecs filter (`delta`, `fixedscaleoffset`, …; see `filters.rs`).
+    Filter(Box<Filter>),
 }
 
 impl BytesToBytes {
@@ -120,6 +146,11 @@ impl BytesToBytes {
             "lz4" => lz4::numcodecs,
             "bz2" => bz2::numcodecs,
             "crc32c" => crc32c::numcodecs,
+            "crc32" => |c: &Config<'_>| checksum32::numcodecs(Checksum32::Crc32, c),
+            "adler32" => |c: &Config<'_>| checksum32::numcodecs(Checksum32::Adler32, c),
+            "fletcher32" => |c: &Config<'_>| checksum32::numcodecs(Checksum32::Fletcher32, c),
+            "shuffle" => shuffle::numcodecs,
+            "lzma" => lzma::numcodecs,
             _ => return Ok(None),
         };
         if let Some(found) = c.str("id")? {
@@ -150,6 +181,10 @@ impl BytesToBytes {
             BytesToBytes::Lz4 { acceleration } => lz4::v3_json(acceleration),
             BytesToBytes::Bz2 { level } => bz2::v3_json(level),
             BytesToBytes::Crc32c => crc32c::v3_json(),
+            BytesToBytes::Checksum32 { kind, location } => checksum32::v3_json(kind, location),
+            BytesToBytes::Shuffle { elementsize } => shuffle::v3_json(elementsize),
+            BytesToBytes::Lzma { preset } => lzma::v3_json(preset),
+            BytesToBytes::Filter(ref f) => f.v3_json(),
         }
     }
 
@@ -169,11 +204,15 @@ impl BytesToBytes {
             BytesToBytes::Lz4 { acceleration } => lz4::v2_json(acceleration),
             BytesToBytes::Bz2 { level } => bz2::v2_json(level),
             BytesToBytes::Crc32c => crc32c::v2_json(),
+            BytesToBytes::Checksum32 { kind, location } => checksum32::v2_json(kind, location),
+            BytesToBytes::Shuffle { elementsize } => shuffle::v2_json(elementsize),
+            BytesToBytes::Lzma { preset } => lzma::v2_json(preset),
+            BytesToBytes::Filter(ref f) => f.v2_json(),
         }
     }
 
-    /// The codec's short name (`gzip`, `zlib`, `zstd`, `blosc`, `lz4`, `bz2`, `crc32c`), used in
-    /// errors and descriptions.
+    /// The codec's short name (`gzip`, `zlib`, `zstd`, `blosc`, `lz4`, `bz2`, `crc32c`, and
+    /// numcodecs' ids), used in errors and descriptions.
     pub fn name(&self) -> &'static str {
         match self {
             BytesToBytes::Gzip { .. } => "gzip",
@@ -183,6 +222,10 @@ impl BytesToBytes {
             BytesToBytes::Lz4 { .. } => "lz4",
             BytesToBytes::Bz2 { .. } => "bz2",
             BytesToBytes::Crc32c => "crc32c",
+            BytesToBytes::Checksum32 { kind, .. } => kind.id(),
+            BytesToBytes::Shuffle { .. } => "shuffle",
+            BytesToBytes::Lzma { .. } => "lzma",
+            BytesToBytes::Filter(f) => f.id(),
         }
     }
 
@@ -199,6 +242,26 @@ impl BytesToBytes {
             BytesToBytes::Lz4 { .. } => lz4::decode(&input, max_size),
             BytesToBytes::Bz2 { .. } => bz2::decode(&input, max_size),
             BytesToBytes::Crc32c => crc32c::decode(&input, max_size),
+            BytesToBytes::Checksum32 { kind, location } => {
+                checksum32::decode(*kind, *location, &input, max_size)
+            }
+            BytesToBytes::Shuffle { elementsize } => {
+                shuffle::decode(*elementsize, &input, max_size)
+            }
+            BytesToBytes::Lzma { .. } => lzma::decode(&input, max_size),
+            BytesToBytes::Filter(f) => f.decode(&input, max_size),
+        }
+    }
+
+    /// The most bytes this codec's input may have when its output may have `out_max`: the
+    /// limit for the codec decoded before it. Compressors pass the limit on (what they decode
+    /// from is the stored object, bounded where it is read); a checksum adds its 4 bytes; a
+    /// filter that changes the element type scales it.
+    pub(crate) fn input_bound(&self, out_max: usize) -> usize {
+        match self {
+            BytesToBytes::Filter(f) => f.input_bound(out_max),
+            BytesToBytes::Crc32c | BytesToBytes::Checksum32 { .. } => out_max.saturating_add(4),
+            _ => out_max,
         }
     }
 
@@ -248,6 +311,15 @@ impl BytesToBytes {
             BytesToBytes::Lz4 { .. } => lz4::encode(input),
             BytesToBytes::Bz2 { level } => bz2::encode(level, input),
             BytesToBytes::Crc32c => Ok(crc32c::encode(input)),
+            BytesToBytes::Checksum32 { kind, location } => {
+                Ok(checksum32::encode(kind, location, input))
+            }
+            BytesToBytes::Shuffle { elementsize } => shuffle::encode(elementsize, input),
+            BytesToBytes::Lzma { preset } => lzma::encode(preset, input),
+            BytesToBytes::Filter(ref f) => Err(ChunkError::codec(
+                "numcodecs filter",
+                format!("zarrow reads {} but does not write it", f.id()),
+            )),
         }
     }
 }

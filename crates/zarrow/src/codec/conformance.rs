@@ -7,7 +7,7 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
 use super::blosc::{BloscCompressor, BloscShuffle};
-use super::BytesToBytes;
+use super::{BytesToBytes, IndexLocation};
 use crate::error::ChunkError;
 
 // Produced by Python numcodecs 0.16.6 from `sample()`: see `python_vectors_decode`.
@@ -326,6 +326,14 @@ fn parse_v3_core_codecs() {
     );
     assert_eq!(
         BytesToBytes::from_v3("numcodecs.crc32", None).unwrap(),
+        Some(BytesToBytes::Checksum32 {
+            kind: super::checksum32::Checksum32::Crc32,
+            location: IndexLocation::Start
+        })
+    );
+    // numcodecs filters are parsed with the array's data type (filters.rs), not here.
+    assert_eq!(
+        BytesToBytes::from_v3("numcodecs.pickle", None).unwrap(),
         None
     );
 }
@@ -477,7 +485,11 @@ fn parse_v2_numcodecs() {
             .is_some()
     );
     // Unknown ids are not ours.
-    assert_eq!(parse(json!({"id": "lzma", "preset": 1})).unwrap(), None);
+    assert_eq!(
+        parse(json!({"id": "lzma", "preset": 1})).unwrap(),
+        Some(BytesToBytes::Lzma { preset: 1 })
+    );
+    assert_eq!(parse(json!({"id": "pickle"})).unwrap(), None);
     assert_eq!(parse(json!({"id": "vlen-utf8"})).unwrap(), None);
 }
 

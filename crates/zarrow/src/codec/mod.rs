@@ -14,13 +14,17 @@
 
 pub mod blosc;
 mod bz2;
+pub mod checksum32;
 pub mod compression;
 mod config;
 #[cfg(test)]
 pub(crate) mod conformance;
 mod crc32c;
+pub mod filters;
 mod gzip;
 mod lz4;
+mod lzma;
+mod shuffle;
 mod support;
 mod zlib;
 mod zstd;
@@ -232,6 +236,8 @@ pub fn parse_v3_chain(
     let mut array_to_array = Vec::new();
     let mut array_to_bytes = None;
     let mut bytes_to_bytes = Vec::new();
+    // zarr-python's `numcodecs.*` array-to-array codecs, in encode order.
+    let mut numcodecs_filters: Vec<filters::Filter> = Vec::new();
     for entry in codecs {
         let (name, config, must_understand) = match entry {
             Value::String(s) => (s.as_str(), None, true),
@@ -247,6 +253,18 @@ pub fn parse_v3_chain(
             other => return Err(ChainError::Invalid(format!("bad codec entry {other}"))),
         };
         if array_to_bytes.is_none() {
+            if let Some(id) = name.strip_prefix("numcodecs.") {
+                let c = config::Config::from_value(config)
+                    .map_err(|msg| ChainError::Invalid(format!("{name}: {msg}")))?;
+                match filters::numcodecs(id, &c, data_type) {
+                    Ok(Some(f)) => {
+                        numcodecs_filters.push(f);
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(msg) => return Err(ChainError::Invalid(format!("{name}: {msg}"))),
+                }
+            }
             match name {
                 "transpose" => {
                     let order = config
@@ -428,6 +446,23 @@ pub fn parse_v3_chain(
         Some(a) => a,
         None => return Err(ChainError::Invalid("no array-to-bytes codec".into())),
     };
+    if !numcodecs_filters.is_empty() {
+        // They run on the bytes the `bytes` codec gives, in its byte order, before the
+        // compressors in encode order (so after them when decoding).
+        let endian = match &array_to_bytes {
+            ArrayToBytes::Bytes { endian } => endian.unwrap_or(Endian::Little),
+            other => {
+                return Err(unsupported(
+                    other.name(),
+                    "numcodecs filters need the bytes codec after them",
+                ))
+            }
+        };
+        let filters = numcodecs_filters
+            .into_iter()
+            .map(|f| BytesToBytes::Filter(Box::new(f.with_endian(endian))));
+        bytes_to_bytes.splice(0..0, filters);
+    }
     check_fits(&array_to_bytes, data_type)?;
     Ok(CodecChain {
         array_to_array,
@@ -488,10 +523,20 @@ pub fn parse_v2_chain(
         match id {
             "vlen-utf8" => array_to_bytes = Some(ArrayToBytes::VlenUtf8),
             "vlen-bytes" => array_to_bytes = Some(ArrayToBytes::VlenBytes),
-            _ => match BytesToBytes::from_v2(obj) {
-                Ok(Some(c)) => bytes_to_bytes.push(c),
-                Ok(None) => return Err(unsupported(id, "unknown v2 filter")),
+            _ => match filters::numcodecs(id, &config::Config { map: Some(obj) }, data_type) {
+                Ok(Some(f)) => {
+                    // an object codec: the vlen-utf8 frames it writes are decoded as strings
+                    if f.writes_vlen() && array_to_bytes.is_none() {
+                        array_to_bytes = Some(ArrayToBytes::VlenUtf8);
+                    }
+                    bytes_to_bytes.push(BytesToBytes::Filter(Box::new(f)));
+                }
                 Err(msg) => return Err(ChainError::Invalid(format!("{id}: {msg}"))),
+                Ok(None) => match BytesToBytes::from_v2(obj) {
+                    Ok(Some(c)) => bytes_to_bytes.push(c),
+                    Ok(None) => return Err(unsupported(id, "unknown v2 filter")),
+                    Err(msg) => return Err(ChainError::Invalid(format!("{id}: {msg}"))),
+                },
             },
         }
     }

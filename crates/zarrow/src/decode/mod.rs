@@ -46,14 +46,32 @@ pub fn take_decompress_time() -> std::time::Duration {
     std::time::Duration::from_nanos(DECOMPRESS_NANOS.with(|n| n.replace(0)))
 }
 
+/// The limit of each bytes-to-bytes step's output, in the chain's (encode) order: `max` for
+/// the last to decode (the first listed), then carried back through each step's input bound
+/// (checksums add their bytes, filters that change the element type scale it).
+pub(crate) fn step_bounds(chain: &CodecChain, max: usize) -> Vec<usize> {
+    let mut bounds = Vec::with_capacity(chain.bytes_to_bytes.len());
+    let mut bound = max;
+    for codec in &chain.bytes_to_bytes {
+        bounds.push(bound);
+        bound = codec.input_bound(bound);
+    }
+    bounds
+}
+
 /// Run the bytes-to-bytes codecs of `chain` in decode order.
 pub(crate) fn decode_bytes(
     chain: &CodecChain,
     mut buf: Bytes,
     max: usize,
 ) -> Result<Bytes, ChunkError> {
-    for codec in chain.bytes_to_bytes.iter().rev() {
-        buf = decompressing(|| codec.decode(buf, max))?;
+    for (codec, bound) in chain
+        .bytes_to_bytes
+        .iter()
+        .zip(step_bounds(chain, max))
+        .rev()
+    {
+        buf = decompressing(|| codec.decode(buf, bound))?;
     }
     Ok(buf)
 }

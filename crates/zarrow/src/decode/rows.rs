@@ -317,8 +317,9 @@ impl Source {
             });
         };
         let mut buf = stored;
-        for codec in inner.iter().rev() {
-            buf = super::decompressing(|| codec.decode(buf, max))?;
+        let bounds = super::step_bounds(chain, max);
+        for (codec, bound) in inner.iter().zip(&bounds[1..]).rev() {
+            buf = super::decompressing(|| codec.decode(buf, *bound))?;
         }
         Ok(match last.stream_decoder(&buf) {
             Some(reader) => Source::Stream(Stream {
