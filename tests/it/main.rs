@@ -7,6 +7,7 @@ mod bad_input;
 mod common;
 mod faults;
 mod fixtures;
+mod hierarchy;
 mod python_roundtrip;
 mod remote;
 mod scan;

@@ -143,6 +143,21 @@ pub enum DataType {
         /// Bytes per element.
         length_bytes: usize,
     },
+    /// A structured element (numpy structured dtype: v2 `[["a", "<i4"], …]`, v3 `structured`
+    /// or `struct`): fixed-size fields packed one after another, in order.
+    Struct(Vec<StructField>),
+}
+
+/// One field of a [`DataType::Struct`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StructField {
+    /// The field's name.
+    pub name: String,
+    /// Its type (fixed-size; a struct of its own for nested fields).
+    pub data_type: DataType,
+    /// The field's byte order when the data type says (v2 dtypes name one per field); `None`:
+    /// the order of the array's `bytes` codec.
+    pub endian: Option<Endian>,
 }
 
 impl DataType {
@@ -162,6 +177,9 @@ impl DataType {
             DataType::FixedUtf32 { length_bytes }
             | DataType::NullTerminatedBytes { length_bytes }
             | DataType::RawBytes { length_bytes } => *length_bytes,
+            DataType::Struct(fields) => fields
+                .iter()
+                .try_fold(0usize, |sum, f| sum.checked_add(f.data_type.fixed_size()?))?,
             DataType::String | DataType::Bytes => return None,
         })
     }
@@ -177,7 +195,10 @@ impl DataType {
             DataType::Complex64 => 4,
             DataType::Complex128 => 8,
             DataType::FixedUtf32 { .. } => 4,
-            DataType::NullTerminatedBytes { .. } | DataType::RawBytes { .. } => 1,
+            // Fields are swapped one by one as they are decoded.
+            DataType::NullTerminatedBytes { .. }
+            | DataType::RawBytes { .. }
+            | DataType::Struct(_) => 1,
             other => other.fixed_size().unwrap_or(1),
         }
     }
@@ -208,6 +229,13 @@ impl DataType {
                 format!("null_terminated_bytes[{length_bytes}]")
             }
             DataType::RawBytes { length_bytes } => format!("raw_bytes[{length_bytes}]"),
+            DataType::Struct(fields) => {
+                let parts: Vec<String> = fields
+                    .iter()
+                    .map(|f| format!("{}: {}", f.name, f.data_type.name()))
+                    .collect();
+                format!("struct{{{}}}", parts.join(", "))
+            }
         }
     }
 
@@ -235,7 +263,167 @@ impl DataType {
             DataType::RawBytes { length_bytes } => {
                 ArrowType::FixedSizeBinary(i32::try_from(*length_bytes).unwrap_or(i32::MAX))
             }
+            DataType::Struct(fields) => ArrowType::Struct(
+                fields
+                    .iter()
+                    .map(|f| Field::new(&f.name, f.data_type.arrow_type(strings, binary), false))
+                    .collect(),
+            ),
         }
+    }
+}
+
+/// Build a struct data type from its fields, checked: at least one field, distinct names,
+/// fixed-size field types, an element no larger than zarrow reads.
+fn struct_type(fields: Vec<StructField>) -> Result<DataType, DataTypeError> {
+    if fields.is_empty() {
+        return Err("a structured data type without fields".into());
+    }
+    for (i, f) in fields.iter().enumerate() {
+        if fields[..i].iter().any(|g| g.name == f.name) {
+            return Err(format!("structured data type: field '{}' named twice", f.name).into());
+        }
+        if f.data_type.is_variable() {
+            return Err(DataTypeError::Unsupported);
+        }
+    }
+    let dt = DataType::Struct(fields);
+    let size = dt
+        .fixed_size()
+        .ok_or("structured data type: element size overflows")?;
+    check_item_bytes("structured data type", size)?;
+    Ok(dt)
+}
+
+/// Parse a v2 structured dtype: a list of `[name, dtype]` (or `[name, dtype, shape]`, which
+/// zarrow does not read) pairs, nested lists for nested structs. Fields keep their byte order.
+pub fn parse_v2_structured(value: &Value) -> Result<DataType, DataTypeError> {
+    let items = value.as_array().ok_or(DataTypeError::Unsupported)?;
+    let mut fields = Vec::with_capacity(items.len().min(1024));
+    for item in items {
+        let pair = item
+            .as_array()
+            .filter(|p| p.len() >= 2)
+            .ok_or_else(|| format!("structured dtype: field {item} is not [name, dtype]"))?;
+        if pair.len() > 2 {
+            // a sub-array field (`[name, dtype, shape]`)
+            return Err(DataTypeError::Unsupported);
+        }
+        let name = pair[0]
+            .as_str()
+            .ok_or_else(|| format!("structured dtype: field name {} is not a string", pair[0]))?;
+        let (data_type, endian) = match &pair[1] {
+            Value::String(s) => {
+                let (dt, endian) = parse_v2_dtype(s)?;
+                let endian = (dt.swap_unit() > 1).then_some(endian);
+                (dt, endian)
+            }
+            nested @ Value::Array(_) => (parse_v2_structured(nested)?, None),
+            other => return Err(format!("structured dtype: bad field dtype {other}").into()),
+        };
+        fields.push(StructField {
+            name: name.to_string(),
+            data_type,
+            endian,
+        });
+    }
+    struct_type(fields)
+}
+
+/// Parse the fields of a v3 `structured` (zarr-python: `[[name, data_type], …]`) or `struct`
+/// (`[{"name", "data_type"}, …]`) data type.
+fn parse_v3_struct(config: Option<&Value>) -> Result<DataType, DataTypeError> {
+    let items = config
+        .and_then(|c| c.get("fields"))
+        .and_then(Value::as_array)
+        .ok_or("structured data type: configuration.fields missing")?;
+    let mut fields = Vec::with_capacity(items.len().min(1024));
+    for item in items {
+        let (name, data_type) = match item {
+            Value::Array(pair) if pair.len() == 2 => (pair[0].as_str(), &pair[1]),
+            Value::Object(o) => match o.get("data_type") {
+                Some(dt) => (o.get("name").and_then(Value::as_str), dt),
+                None => return Err(format!("struct field {item} has no data_type").into()),
+            },
+            other => return Err(format!("bad struct field {other}").into()),
+        };
+        let name = name.ok_or_else(|| format!("struct field {item} has no name"))?;
+        fields.push(StructField {
+            name: name.to_string(),
+            data_type: parse_v3_data_type(data_type)?,
+            endian: None,
+        });
+    }
+    struct_type(fields)
+}
+
+/// Reverse the byte order of each unit of one element of `data_type` in place (per field for
+/// structs).
+fn swap_element(data_type: &DataType, bytes: &mut [u8]) {
+    match data_type {
+        DataType::Struct(fields) => {
+            let mut at = 0;
+            for f in fields {
+                let size = f.data_type.fixed_size().unwrap_or(0);
+                swap_element(&f.data_type, &mut bytes[at..at + size]);
+                at += size;
+            }
+        }
+        other => {
+            let unit = other.swap_unit();
+            if unit > 1 {
+                for c in bytes.chunks_exact_mut(unit) {
+                    c.reverse();
+                }
+            }
+        }
+    }
+}
+
+/// The fill value of a struct: base64 (or a list of bytes) of the element as stored, or one
+/// value per field (a list in field order, or an object by field name; missing fields zero).
+fn struct_fill(fields: &[StructField], size: usize, json: &Value) -> Result<Vec<u8>, String> {
+    let raw = |bytes: Vec<u8>| {
+        if bytes.len() == size {
+            Ok(bytes)
+        } else {
+            Err(format!(
+                "struct fill value of {} bytes for an element of {size}",
+                bytes.len()
+            ))
+        }
+    };
+    let per_field = |get: &dyn Fn(usize, &StructField) -> Option<Value>| {
+        let mut out = Vec::with_capacity(size);
+        for (i, f) in fields.iter().enumerate() {
+            let v = get(i, f).unwrap_or(Value::Null);
+            let mut bytes = parse_fill_value(&f.data_type, &v, false)
+                .map_err(|e| format!("field '{}': {e}", f.name))?
+                .bytes
+                .to_vec();
+            if f.endian == Some(Endian::Big) {
+                swap_element(&f.data_type, &mut bytes);
+            }
+            out.extend_from_slice(&bytes);
+        }
+        Ok(out)
+    };
+    match json {
+        Value::String(s) => raw(b64(s)?),
+        Value::Array(items) if items.iter().all(Value::is_u64) && items.len() == size => raw(items
+            .iter()
+            .map(|x| {
+                x.as_u64()
+                    .and_then(|b| u8::try_from(b).ok())
+                    .ok_or_else(|| format!("bad byte {x} in fill value"))
+            })
+            .collect::<Result<Vec<u8>, String>>()?),
+        Value::Array(items) if items.len() == fields.len() => {
+            per_field(&|i, _| items.get(i).cloned())
+        }
+        Value::Object(o) => per_field(&|_, f| o.get(&f.name).cloned()),
+        Value::Number(n) if n.as_u64() == Some(0) => Ok(vec![0; size]),
+        other => Err(format!("bad struct fill value {other}")),
     }
 }
 
@@ -323,6 +511,7 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
         "raw_bytes" => DataType::RawBytes {
             length_bytes: length_bytes()?,
         },
+        "structured" | "struct" => parse_v3_struct(config)?,
         _ => return Err(DataTypeError::Unsupported),
     })
 }
@@ -499,7 +688,8 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
 }
 
 /// A fill value, normalised: for fixed-size types the element's little-endian bytes
-/// (`fixed_size()` of them); for variable-length types the value's bytes.
+/// (`fixed_size()` of them; for a struct, each field in its stored byte order, as decoding
+/// reads it); for variable-length types the value's bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FillValue {
     /// The bytes described above.
@@ -587,6 +777,7 @@ pub fn parse_fill_value(data_type: &DataType, json: &Value, v2: bool) -> Result<
     let zero = || vec![0u8; data_type.fixed_size().unwrap_or(0)];
     let bytes: Vec<u8> = match (data_type, json) {
         (DataType::String, Value::Null) | (DataType::Bytes, Value::Null) => Vec::new(),
+        (DataType::Struct(fields), v) if !v.is_null() => struct_fill(fields, zero().len(), v)?,
         (_, Value::Null) => zero(),
         (DataType::Bool, Value::Bool(b)) => vec![*b as u8],
         (DataType::Bool, v) => vec![(int_from_json(v)? != 0) as u8],

@@ -38,7 +38,7 @@ pub enum Error {
         message: String,
     },
     /// A data type zarrow does not read.
-    #[error("array '{array}': unsupported data type {data_type}; supported: bool, int8-64, uint8-64, float16/32/64, complex64/128, numpy.datetime64, numpy.timedelta64, string, variable_length_bytes, fixed_length_utf32, null_terminated_bytes, raw_bytes")]
+    #[error("array '{array}': unsupported data type {data_type}; supported: bool, int8-64, uint8-64, float16/32/64, complex64/128, numpy.datetime64, numpy.timedelta64, string, variable_length_bytes, fixed_length_utf32, null_terminated_bytes, raw_bytes, structured/struct of those")]
     UnsupportedDataType {
         /// The array path.
         array: String,

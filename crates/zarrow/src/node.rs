@@ -54,6 +54,7 @@ impl Node {
                     path: display,
                     meta,
                 }),
+                NodeMetadata::Unreadable(entry) => return Err(entry.error(&display)),
             });
         }
         if let Some(zarray) = store.get_document(".zarray", &display).await? {
@@ -146,17 +147,22 @@ impl ZarrGroup {
                     },
                 }))
             }
+            NodeMetadata::Unreadable(entry) => Err(entry.error(&path)),
         }
     }
 
-    /// The immediate children, sorted by name.
-    pub async fn children(&self) -> Result<Vec<(String, Node)>> {
+    /// The immediate children, sorted by name, each opened or with the reason it cannot be
+    /// (an unsupported data type or codec, bad metadata): one unreadable node does not make
+    /// its siblings unreachable. The error is for the group itself (it cannot be listed, its
+    /// metadata names a hostile key).
+    pub async fn children(&self) -> Result<Vec<(String, Result<Node>)>> {
         if let Some(all) = &self.meta.consolidated {
-            return all
-                .iter()
-                .filter(|(p, _)| !p.contains('/'))
-                .map(|(p, m)| Ok((p.to_string(), self.node_from_meta(p, m)?)))
-                .collect();
+            let mut out = Vec::new();
+            for (p, m) in all.iter().filter(|(p, _)| !p.contains('/')) {
+                metadata::check_key(&self.path, p)?;
+                out.push((p.to_string(), self.node_from_meta(p, m)));
+            }
+            return Ok(out);
         }
         let mut out = Vec::new();
         let names = match anndata_children(&self.meta.attributes) {
@@ -176,9 +182,8 @@ impl ZarrGroup {
             )
             .await
             {
-                Ok(node) => out.push((name, node)),
                 Err(Error::NodeNotFound { .. }) => {} // a directory that is not a zarr node
-                Err(e) => return Err(e),
+                opened => out.push((name, opened)),
             }
         }
         Ok(out)
@@ -203,11 +208,13 @@ impl ZarrGroup {
         .await
     }
 
-    /// Every descendant, depth first, with its path relative to this group.
+    /// Every descendant that opens, depth first, with its path relative to this group (an
+    /// unreadable node is skipped; [`ZarrGroup::children`] says why).
     pub fn walk(&self) -> BoxFuture<'_, Result<Vec<(String, Node)>>> {
         async move {
             let mut out = Vec::new();
             for (name, node) in self.children().await? {
+                let Ok(node) = node else { continue };
                 let sub = match &node {
                     Node::Group(g) => Some(g.walk().await?),
                     Node::Array(_) => None,

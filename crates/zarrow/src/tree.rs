@@ -7,6 +7,9 @@
 //! └── obs/          dataframe
 //!     └── …
 //! ```
+//!
+//! A node that cannot be opened (an unsupported data type, bad metadata) is a line of its own
+//! with the reason; the rest of the tree is printed around it.
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -77,11 +80,15 @@ fn group_lines<'a>(
             let last = i + 1 == n;
             let branch = if last { "└── " } else { "├── " };
             match child {
-                Node::Array(a) => lines.push(Line {
+                Err(e) => lines.push(Line {
+                    name: format!("{prefix}{branch}{name}"),
+                    columns: vec![format!("unreadable: {e}")],
+                }),
+                Ok(Node::Array(a)) => lines.push(Line {
                     name: format!("{prefix}{branch}{name}"),
                     columns: array_columns(a),
                 }),
-                Node::Group(g) => {
+                Ok(Node::Group(g)) => {
                     lines.push(Line {
                         name: format!("{prefix}{branch}{name}/"),
                         columns: encoding_type(g).into_iter().collect(),

@@ -12,16 +12,17 @@ use arrow_array::types::{
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
+use arrow_array::Array;
 use arrow_array::{
     ArrayRef, ArrowPrimitiveType, BooleanArray, FixedSizeBinaryArray, OffsetSizeTrait,
     PrimitiveArray, StructArray,
 };
 use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
-use arrow_schema::{DataType as ArrowType, TimeUnit};
+use arrow_schema::{DataType as ArrowType, Field, Fields, TimeUnit};
 use bytes::Bytes;
 
 use super::vlen::{self, VlenTarget};
-use crate::data_type::{DataType, Endian};
+use crate::data_type::{DataType, Endian, StructField};
 use crate::error::ChunkError;
 use crate::options::StringType;
 
@@ -118,6 +119,7 @@ pub(crate) fn decode_fixed(
                     .map_err(|e| ChunkError::Invalid(e.to_string()))?,
             )
         }
+        DataType::Struct(fields) => structured(&buf, fields, endian, n, strings)?,
         DataType::String | DataType::Bytes => {
             return Err(ChunkError::Invalid(
                 "variable-length data with the bytes codec".into(),
@@ -125,6 +127,47 @@ pub(crate) fn decode_fixed(
         }
     };
     Ok(array)
+}
+
+/// A struct element's fields are interleaved (`a b a b …`): each field is gathered into a
+/// buffer of its own (one copy; Arrow keeps fields apart) and decoded as an array of its type,
+/// in its own byte order.
+fn structured(
+    buf: &Bytes,
+    fields: &[StructField],
+    endian: Option<Endian>,
+    n: usize,
+    strings: StringType,
+) -> Result<ArrayRef, ChunkError> {
+    let size: usize = fields
+        .iter()
+        .map(|f| f.data_type.fixed_size().unwrap_or(0))
+        .sum();
+    let mut offset = 0;
+    let mut arrays = Vec::with_capacity(fields.len());
+    let mut arrow_fields = Vec::with_capacity(fields.len());
+    for f in fields {
+        let width = f.data_type.fixed_size().unwrap_or(0);
+        let mut gathered = Vec::with_capacity(width * n);
+        if width > 0 && size > 0 {
+            for element in buf.chunks_exact(size) {
+                gathered.extend_from_slice(&element[offset..offset + width]);
+            }
+        }
+        offset += width;
+        let array = decode_fixed(
+            Bytes::from(gathered),
+            &f.data_type,
+            f.endian.or(endian),
+            n,
+            strings,
+        )?;
+        arrow_fields.push(Field::new(&f.name, array.data_type().clone(), false));
+        arrays.push(array);
+    }
+    let array = StructArray::try_new(Fields::from(arrow_fields), arrays, None)
+        .map_err(|e| ChunkError::Invalid(e.to_string()))?;
+    Ok(Arc::new(array))
 }
 
 fn complex<T: ArrowPrimitiveType>(buf: &Bytes, n: usize) -> ArrayRef {

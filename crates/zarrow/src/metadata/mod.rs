@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::codec::{parse_v2_chain, parse_v3_chain, ArrayToBytes, ChainError, CodecChain};
 use crate::data_type;
-pub use crate::data_type::{DataType, DataTypeError, Endian, FillValue, NpTimeUnit};
+pub use crate::data_type::{DataType, DataTypeError, Endian, FillValue, NpTimeUnit, StructField};
 use crate::{Error, Result};
 
 /// A child path taken from metadata (a consolidated key, a name an AnnData attribute gives):
@@ -152,6 +152,33 @@ pub enum NodeMetadata {
     Array(Box<ArrayMetadata>),
     /// A group.
     Group(GroupMetadata),
+    /// An entry of consolidated metadata that does not parse (an unsupported data type, bad
+    /// metadata): kept, not failing the whole document, so that the hierarchy around it stays
+    /// readable; opening it gives its error.
+    Unreadable(Box<UnreadableEntry>),
+}
+
+/// A consolidated entry that did not parse, as written (see [`NodeMetadata::Unreadable`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnreadableEntry {
+    /// 2 (`.zarray` and `.zattrs`) or 3 (`zarr.json`).
+    zarr_format: u8,
+    doc: Map<String, Value>,
+    attributes: Map<String, Value>,
+}
+
+impl UnreadableEntry {
+    /// Why the entry cannot be read: the error of parsing it again, under the node path `path`.
+    pub fn error(&self, path: &str) -> Error {
+        let parsed = if self.zarr_format == 3 {
+            parse_v3_value(path, &self.doc).map(|_| ())
+        } else {
+            parse_v2_array_value(path, &self.doc, self.attributes.clone()).map(|_| ())
+        };
+        parsed.err().unwrap_or_else(|| {
+            Error::metadata(path, "consolidated metadata", "entry could not be read")
+        })
+    }
 }
 
 impl ArrayMetadata {
@@ -303,7 +330,15 @@ fn parse_v3_value(path: &str, doc: &Map<String, Value>) -> Result<NodeMetadata> 
                         let meta = meta.as_object().ok_or_else(|| {
                             Error::metadata(&child_path, KEY, "consolidated entry is not an object")
                         })?;
-                        nodes.push((child.clone(), parse_v3_value(&child_path, meta)?));
+                        let node = match parse_v3_value(&child_path, meta) {
+                            Ok(node) => node,
+                            Err(_) => NodeMetadata::Unreadable(Box::new(UnreadableEntry {
+                                zarr_format: 3,
+                                doc: meta.clone(),
+                                attributes: Map::new(),
+                            })),
+                        };
+                        nodes.push((child.clone(), node));
                     }
                     Some(Consolidated::new(nodes))
                 }
@@ -545,16 +580,21 @@ fn parse_v2_array_value(
     let dtype_json = doc
         .get("dtype")
         .ok_or_else(|| Error::metadata(path, KEY, "dtype missing"))?;
-    let dtype_str = dtype_json
-        .as_str()
-        .ok_or_else(|| Error::UnsupportedDataType {
-            array: path.to_string(),
-            data_type: format!("{dtype_json} (structured dtypes are not supported)"),
-        })?;
-    let (mut data_type, endian) = data_type::parse_v2_dtype(dtype_str).map_err(|e| match e {
+    let parsed = match dtype_json {
+        Value::String(dtype) => data_type::parse_v2_dtype(dtype),
+        // A structured dtype: fields carry their own byte order.
+        Value::Array(_) => {
+            data_type::parse_v2_structured(dtype_json).map(|dt| (dt, Endian::Little))
+        }
+        _ => Err(DataTypeError::Unsupported),
+    };
+    let (mut data_type, endian) = parsed.map_err(|e| match e {
         DataTypeError::Unsupported => Error::UnsupportedDataType {
             array: path.to_string(),
-            data_type: dtype_str.to_string(),
+            data_type: match dtype_json {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            },
         },
         DataTypeError::Invalid(msg) => Error::metadata(path, KEY, msg),
     })?;
@@ -674,8 +714,16 @@ pub fn parse_v2_consolidated(path: &str, bytes: &[u8]) -> Result<Vec<(String, No
         match kind {
             ".zarray" => {
                 let child = join_path(path, node);
-                let m = parse_v2_array_value(&child, obj()?, attrs()?)?;
-                nodes.push((node.to_string(), NodeMetadata::Array(Box::new(m))));
+                let (doc, attributes) = (obj()?, attrs()?);
+                let entry = match parse_v2_array_value(&child, doc, attributes.clone()) {
+                    Ok(m) => NodeMetadata::Array(Box::new(m)),
+                    Err(_) => NodeMetadata::Unreadable(Box::new(UnreadableEntry {
+                        zarr_format: 2,
+                        doc: doc.clone(),
+                        attributes,
+                    })),
+                };
+                nodes.push((node.to_string(), entry));
             }
             ".zgroup" => nodes.push((
                 node.to_string(),

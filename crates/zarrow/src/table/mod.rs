@@ -302,25 +302,31 @@ impl TableModel {
     }
 
     /// The members of a group: child arrays and AnnData encoded groups; other child groups
-    /// are left out.
+    /// are left out, and so are children that cannot be read — unless `wanted` names them, then
+    /// their error is the table's.
     async fn members(
         group: &ZarrGroup,
+        wanted: Option<&[String]>,
         left_out: &mut Vec<(String, String)>,
     ) -> Result<Vec<Member>> {
         let mut members = Vec::new();
         for (name, node) in group.children().await? {
-            match node {
-                Node::Array(a) => members.push(Member {
+            let member = match node {
+                Ok(Node::Array(a)) => Ok(Ok(Member {
                     name: name.clone(),
                     path: a.path().to_string(),
                     dims: dim_names(&a),
                     shape: a.shape().to_vec(),
                     kind: MemberKind::Array(a),
-                }),
-                Node::Group(g) => match anndata::encoded_member(&name, &g).await? {
-                    Ok(member) => members.push(member),
-                    Err(why) => left_out.push((name, why)),
-                },
+                })),
+                Ok(Node::Group(g)) => anndata::encoded_member(&name, &g).await,
+                Err(e) => Err(e),
+            };
+            match member {
+                Ok(Ok(member)) => members.push(member),
+                Ok(Err(why)) => left_out.push((name, why)),
+                Err(e) if wanted.is_some_and(|w| w.contains(&name)) => return Err(e),
+                Err(e) => left_out.push((name, format!("unreadable: {e}"))),
             }
         }
         Ok(members)
@@ -328,7 +334,7 @@ impl TableModel {
 
     async fn group_table(group: ZarrGroup, options: TableOptions) -> Result<Self> {
         let mut left_out = Vec::new();
-        let mut members = Self::members(&group, &mut left_out).await?;
+        let mut members = Self::members(&group, options.arrays.as_deref(), &mut left_out).await?;
         let attrs = &group.metadata().attributes;
         let anndata_index = anndata::index_column(attrs);
         let column_order = anndata::column_order(attrs);

@@ -1,0 +1,159 @@
+//! Whole hierarchies stay readable around a node zarrow cannot read: `tree` lists it with its
+//! reason, a group table leaves it out (and says why) unless it is asked for by name. The
+//! stores and the unreadable nodes come from `tests/fixtures/generate_structured.py`
+//! (`expected_structured_v{2,3}.json`, key `unreadable`).
+
+use std::path::Path;
+
+use serde_json::Value;
+use zarrow::{Error, TableModel, TableOptions};
+
+use crate::common::{data_dir, location};
+
+/// (store, unreadable array path) pairs the fixture scripts recorded.
+fn unreadable() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for f in ["expected_structured_v2.json", "expected_structured_v3.json"] {
+        let v: Value = serde_json::from_slice(&std::fs::read(data_dir().join(f)).unwrap()).unwrap();
+        for (store, paths) in v["unreadable"].as_object().unwrap() {
+            for p in paths.as_array().unwrap() {
+                out.push((store.clone(), p.as_str().unwrap().to_string()));
+            }
+        }
+    }
+    assert!(out.len() >= 2, "fixtures missing unreadable nodes: {out:?}");
+    out
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// The store as written, and a copy without consolidated metadata (children found by listing).
+fn variants(store: &str, tmp: &Path) -> Vec<String> {
+    let copy = tmp.join(store);
+    copy_dir(&data_dir().join(store), &copy);
+    let _ = std::fs::remove_file(copy.join(".zmetadata"));
+    let root = copy.join("zarr.json");
+    if root.exists() {
+        let mut doc: Value = serde_json::from_slice(&std::fs::read(&root).unwrap()).unwrap();
+        doc.as_object_mut().unwrap().remove("consolidated_metadata");
+        std::fs::write(&root, serde_json::to_vec(&doc).unwrap()).unwrap();
+    }
+    vec![location(store, ""), copy.to_string_lossy().into_owned()]
+}
+
+#[tokio::test]
+async fn tree_lists_an_unreadable_node_with_its_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (store, path) in unreadable() {
+        for loc in variants(&store, tmp.path()) {
+            let text = zarrow::tree::render(&loc)
+                .await
+                .unwrap_or_else(|e| panic!("tree of {loc} failed: {e}"));
+            let line = text
+                .lines()
+                .find(|l| l.contains(&format!(" {path} ")) || l.ends_with(&format!(" {path}")))
+                .unwrap_or_else(|| panic!("{path} not listed in the tree of {loc}:\n{text}"));
+            assert!(line.contains("unreadable: "), "{loc}: {line}");
+            // the reason names the array and what is wrong with it
+            assert!(line.contains(&path), "{line}");
+            assert!(
+                line.contains("sub-array") || line.contains("'Y'") || line.contains("[[\"a\""),
+                "{loc}: reason not given: {line}"
+            );
+            // the readable siblings are listed as arrays
+            assert!(text.contains("records"), "{loc}:\n{text}");
+            assert!(text.contains("struct{"), "{loc}:\n{text}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_group_table_leaves_an_unreadable_array_out_unless_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (store, path) in unreadable() {
+        for loc in variants(&store, tmp.path()) {
+            let table = TableModel::open(&loc, TableOptions::default())
+                .await
+                .unwrap_or_else(|e| panic!("group table of {loc}: {e}"));
+            let why = table
+                .left_out()
+                .iter()
+                .find(|(n, _)| *n == path)
+                .map(|(_, why)| why.clone())
+                .unwrap_or_else(|| panic!("{loc}: {path} not left out: {:?}", table.left_out()));
+            assert!(why.starts_with("unreadable: "), "{why}");
+            assert!(table.schema().field_with_name("records").is_ok());
+
+            let named = TableOptions {
+                arrays: Some(vec![path.clone()]),
+                ..Default::default()
+            };
+            match TableModel::open(&loc, named).await {
+                Err(e @ (Error::UnsupportedDataType { .. } | Error::Metadata { .. })) => {
+                    assert!(e.to_string().contains(&path), "{e}")
+                }
+                Err(e) => panic!("{loc}: {path} named: unexpected error {e}"),
+                Ok(_) => panic!("{loc}: {path} named in `arrays` but the table opened"),
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn anndata_stores_with_record_arrays_walk_whole() {
+    for fmt in [2, 3] {
+        let loc = location(&format!("anndata_uns_v{fmt}.zarr"), "");
+        let text = zarrow::tree::render(&loc).await.unwrap();
+        assert!(!text.contains("unreadable"), "{text}");
+        assert!(text.contains("struct{B: fixed_length_utf32[20]"), "{text}");
+        TableModel::open(
+            &location(&format!("anndata_uns_v{fmt}.zarr"), "obs"),
+            TableOptions::default(),
+        )
+        .await
+        .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_codec_zarrow_does_not_run_is_named_never_executed() {
+    let v: Value = serde_json::from_slice(
+        &std::fs::read(data_dir().join("expected_numcodecs_v2.json")).unwrap(),
+    )
+    .unwrap();
+    let unsupported = v["unsupported"].as_object().unwrap();
+    assert!(!unsupported.is_empty());
+    for (node, codec) in unsupported {
+        let (store, path) = node.split_once('/').unwrap();
+        let codec = codec.as_str().unwrap();
+        match zarrow::ZarrArray::open(&location(store, path)).await {
+            Err(Error::UnsupportedCodec {
+                codec: named,
+                array,
+                ..
+            }) => {
+                assert_eq!(named, codec);
+                assert!(array.contains(path), "{array}");
+            }
+            other => panic!("{node}: expected an unsupported-codec error, got {other:?}"),
+        }
+        // the rest of the store stays readable
+        let text = zarrow::tree::render(&location(store, "")).await.unwrap();
+        let line = text.lines().find(|l| l.contains(path)).unwrap();
+        assert!(
+            line.contains("unreadable") && line.contains(codec),
+            "{line}"
+        );
+    }
+}
