@@ -126,6 +126,65 @@ async fn anndata_stores_with_record_arrays_walk_whole() {
     }
 }
 
+/// scanpy's real pbmc68k_reduced, converted by anndata: the whole store walks (sparse
+/// matrices, record arrays, nested `uns` dicts), and `obs` counts as pandas counts it.
+#[tokio::test]
+async fn a_real_anndata_store_walks_whole_and_counts_as_pandas() {
+    let v: Value = serde_json::from_slice(
+        &std::fs::read(data_dir().join("expected_structured_v3.json")).unwrap(),
+    )
+    .unwrap();
+    let want = &v["pbmc68k_reduced_obs"];
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    for fmt in [2, 3] {
+        let store = format!("pbmc68k_reduced_v{fmt}.zarr");
+        let text = zarrow::tree::render(&location(&store, "")).await.unwrap();
+        assert!(!text.contains("unreadable"), "{text}");
+        for part in [
+            "raw/",
+            "obsp/",
+            "distances/",
+            "csr_matrix",
+            "rank_genes_groups/",
+            "struct{",
+        ] {
+            assert!(text.contains(part), "{store}: no {part} in\n{text}");
+        }
+        let sql = format!(
+            "SELECT CAST(bulk_labels AS VARCHAR) AS label, count(*) AS n, avg(n_counts) AS mean \
+             FROM '{}' GROUP BY bulk_labels",
+            location(&store, "obs")
+        );
+        let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+        let (mut total, mut sum) = (0, 0.0);
+        for b in &batches {
+            let mean =
+                arrow::array::AsArray::as_primitive::<arrow::datatypes::Float64Type>(b.column(2));
+            let labels =
+                arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Utf8).unwrap();
+            let labels = arrow::array::AsArray::as_string::<i32>(&labels);
+            let n = arrow::array::AsArray::as_primitive::<arrow::datatypes::Int64Type>(b.column(1));
+            for i in 0..b.num_rows() {
+                let label = labels.value(i);
+                assert_eq!(
+                    want["bulk_labels"][label].as_i64(),
+                    Some(n.value(i)),
+                    "{store}: {label}"
+                );
+                total += n.value(i);
+                sum += mean.value(i) * n.value(i) as f64;
+            }
+        }
+        assert_eq!(Some(total), want["n_obs"].as_i64());
+        let want_mean = want["mean_n_counts"].as_f64().unwrap();
+        assert!(
+            (sum / total as f64 - want_mean).abs() < 1e-6 * want_mean,
+            "{store}: mean n_counts {} vs pandas {want_mean}",
+            sum / total as f64
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_codec_zarrow_does_not_run_is_named_never_executed() {
     let v: Value = serde_json::from_slice(

@@ -126,11 +126,11 @@ fn array_columns(a: &ZarrArray) -> Vec<String> {
         chunks.push_str(&format!(" inner {}", dims(&s.chunk_shape)));
     }
     let mut columns = vec![
-        m.data_type.name(),
+        type_name(&m.data_type),
         dims(&m.shape),
         chunks,
         m.codecs.describe(),
-        format!("fill {}", m.fill_value.json),
+        format!("fill {}", short(&m.fill_value.json.to_string(), 40)),
     ];
     if m.dimension_names
         .as_ref()
@@ -142,6 +142,34 @@ fn array_columns(a: &ZarrArray) -> Vec<String> {
         columns.push(format!("dims ({})", names.join(", ")));
     }
     columns
+}
+
+/// `text` cut to `max` characters, `…` marking the cut (a record's base64 fill value).
+fn short(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
+/// The data type as the tree shows it: a struct of many fields by its first field and a count
+/// (`schema` shows them all), so that one wide record array does not widen every line.
+fn type_name(data_type: &crate::DataType) -> String {
+    const WIDE: usize = 48;
+    let name = data_type.name();
+    match data_type {
+        crate::DataType::Struct(fields) if name.chars().count() > WIDE && fields.len() > 1 => {
+            format!(
+                "struct{{{}: {}, …}} ({} fields)",
+                fields[0].name,
+                type_name(&fields[0].data_type),
+                fields.len()
+            )
+        }
+        _ => name,
+    }
 }
 
 /// Pad the name and every column but the last to the widest entry of its column.
