@@ -216,3 +216,57 @@ async fn a_codec_zarrow_does_not_run_is_named_never_executed() {
         );
     }
 }
+
+/// AnnData obs as anndata reads it back: an index with its own name, an ordered categorical
+/// (pandas' `ordered` kept as the Arrow dictionary's), nullable strings written as a categorical.
+#[tokio::test]
+async fn anndata_obs_keeps_index_name_order_and_missing_values() {
+    let v: Value = serde_json::from_slice(
+        &std::fs::read(data_dir().join("expected_structured_v3.json")).unwrap(),
+    )
+    .unwrap();
+    let want = &v["anndata_uns_obs"];
+    let index = want["index"].as_str().unwrap();
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    for fmt in [2, 3] {
+        let loc = location(&format!("anndata_uns_v{fmt}.zarr"), "obs");
+        let table = TableModel::open(&loc, TableOptions::default())
+            .await
+            .unwrap();
+        let schema = table.schema();
+        for (column, ordered) in want["ordered"].as_object().unwrap() {
+            let field = schema.field_with_name(column).unwrap();
+            assert_eq!(
+                field.dict_is_ordered(),
+                ordered.as_bool(),
+                "{loc}: {column}"
+            );
+        }
+        let sql =
+            format!("SELECT {index}, CAST(stage AS VARCHAR), CAST(tissue AS VARCHAR) FROM '{loc}'");
+        let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+        let mut rows = 0;
+        for b in &batches {
+            let col = |i: usize| {
+                arrow::compute::cast(b.column(i), &arrow::datatypes::DataType::Utf8).unwrap()
+            };
+            let (ids, stage, tissue) = (col(0), col(1), col(2));
+            let text = |a: &arrow::array::ArrayRef, i: usize| {
+                let a = arrow::array::AsArray::as_string::<i32>(a);
+                if arrow::array::Array::is_null(a, i) {
+                    Value::Null
+                } else {
+                    Value::String(a.value(i).to_string())
+                }
+            };
+            for i in 0..b.num_rows() {
+                let id = text(&ids, i);
+                let row = &want["rows"][id.as_str().unwrap()];
+                assert_eq!(text(&stage, i), row["stage"], "{loc}: {id}");
+                assert_eq!(text(&tissue, i), row["tissue"], "{loc}: {id}");
+                rows += 1;
+            }
+        }
+        assert_eq!(rows, want["rows"].as_object().unwrap().len());
+    }
+}

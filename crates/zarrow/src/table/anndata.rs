@@ -1,7 +1,7 @@
 //! The AnnData conventions on top of zarr groups, as anndata writes and reads them.
 //!
 //! - An encoded child group reads as one column: `categorical` (`codes` + `categories`) as a
-//!   Dictionary, code −1 → NULL; `nullable-integer` / `nullable-boolean` /
+//!   Dictionary, code −1 → NULL, pandas' `ordered` as the dictionary's `dict_is_ordered`; `nullable-integer` / `nullable-boolean` /
 //!   `nullable-string-array` (`values` + `mask`) with NULLs where the mask is set.
 //! - A dataframe group names its index column in the attribute `_index` and orders its
 //!   columns by `column-order`.
@@ -53,7 +53,16 @@ pub(super) async fn encoded_member(
             {
                 Ok(member(
                     &codes.clone(),
-                    MemberKind::Categorical { codes, categories },
+                    MemberKind::Categorical {
+                        codes,
+                        categories,
+                        ordered: group
+                            .metadata()
+                            .attributes
+                            .get("ordered")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false),
+                    },
                 ))
             }
             _ => {

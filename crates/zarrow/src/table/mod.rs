@@ -105,6 +105,8 @@ enum SourceKind {
     Categorical {
         codes: ZarrArray,
         categories: ZarrArray,
+        /// pandas' `ordered`: kept as the Arrow dictionary's `dict_is_ordered`.
+        ordered: bool,
         loaded: Arc<tokio::sync::OnceCell<ArrayRef>>,
     },
 }
@@ -154,6 +156,7 @@ enum MemberKind {
     Categorical {
         codes: ZarrArray,
         categories: ZarrArray,
+        ordered: bool,
     },
 }
 
@@ -287,9 +290,14 @@ impl TableModel {
                 values: values.clone(),
                 mask: mask.clone(),
             },
-            MemberKind::Categorical { codes, categories } => SourceKind::Categorical {
+            MemberKind::Categorical {
+                codes,
+                categories,
+                ordered,
+            } => SourceKind::Categorical {
                 codes: codes.clone(),
                 categories: categories.clone(),
+                ordered: *ordered,
                 loaded: Arc::default(),
             },
         };
@@ -676,11 +684,15 @@ impl TableModel {
                 (values.arrow_field(&c.name, opts).data_type().clone(), true)
             }
             SourceKind::Categorical {
-                codes, categories, ..
+                codes,
+                categories,
+                ordered,
+                ..
             } => {
                 let key = codes.arrow_field("", opts).data_type().clone();
                 let value = categories.arrow_field("", opts).data_type().clone();
-                (ArrowType::Dictionary(Box::new(key), Box::new(value)), true)
+                let dt = ArrowType::Dictionary(Box::new(key), Box::new(value));
+                return Field::new(&c.name, dt, true).with_dict_is_ordered(*ordered);
             }
         };
         Field::new(&c.name, dt, nullable)

@@ -194,6 +194,7 @@ impl TableModel {
                 codes,
                 categories,
                 loaded,
+                ..
             } => {
                 let cats = loaded
                     .get_or_try_init(|| async {
