@@ -11,4 +11,5 @@ mod hierarchy;
 mod python_roundtrip;
 mod remote;
 mod scan;
+mod sparse;
 mod zero_copy;

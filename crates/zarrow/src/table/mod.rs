@@ -3,6 +3,8 @@
 //!
 //! ```text
 //!  Node::Array ─▶ array table: index columns (dim names / dim_i) + the value column
+//!  sparse matrix group (AnnData csr/csc) ─▶ the same columns over the stored elements
+//!                  (sparse.rs)
 //!  Node::Group ─▶ members: child arrays, AnnData encoded groups (anndata.rs)
 //!                  │ table dims = dims of the members with the most dims (`arrays` picks)
 //!                  ▼
@@ -20,6 +22,7 @@ mod anndata;
 mod cf;
 mod layout;
 pub(crate) mod read;
+mod sparse;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -109,6 +112,18 @@ enum SourceKind {
         ordered: bool,
         loaded: Arc<tokio::sync::OnceCell<ArrayRef>>,
     },
+    /// A sparse matrix's compressed dimension: the position of each stored element, from
+    /// `indptr` (read whole once; see `sparse.rs`).
+    SparseMajor {
+        indptr: ZarrArray,
+        nnz: u64,
+        loaded: Arc<tokio::sync::OnceCell<Arc<Vec<i64>>>>,
+    },
+    /// A sparse matrix's other dimension: `indices` as Int64, below `size`.
+    SparseMinor {
+        indices: ZarrArray,
+        size: u64,
+    },
 }
 
 impl SourceKind {
@@ -119,6 +134,8 @@ impl SourceKind {
             SourceKind::Plain { array, .. } => Some(array),
             SourceKind::Masked { values, .. } => Some(values),
             SourceKind::Categorical { codes, .. } => Some(codes),
+            SourceKind::SparseMajor { .. } => None,
+            SourceKind::SparseMinor { indices, .. } => Some(indices),
         }
     }
 }
@@ -209,8 +226,90 @@ impl TableModel {
         options.read.string_type.check_available()?;
         match node {
             Node::Array(a) => Self::array_table(a, options),
-            Node::Group(g) => Self::group_table(g, options).await,
+            Node::Group(g) => match sparse::open(&g).await? {
+                Some(matrix) => Self::sparse_table(&g, matrix, options),
+                None => Self::group_table(g, options).await,
+            },
         }
+    }
+
+    /// A sparse matrix group: the dense array's columns (`dim_0`, `dim_1`, the value named
+    /// after the group) over its stored elements, chunked as `data` (see `sparse.rs`).
+    fn sparse_table(
+        group: &ZarrGroup,
+        matrix: sparse::SparseMatrix,
+        options: TableOptions,
+    ) -> Result<Self> {
+        if options.arrays.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "'{}' is a sparse matrix: the `arrays` option only applies to groups",
+                group.path()
+            )));
+        }
+        let mut value = group
+            .path()
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("value")
+            .to_string();
+        if value.is_empty() || value.to_ascii_lowercase().ends_with(".zarr") {
+            value = "value".to_string();
+        }
+        let dim_name = |d: usize| {
+            let name = format!("dim_{d}");
+            if name == value {
+                format!("{name}_index")
+            } else {
+                name
+            }
+        };
+        let nnz = matrix.data.shape()[0];
+        let major = TableColumn {
+            name: dim_name(matrix.major),
+            role: ColumnRole::Data(vec![0]),
+            source: matrix.indptr.path().to_string(),
+            kind: SourceKind::SparseMajor {
+                indptr: matrix.indptr.clone(),
+                nnz,
+                loaded: Arc::default(),
+            },
+        };
+        let minor_dim = 1 - matrix.major;
+        let minor = TableColumn {
+            name: dim_name(minor_dim),
+            role: ColumnRole::Data(vec![0]),
+            source: matrix.indices.path().to_string(),
+            kind: SourceKind::SparseMinor {
+                indices: matrix.indices.clone(),
+                size: matrix.shape[minor_dim],
+            },
+        };
+        let mut columns = if matrix.major == 0 {
+            vec![major, minor]
+        } else {
+            vec![minor, major]
+        };
+        let member = Member {
+            name: value.clone(),
+            path: matrix.data.path().to_string(),
+            dims: None,
+            shape: matrix.data.shape().to_vec(),
+            kind: MemberKind::Array(matrix.data.clone()),
+        };
+        columns.push(Self::column(
+            &member,
+            value,
+            ColumnRole::Data(vec![0]),
+            &options,
+        )?);
+        let dims = vec![TableDimension {
+            name: "stored element".into(),
+            size: nnz,
+        }];
+        let chunk_shape = matrix.data.chunk_shape().to_vec();
+        let location = group.store().location().to_string();
+        Self::finish(location, dims, chunk_shape, columns, Vec::new(), options)
     }
 
     fn array_table(array: ZarrArray, options: TableOptions) -> Result<Self> {
@@ -682,6 +781,9 @@ impl TableModel {
             }
             SourceKind::Masked { values, .. } => {
                 (values.arrow_field(&c.name, opts).data_type().clone(), true)
+            }
+            SourceKind::SparseMajor { .. } | SourceKind::SparseMinor { .. } => {
+                (ArrowType::Int64, false)
             }
             SourceKind::Categorical {
                 codes,

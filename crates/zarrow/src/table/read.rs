@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use super::cf::{equals_scalar, null_where, CfDecode};
 use super::layout::{broadcast, index_values};
-use super::{anndata, ColumnRole, SourceKind, TableColumn, TableModel};
+use super::{anndata, sparse, ColumnRole, SourceKind, TableColumn, TableModel};
 use crate::array::{ChunkReader, ReadContext, ZarrArray};
 use crate::metrics::ScanMetrics;
 use crate::options::ZarrReadOptions;
@@ -189,6 +189,21 @@ impl TableModel {
                     mask.read_region_in(&a_start, &a_shape, ctx)
                 )?;
                 null_where(v, m.as_boolean())?
+            }
+            SourceKind::SparseMajor {
+                indptr,
+                nnz,
+                loaded,
+            } => {
+                let offsets = loaded
+                    .get_or_try_init(|| sparse::load_indptr(indptr, *nnz, ctx))
+                    .await?
+                    .clone();
+                sparse::major_positions(&offsets, a_start[0], a_shape[0], indptr.path())?
+            }
+            SourceKind::SparseMinor { indices, size } => {
+                let v = indices.read_region_in(&a_start, &a_shape, ctx).await?;
+                sparse::minor_positions(v, *size, indices.path())?
             }
             SourceKind::Categorical {
                 codes,
