@@ -214,3 +214,40 @@ async fn hostile_offsets_and_indices_are_errors_naming_the_array() {
         .unwrap_err();
     assert!(err.to_string().contains("indptr"), "{err}");
 }
+
+#[tokio::test]
+async fn positions_alone_read_no_value_chunk() {
+    // Every data chunk of the copy is garbage: reading one is an error naming it.
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("s.zarr");
+    copy_dir(&data_dir().join("anndata_sparse_v3.zarr"), &copy);
+    let chunks = copy.join("X/data/c");
+    let mut n = 0;
+    for e in std::fs::read_dir(&chunks).unwrap() {
+        std::fs::write(e.unwrap().path(), b"not zstd").unwrap();
+        n += 1;
+    }
+    assert!(n > 1);
+    let loc = copy.join("X").to_string_lossy().into_owned();
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    let rows: usize = ctx
+        .sql(&format!("SELECT dim_0, dim_1 FROM '{loc}' WHERE dim_1 = 3"))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap()
+        .iter()
+        .map(|b| b.num_rows())
+        .sum();
+    assert_eq!(rows, 13);
+    let err = ctx
+        .sql(&format!("SELECT \"X\" FROM '{loc}'"))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("data"), "{err}");
+}

@@ -265,9 +265,11 @@ impl TableModel {
             }
         };
         let nnz = matrix.data.shape()[0];
+        // The compressed dimension's positions never decrease along the stored elements: a
+        // coordinate of the table's dimension, which filters on it prune by.
         let major = TableColumn {
             name: dim_name(matrix.major),
-            role: ColumnRole::Data(vec![0]),
+            role: ColumnRole::Coordinate(0),
             source: matrix.indptr.path().to_string(),
             kind: SourceKind::SparseMajor {
                 indptr: matrix.indptr.clone(),

@@ -84,13 +84,12 @@ impl TableModel {
                 |c| matches!(c.role, ColumnRole::Coordinate(d) | ColumnRole::Index(d) if d == dim),
             )
             .ok_or_else(|| Error::InvalidArgument(format!("no dimension {dim}")))?;
-        let src = self.columns[column].kind.main_array();
-        match src {
-            None => {
+        match &self.columns[column].kind {
+            SourceKind::Index => {
                 let size = self.dims[dim].size as i64;
                 Ok(Arc::new(Int64Array::from_iter_values(0..size)))
             }
-            Some(_) => {
+            _ => {
                 let mut start = vec![0u64; self.dims.len()];
                 let mut shape = vec![1u64; self.dims.len()];
                 start[dim] = 0;
