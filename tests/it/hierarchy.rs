@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::Value;
 use zarrow::{Error, TableModel, TableOptions};
 
-use crate::common::{data_dir, location};
+use crate::common::{copy_dir, data_dir, location};
 
 /// (store, unreadable array path) pairs the fixture scripts recorded.
 fn unreadable() -> Vec<(String, String)> {
@@ -23,19 +23,6 @@ fn unreadable() -> Vec<(String, String)> {
     }
     assert!(out.len() >= 2, "fixtures missing unreadable nodes: {out:?}");
     out
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 /// The store as written, and a copy without consolidated metadata (children found by listing).

@@ -10,7 +10,7 @@ use arrow::datatypes::{DataType, Float64Type, Int64Type};
 use serde_json::Value;
 use zarrow::{TableModel, TableOptions};
 
-use crate::common::{data_dir, location};
+use crate::common::{copy_dir, data_dir, location};
 
 /// (dim_0, dim_1, value as f64) of every row of `sql`'s result.
 async fn cells(sql: &str) -> Vec<(i64, i64, f64)> {
@@ -122,18 +122,6 @@ async fn a_sparse_matrix_is_its_dense_array_without_the_zeros() {
                 .unwrap()
                 .to_string()
         );
-    }
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
     }
 }
 
