@@ -6,7 +6,8 @@
 //! left to DataFusion (pushdown is inexact: it re-applies every filter). Along a dimension,
 //! DataFusion's `PruningPredicate` judges "containers": runs of chunks, whose min/max are the
 //! run's range of positions (index column) or the min/max of the coordinate's values over it
-//! (the coordinate array is read once, whole). Runs start coarse — at most [`FANOUT`] of them
+//! (the coordinate array is read once, whole; a sparse matrix's compressed dimension is
+//! bounded by binary searches in its `indptr` instead). Runs start coarse — at most [`FANOUT`] of them
 //! over the dimension — and the kept ones are cut finer, level by level, while a level judges
 //! at most [`BUDGET`] containers, so pruning costs what the kept ranges cost, not what the
 //! grid holds (2^40 chunks along a dimension are a handful of levels). The kept chunks are the
@@ -26,7 +27,7 @@ use datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{Accumulator, Expr};
 use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder};
-use zarrow::table::{ColumnRole, TableModel};
+use zarrow::table::{ColumnRole, MajorOffsets, TableModel};
 use zarrow::{ChunkRanges, ReadContext};
 
 use crate::error::to_datafusion_error;
@@ -147,6 +148,9 @@ struct DimensionPruner {
     /// coordinate columns with their values.
     index: Vec<String>,
     coordinates: Vec<(String, ArrayRef)>,
+    /// Coordinates that are a sparse matrix's compressed dimension: bounded per run by its
+    /// `indptr`, whatever the number of stored elements.
+    sorted: Vec<(String, MajorOffsets)>,
 }
 
 impl DimensionPruner {
@@ -171,23 +175,34 @@ impl DimensionPruner {
                 .fold(1u64, u64::saturating_mul),
             index: Vec::new(),
             coordinates: Vec::new(),
+            sorted: Vec::new(),
         };
         for col in model.columns() {
             match col.role {
                 ColumnRole::Index(e) if e == d => pruner.index.push(col.name.clone()),
-                ColumnRole::Coordinate(e)
-                    if e == d && size <= MAX_COORDINATE_LEN && referenced.contains(&col.name) =>
-                {
-                    let values = model
-                        .read_dimension_values(d, ctx)
+                ColumnRole::Coordinate(e) if e == d && referenced.contains(&col.name) => {
+                    let sorted = model
+                        .sparse_offsets(d, ctx)
                         .await
                         .map_err(to_datafusion_error)?;
-                    pruner.coordinates.push((col.name.clone(), values));
+                    if let Some(offsets) = sorted {
+                        pruner.sorted.push((col.name.clone(), offsets));
+                    } else if size <= MAX_COORDINATE_LEN {
+                        let values = model
+                            .read_dimension_values(d, ctx)
+                            .await
+                            .map_err(to_datafusion_error)?;
+                        pruner.coordinates.push((col.name.clone(), values));
+                    }
                 }
                 _ => {}
             }
         }
-        if pruner.chunks == 0 || (pruner.index.is_empty() && pruner.coordinates.is_empty()) {
+        if pruner.chunks == 0
+            || (pruner.index.is_empty()
+                && pruner.coordinates.is_empty()
+                && pruner.sorted.is_empty())
+        {
             return Ok(None);
         }
         Ok(Some(pruner))
@@ -240,6 +255,17 @@ impl DimensionPruner {
         for name in &self.index {
             let min = Int64Array::from_iter_values(runs.iter().map(|r| rows(r).start as i64));
             let max = Int64Array::from_iter_values(runs.iter().map(|r| rows(r).end as i64 - 1));
+            stats.min.insert(name.clone(), Arc::new(min));
+            stats.max.insert(name.clone(), Arc::new(max));
+            stats.non_null.insert(name.clone());
+        }
+        for (name, offsets) in &self.sorted {
+            let bounds: Vec<Option<(i64, i64)>> = runs
+                .iter()
+                .map(|r| offsets.position_bounds(rows(r)))
+                .collect();
+            let min = Int64Array::from_iter(bounds.iter().map(|b| b.map(|b| b.0)));
+            let max = Int64Array::from_iter(bounds.iter().map(|b| b.map(|b| b.1)));
             stats.min.insert(name.clone(), Arc::new(min));
             stats.max.insert(name.clone(), Arc::new(max));
             stats.non_null.insert(name.clone());

@@ -19,6 +19,21 @@ use crate::data_type::DataType;
 use crate::node::{Node, ZarrGroup};
 use crate::{Error, Result};
 
+/// Refuses, by name, the AnnData encoded groups that are no table: an `awkward-array` is
+/// ragged data whose buffers (`node0-offsets`, …) only its `form` attribute makes sense of.
+pub(super) fn check_table_group(group: &ZarrGroup) -> Result<()> {
+    let encoding = group.metadata().attributes.get("encoding-type");
+    if encoding.and_then(Value::as_str) == Some("awkward-array") {
+        return Err(Error::InvalidArgument(format!(
+            "group '{}' is an AnnData awkward-array (ragged data laid out by its `form` \
+             attribute), which zarrow does not read as a table; its buffers are arrays of \
+             their own",
+            group.path()
+        )));
+    }
+    Ok(())
+}
+
 /// The column an AnnData encoded group reads as, or why it is left out; `Ok(None)` for a
 /// group that is no encoded column (a plain subgroup).
 pub(super) async fn encoded_member(
@@ -89,6 +104,7 @@ pub(super) async fn encoded_member(
             "a group: read '{}' as a table of its own",
             group.path()
         )),
+        "awkward-array" => Err("an AnnData awkward-array (ragged data), no table".into()),
         other => Err(format!(
             "a group (encoding-type {other}): read '{}' as a table of its own",
             group.path()

@@ -8,8 +8,8 @@
 //!  Node::Group ─▶ members: child arrays, AnnData encoded groups (anndata.rs)
 //!                  │ table dims = dims of the members with the most dims (`arrays` picks)
 //!                  ▼
-//!                columns: per dim a coordinate (1-D array of that name, AnnData `_index`)
-//!                         or an Int64 index; then every member whose dims ⊆ the table's,
+//!                columns: per dim a coordinate (1-D array of that name, AnnData `_index`
+//!                         followed by the Int64 position `dim_0`) or an Int64 index; then every member whose dims ⊆ the table's,
 //!                         broadcast along the missing dims; the rest is `left_out`
 //! ```
 //!
@@ -23,6 +23,8 @@ mod cf;
 mod layout;
 pub(crate) mod read;
 mod sparse;
+
+pub use sparse::MajorOffsets;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -226,10 +228,13 @@ impl TableModel {
         options.read.string_type.check_available()?;
         match node {
             Node::Array(a) => Self::array_table(a, options),
-            Node::Group(g) => match sparse::open(&g).await? {
-                Some(matrix) => Self::sparse_table(&g, matrix, options),
-                None => Self::group_table(g, options).await,
-            },
+            Node::Group(g) => {
+                anndata::check_table_group(&g)?;
+                match sparse::open(&g).await? {
+                    Some(matrix) => Self::sparse_table(&g, matrix, options),
+                    None => Self::group_table(g, options).await,
+                }
+            }
         }
     }
 
@@ -671,6 +676,21 @@ impl TableModel {
                         ColumnRole::Coordinate(d),
                         &options,
                     )?);
+                    // An AnnData dataframe also has its row position, named as the dense
+                    // matrices' index columns, so `X.dim_0 = obs.dim_0` joins them.
+                    if !named_table {
+                        let name = if data_names.contains(dim.name.as_str()) || m.name == dim.name {
+                            format!("{}_index", dim.name)
+                        } else {
+                            dim.name.clone()
+                        };
+                        columns.push(TableColumn {
+                            name,
+                            role: ColumnRole::Index(d),
+                            source: String::new(),
+                            kind: SourceKind::Index,
+                        });
+                    }
                 }
                 None => {
                     let name = if data_names.contains(dim.name.as_str()) {
@@ -983,6 +1003,11 @@ mod tests {
             .unwrap();
         assert_eq!(t.columns()[0].name, "_index");
         assert_eq!(t.columns()[0].role, ColumnRole::Coordinate(0));
+        // the row position, as the dense matrices' first index column
+        assert_eq!(
+            (t.columns()[1].name.as_str(), &t.columns()[1].role),
+            ("dim_0", &ColumnRole::Index(0))
+        );
         assert_eq!(
             t.dimensions(),
             [TableDimension {

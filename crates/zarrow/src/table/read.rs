@@ -74,15 +74,40 @@ impl TableModel {
             .await
     }
 
+    /// If dimension `dim`'s coordinate is a sparse matrix's compressed dimension, its
+    /// `indptr` (read once, checked): the positions' bounds over any run of rows, without
+    /// reading the positions themselves.
+    pub async fn sparse_offsets(
+        &self,
+        dim: usize,
+        ctx: &ReadContext,
+    ) -> Result<Option<super::MajorOffsets>> {
+        let Some(column) = (self.columns.iter()).find(|c| c.role == ColumnRole::Coordinate(dim))
+        else {
+            return Ok(None);
+        };
+        let SourceKind::SparseMajor {
+            indptr,
+            nnz,
+            loaded,
+        } = &column.kind
+        else {
+            return Ok(None);
+        };
+        let offsets = loaded
+            .get_or_try_init(|| sparse::load_indptr(indptr, *nnz, ctx))
+            .await?
+            .clone();
+        Ok(Some(offsets.into()))
+    }
+
     /// The whole coordinate (or index) column of dimension `dim`, decoded: what filters on
     /// that dimension are pruned with.
     pub async fn read_dimension_values(&self, dim: usize, ctx: &ReadContext) -> Result<ArrayRef> {
-        let column = self
-            .columns
-            .iter()
-            .position(
-                |c| matches!(c.role, ColumnRole::Coordinate(d) | ColumnRole::Index(d) if d == dim),
-            )
+        // The coordinate if there is one (an AnnData dataframe has both), else the index.
+        let column = (self.columns.iter())
+            .position(|c| c.role == ColumnRole::Coordinate(dim))
+            .or_else(|| (self.columns.iter()).position(|c| c.role == ColumnRole::Index(dim)))
             .ok_or_else(|| Error::InvalidArgument(format!("no dimension {dim}")))?;
         match &self.columns[column].kind {
             SourceKind::Index => {

@@ -159,6 +159,32 @@ pub(super) async fn load_indptr(
     Ok(Arc::new(offsets))
 }
 
+/// A sparse matrix's `indptr`, as what the compressed-dimension positions of the stored
+/// elements are: non-decreasing, so the positions over any run of elements are bounded by two
+/// binary searches — what chunk pruning uses instead of reading `nnz` positions.
+#[derive(Debug, Clone)]
+pub struct MajorOffsets(Arc<Vec<i64>>);
+
+impl MajorOffsets {
+    /// The smallest and largest position of stored elements `elements` (`None` if the range
+    /// is empty or lies past the last offset).
+    pub fn position_bounds(&self, elements: std::ops::Range<u64>) -> Option<(i64, i64)> {
+        let last = self.0.last().copied().unwrap_or(0) as u64;
+        if elements.is_empty() || elements.end > last {
+            return None;
+        }
+        // the position of element k: the last r with offsets[r] <= k
+        let position = |k: u64| self.0.partition_point(|&o| o as u64 <= k) as i64 - 1;
+        Some((position(elements.start), position(elements.end - 1)))
+    }
+}
+
+impl From<Arc<Vec<i64>>> for MajorOffsets {
+    fn from(offsets: Arc<Vec<i64>>) -> Self {
+        Self(offsets)
+    }
+}
+
 /// The compressed-dimension positions of stored elements `start .. start + len`.
 pub(super) fn major_positions(
     offsets: &[i64],
@@ -249,6 +275,27 @@ mod tests {
         assert_eq!(part.values().to_vec(), [2, 2]);
         assert!(major_positions(&offsets, 5, 2, "m").is_err());
         assert!(major_positions(&[0], 0, 0, "m").unwrap().is_empty());
+    }
+
+    #[test]
+    fn position_bounds_of_runs_of_elements() {
+        let offsets = MajorOffsets::from(Arc::new(vec![0, 2, 2, 5, 6]));
+        assert_eq!(offsets.position_bounds(0..6), Some((0, 3)));
+        assert_eq!(offsets.position_bounds(2..5), Some((2, 2)));
+        assert_eq!(offsets.position_bounds(1..3), Some((0, 2)));
+        assert_eq!(offsets.position_bounds(5..6), Some((3, 3)));
+        assert_eq!(offsets.position_bounds(3..3), None);
+        assert_eq!(offsets.position_bounds(5..7), None);
+        // the same as the positions themselves
+        let all = major_positions(&[0, 2, 2, 5, 6], 0, 6, "m").unwrap();
+        let all = all.as_any().downcast_ref::<Int64Array>().unwrap();
+        for s in 0..6u64 {
+            for e in s + 1..=6 {
+                let part = &all.values()[s as usize..e as usize];
+                let want = (*part.iter().min().unwrap(), *part.iter().max().unwrap());
+                assert_eq!(offsets.position_bounds(s..e), Some(want), "{s}..{e}");
+            }
+        }
     }
 
     #[test]
