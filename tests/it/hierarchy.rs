@@ -104,12 +104,30 @@ async fn anndata_stores_with_record_arrays_walk_whole() {
         let text = zarrow::tree::render(&loc).await.unwrap();
         assert!(!text.contains("unreadable"), "{text}");
         assert!(text.contains("struct{B: fixed_length_utf32[20]"), "{text}");
+        // anndata's other encoded groups are listed with their encoding
+        let line = |name: &str| {
+            text.lines()
+                .find(|l| l.contains(name))
+                .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+                .to_string()
+        };
+        assert!(line("neighbors/").contains("awkward-array"), "{text}");
+        assert!(line("params/").contains("dict"), "{text}");
         TableModel::open(
             &location(&format!("anndata_uns_v{fmt}.zarr"), "obs"),
             TableOptions::default(),
         )
         .await
         .unwrap();
+        // an awkward array is no table: the error says what it is
+        let err = TableModel::open(
+            &location(&format!("anndata_uns_v{fmt}.zarr"), "obsm/neighbors"),
+            TableOptions::default(),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("awkward-array"), "{err}");
     }
 }
 
