@@ -56,6 +56,7 @@ fn quick() -> RemoteOptions {
         timeout: Some(Duration::from_secs(2)),
         max_retries: Some(1),
         retry_timeout: Some(Duration::from_secs(3)),
+        ..Default::default()
     }
 }
 

@@ -8,6 +8,7 @@ mod common;
 mod faults;
 mod fixtures;
 mod hierarchy;
+mod icechunk;
 mod python_roundtrip;
 mod remote;
 mod scan;

@@ -7,7 +7,7 @@ use zarrow::{Node, StringType};
 use crate::common::expected_entries;
 use crate::fixtures::check_entries;
 
-fn server(var: &str) -> Option<String> {
+pub fn server(var: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(v) => Some(v),
         Err(_) if std::env::var("CI").is_ok_and(|v| v == "true") => {

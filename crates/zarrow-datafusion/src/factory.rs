@@ -108,9 +108,13 @@ fn same_type(declared: &DataType, actual: &DataType) -> bool {
     declared == actual || family(declared).is_some_and(|f| family(actual) == Some(f))
 }
 
-/// Whether a location names a zarr node: a path with a component ending in `.zarr`, or a
-/// local directory holding `zarr.json`, `.zgroup` or `.zarray`.
+/// Whether a location names a zarr node: an Icechunk repository's (`icechunk+…`), a path
+/// with a component ending in `.zarr`, or a local directory holding `zarr.json`, `.zgroup`
+/// or `.zarray`.
 pub fn is_zarr_location(location: &str) -> bool {
+    if location.starts_with(zarrow::ICECHUNK_PREFIX) {
+        return true;
+    }
     let path = match location.split_once("://") {
         Some((_, rest)) => rest,
         None => location,
@@ -198,5 +202,6 @@ mod tests {
         assert!(!is_zarr_location("data/x.parquet"));
         assert!(!is_zarr_location("s3://bucket/data.csv"));
         assert!(!is_zarr_location(".zarr"));
+        assert!(is_zarr_location("icechunk+s3://bucket/atlas@v1/obs"));
     }
 }

@@ -26,6 +26,8 @@ pub mod data_type;
 pub mod decode;
 pub mod error;
 pub mod grid;
+#[cfg(feature = "icechunk")]
+pub mod icechunk;
 pub mod metadata;
 pub mod metrics;
 pub mod node;
@@ -54,6 +56,10 @@ pub use scan::{ScanContext, ZarrRecordBatchStream, ZarrScan};
 pub use store::ZarrStore;
 pub use table::{TableModel, TableOptions};
 pub use writer::{write_array, write_group, ZarrWriteOptions};
+
+/// The scheme prefix of Icechunk repository locations (`icechunk+file://…`), known with or
+/// without the `icechunk` feature so that a build without it names what is missing.
+pub const ICECHUNK_PREFIX: &str = "icechunk+";
 
 #[cfg(test)]
 pub(crate) mod test_util {

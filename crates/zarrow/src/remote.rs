@@ -42,10 +42,20 @@ pub struct RemoteOptions {
     pub max_retries: Option<usize>,
     /// For how long after its first attempt a request is retried.
     pub retry_timeout: Option<Duration>,
+    /// `ref`: the version of an Icechunk repository (branch, tag or snapshot id; `@REF` in the
+    /// location wins). Only repositories have versions: a plain store refuses it.
+    #[serde(rename = "ref")]
+    pub reference: Option<String>,
 }
 
 /// The option keys [`RemoteOptions`] reads, as store options and table options.
-pub const REMOTE_KEYS: &[&str] = &["connect_timeout", "timeout", "max_retries", "retry_timeout"];
+pub const REMOTE_KEYS: &[&str] = &[
+    "connect_timeout",
+    "timeout",
+    "max_retries",
+    "retry_timeout",
+    "ref",
+];
 
 impl RemoteOptions {
     /// Set `key` (one of [`REMOTE_KEYS`]) from its text; an error names the key and value.
@@ -54,6 +64,13 @@ impl RemoteOptions {
             "connect_timeout" => self.connect_timeout = Some(parse_duration(key, value)?),
             "timeout" => self.timeout = Some(parse_duration(key, value)?),
             "retry_timeout" => self.retry_timeout = Some(parse_duration(key, value)?),
+            "ref" => {
+                let value = value.trim();
+                if value.is_empty() {
+                    return Err("ref: expected a branch, tag or snapshot id".into());
+                }
+                self.reference = Some(value.to_string());
+            }
             "max_retries" => {
                 self.max_retries =
                     Some(value.trim().parse().map_err(|_| {

@@ -71,6 +71,15 @@ impl ZarrStore {
             message,
         };
         let trimmed = location.trim_end_matches('/');
+        if trimmed.starts_with(crate::ICECHUNK_PREFIX) {
+            return Self::open_repository(trimmed, options, remote).map_err(err);
+        }
+        if let Some(reference) = &remote.reference {
+            return Err(err(format!(
+                "the option ref = '{reference}' asks for a version, but only Icechunk \
+                 repositories (icechunk+file://, icechunk+s3://) have versions"
+            )));
+        }
         let mut body_retries = 0;
         let (store, root): (Arc<dyn ObjectStore>, Path) = match Url::parse(trimmed) {
             Ok(url) if url.scheme().len() > 1 => match url.scheme() {
@@ -103,6 +112,46 @@ impl ZarrStore {
             location: trimmed.to_string(),
             body_retries,
         })
+    }
+
+    /// An Icechunk repository's node at a version (see [`crate::icechunk`]).
+    #[cfg(feature = "icechunk")]
+    fn open_repository(
+        location: &str,
+        options: &[(String, String)],
+        remote: &RemoteOptions,
+    ) -> std::result::Result<Self, String> {
+        use crate::icechunk::{RepositoryLocation, RepositoryObjectStore, RepositoryOptions};
+        let parsed = RepositoryLocation::parse(location).unwrap_or_else(|| {
+            Err(format!(
+                "not an Icechunk location (expected {}…)",
+                crate::ICECHUNK_PREFIX
+            ))
+        })?;
+        let (remote, rest) = remote.clone().with_store_options(options)?;
+        let store = RepositoryObjectStore::new(
+            parsed,
+            RepositoryOptions {
+                reference: remote.reference.clone(),
+                store: rest,
+            },
+            location,
+        );
+        Ok(ZarrStore {
+            store: Arc::new(store),
+            root: Path::from(""),
+            location: location.to_string(),
+            body_retries: 0,
+        })
+    }
+
+    #[cfg(not(feature = "icechunk"))]
+    fn open_repository(
+        _location: &str,
+        _options: &[(String, String)],
+        _remote: &RemoteOptions,
+    ) -> std::result::Result<Self, String> {
+        Err("Icechunk repositories need zarrow built with the cargo feature `icechunk`".into())
     }
 
     /// The object store.

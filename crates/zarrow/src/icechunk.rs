@@ -1,0 +1,546 @@
+//! Icechunk repositories as zarrow locations (cargo feature `icechunk`).
+//!
+//! ```text
+//!  icechunk+file:///data/atlas.icechunk@v1/obs      icechunk+s3://bucket/atlas.icechunk/obs
+//!        │ repository root   │ REF │ node                 │ root found by probing ancestors
+//!        ▼                                                 ▼
+//!  Repository (read-only) ─▶ Session at REF ─▶ icechunk::Store (zarr keys: "obs/zarr.json", "obs/c/0")
+//!        ▲
+//!  RepositoryObjectStore: an object_store::ObjectStore over that Store, rooted at the node
+//! ```
+//!
+//! The repository is opened lazily, on the first read, so a location opens as synchronously
+//! as a plain store's and everything above [`crate::store::ZarrStore`] reads a repository as
+//! it reads any store: tables, pruning, `tree`, export. `REF` (or the option `ref`) is a branch
+//! (default `main`), else a tag, else a snapshot id; without `@REF`, the repository's root is
+//! the nearest ancestor of the path (the path itself first) that holds a repository. Chunks
+//! inline in manifests, in the repository's chunk files and virtual ones are all served by
+//! icechunk's `Store`; the adapter only maps keys, ranges and errors.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::{BoxStream, StreamExt};
+use icechunk::format::{ByteRange, SnapshotId};
+use icechunk::repository::VersionInfo;
+use icechunk::store::{ListDirItem, StoreErrorKind};
+use icechunk::{Repository, Storage, Store};
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetRange, GetResult, GetResultPayload, ListResult, MultipartUpload,
+    ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+use tokio::sync::{OnceCell, RwLock};
+
+use crate::ICECHUNK_PREFIX as PREFIX;
+
+/// Where a repository lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Backend {
+    /// A local directory (the path up to the node, when the root is still to be found).
+    File(PathBuf),
+    /// An S3 bucket and key prefix.
+    S3 { bucket: String, prefix: String },
+}
+
+/// A parsed repository location.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepositoryLocation {
+    backend: Backend,
+    /// `Some`: the root is known (`@REF` marked it) and this is the node below it.
+    node: Option<String>,
+    /// The version asked for in the location (`@REF`).
+    reference: Option<String>,
+}
+
+impl RepositoryLocation {
+    /// Parse `icechunk+file:///abs/path[@REF]/node`, `icechunk+file:relative/path…` or
+    /// `icechunk+s3://bucket/prefix[@REF]/node`; `None` if `location` is no repository's.
+    pub fn parse(location: &str) -> Option<std::result::Result<Self, String>> {
+        let rest = location.strip_prefix(PREFIX)?;
+        Some(Self::parse_rest(rest))
+    }
+
+    fn parse_rest(rest: &str) -> std::result::Result<Self, String> {
+        let (scheme, path) = rest
+            .split_once(':')
+            .ok_or_else(|| "expected icechunk+file:// or icechunk+s3://".to_string())?;
+        let path = path.trim_end_matches('/');
+        // `@REF` ends the component that is the repository's root.
+        let (root, reference, node) = match path.split_once('@') {
+            Some((root, after)) => {
+                let (reference, node) = after.split_once('/').unwrap_or((after, ""));
+                if reference.is_empty() {
+                    return Err("an empty version after '@'".into());
+                }
+                (root, Some(reference.to_string()), Some(node.to_string()))
+            }
+            None => (path, None, None),
+        };
+        let backend = match scheme {
+            "file" => {
+                let local = root.strip_prefix("//").unwrap_or(root);
+                if local.is_empty() {
+                    return Err("no repository path".into());
+                }
+                Backend::File(PathBuf::from(local))
+            }
+            "s3" => {
+                let bucketed = root
+                    .strip_prefix("//")
+                    .ok_or_else(|| "expected icechunk+s3://bucket/prefix".to_string())?;
+                let (bucket, prefix) = bucketed.split_once('/').unwrap_or((bucketed, ""));
+                if bucket.is_empty() {
+                    return Err("no bucket".into());
+                }
+                Backend::S3 {
+                    bucket: bucket.to_string(),
+                    prefix: prefix.to_string(),
+                }
+            }
+            other => {
+                return Err(format!(
+                "icechunk+{other}: repositories are read from icechunk+file:// and icechunk+s3://"
+            ))
+            }
+        };
+        Ok(RepositoryLocation {
+            backend,
+            node,
+            reference,
+        })
+    }
+
+    /// The candidate (root, node) splits, nearest first: the one `@REF` gave, or the path
+    /// itself and then each ancestor.
+    fn candidates(&self) -> Vec<(Backend, String)> {
+        if let Some(node) = &self.node {
+            return vec![(self.backend.clone(), node.clone())];
+        }
+        let full = match &self.backend {
+            Backend::File(p) => p.to_string_lossy().into_owned(),
+            Backend::S3 { prefix, .. } => prefix.clone(),
+        };
+        let parts: Vec<&str> = full.split('/').collect();
+        (0..=parts.len())
+            .rev()
+            .filter(|&n| n > 0 || matches!(self.backend, Backend::S3 { .. }))
+            .map(|n| {
+                let root = parts[..n].join("/");
+                let node = parts[n..].join("/");
+                let backend = match &self.backend {
+                    Backend::File(_) => Backend::File(PathBuf::from(if root.is_empty() {
+                        "/".to_string()
+                    } else {
+                        root
+                    })),
+                    Backend::S3 { bucket, .. } => Backend::S3 {
+                        bucket: bucket.clone(),
+                        prefix: root,
+                    },
+                };
+                (backend, node)
+            })
+            .collect()
+    }
+}
+
+/// The store options a repository on S3 is opened with (as `object_store` names them), and
+/// the version option `ref`.
+#[derive(Debug, Clone, Default)]
+pub struct RepositoryOptions {
+    /// `ref`: the branch, tag or snapshot id (a `@REF` in the location wins).
+    pub reference: Option<String>,
+    /// `aws_*` / `allow_http` options; the environment (`AWS_*`) fills in the rest.
+    pub store: Vec<(String, String)>,
+}
+
+/// An `ObjectStore` serving one node of a repository at one version, opened on first use.
+pub struct RepositoryObjectStore {
+    location: RepositoryLocation,
+    options: RepositoryOptions,
+    display: String,
+    opened: OnceCell<Opened>,
+}
+
+/// The open repository: its zarr store and the node the object store is rooted at.
+struct Opened {
+    store: Store,
+    node: String,
+}
+
+impl fmt::Debug for RepositoryObjectStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RepositoryObjectStore")
+            .field("location", &self.display)
+            .finish()
+    }
+}
+
+impl fmt::Display for RepositoryObjectStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Icechunk({})", self.display)
+    }
+}
+
+fn generic(message: String) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "icechunk",
+        source: message.into(),
+    }
+}
+
+fn option(options: &[(String, String)], keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| {
+        options
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(k))
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(k.to_ascii_uppercase()).ok())
+    })
+}
+
+impl RepositoryObjectStore {
+    /// A store for `location` (parsed by [`RepositoryLocation::parse`]); nothing is read yet.
+    pub fn new(location: RepositoryLocation, options: RepositoryOptions, display: &str) -> Self {
+        RepositoryObjectStore {
+            location,
+            options,
+            display: display.to_string(),
+            opened: OnceCell::new(),
+        }
+    }
+
+    async fn storage(&self, backend: &Backend) -> Result<Arc<dyn Storage + Send + Sync>, String> {
+        match backend {
+            Backend::File(path) => icechunk::new_local_filesystem_storage(path)
+                .await
+                .map_err(|e| e.kind().to_string()),
+            Backend::S3 { bucket, prefix } => {
+                use icechunk::config::{S3Credentials, S3Options, S3StaticCredentials};
+                let o = &self.options.store;
+                let mut s3 = S3Options::default();
+                if let Some(region) = option(o, &["aws_region", "aws_default_region"]) {
+                    s3 = s3.with_region(region);
+                }
+                if let Some(endpoint) = option(o, &["aws_endpoint", "aws_endpoint_url"]) {
+                    s3 = s3.with_endpoint_url(endpoint).with_force_path_style(true);
+                }
+                if let Some(allow) = option(o, &["aws_allow_http", "allow_http"]) {
+                    s3 = s3.with_allow_http(allow == "true");
+                }
+                let credentials = match (
+                    option(o, &["aws_access_key_id"]),
+                    option(o, &["aws_secret_access_key"]),
+                ) {
+                    (Some(access_key_id), Some(secret_access_key)) => {
+                        S3Credentials::Static(S3StaticCredentials {
+                            access_key_id,
+                            secret_access_key,
+                            session_token: option(o, &["aws_session_token"]),
+                            expires_after: None,
+                        })
+                    }
+                    _ if option(o, &["aws_skip_signature"]).as_deref() == Some("true") => {
+                        S3Credentials::Anonymous
+                    }
+                    _ => S3Credentials::FromEnv,
+                };
+                icechunk::new_s3_object_store_storage(
+                    s3,
+                    bucket.clone(),
+                    (!prefix.is_empty()).then(|| prefix.clone()),
+                    Some(credentials),
+                    Vec::new(),
+                    Vec::new(),
+                )
+                .await
+                .map_err(|e| e.kind().to_string())
+            }
+        }
+    }
+
+    /// Find the repository, resolve the version, open a read-only session.
+    async fn open(&self) -> Result<Opened, String> {
+        let mut found = None;
+        for (backend, node) in self.location.candidates() {
+            let storage = self.storage(&backend).await?;
+            let exists = Repository::exists(Arc::clone(&storage), None)
+                .await
+                .map_err(|e| e.kind().to_string())?;
+            if exists {
+                found = Some((storage, node));
+                break;
+            }
+            if self.location.node.is_some() {
+                return Err(format!(
+                    "no Icechunk repository at {}",
+                    self.display.split('@').next().unwrap_or(&self.display)
+                ));
+            }
+        }
+        let (storage, node) =
+            found.ok_or_else(|| "no Icechunk repository at this path or above it".to_string())?;
+        let repo = Repository::open(storage)
+            .execute()
+            .await
+            .map_err(|e| format!("cannot open the repository: {}", e.kind()))?;
+        let reference = self
+            .location
+            .reference
+            .clone()
+            .or_else(|| self.options.reference.clone())
+            .unwrap_or_else(|| "main".to_string());
+        let version = resolve(&repo, &reference).await?;
+        let session = repo
+            .readonly_session(&version)
+            .await
+            .map_err(|e| format!("cannot open version '{reference}': {}", e.kind()))?;
+        let store = Store::from_session(Arc::new(RwLock::new(session))).await;
+        Ok(Opened {
+            store,
+            node: node.trim_matches('/').to_string(),
+        })
+    }
+
+    async fn opened(&self) -> object_store::Result<&Opened> {
+        self.opened
+            .get_or_try_init(|| self.open())
+            .await
+            .map_err(|e| generic(format!("Icechunk repository {}: {e}", self.display)))
+    }
+}
+
+/// A branch, else a tag, else a snapshot id.
+async fn resolve(repo: &Repository, reference: &str) -> Result<VersionInfo, String> {
+    if repo.lookup_branch(reference).await.is_ok() {
+        return Ok(VersionInfo::BranchTipRef(reference.to_string()));
+    }
+    if repo.lookup_tag(reference).await.is_ok() {
+        return Ok(VersionInfo::TagRef(reference.to_string()));
+    }
+    if let Ok(id) = SnapshotId::try_from(reference) {
+        if repo.lookup_snapshot(&id).await.is_ok() {
+            return Ok(VersionInfo::SnapshotId(id));
+        }
+    }
+    let branches = repo.list_branches().await.unwrap_or_default();
+    let tags = repo.list_tags().await.unwrap_or_default();
+    Err(format!(
+        "no branch, tag or snapshot '{reference}' (branches: {}; tags: {})",
+        branches.into_iter().collect::<Vec<_>>().join(", "),
+        if tags.is_empty() {
+            "none".to_string()
+        } else {
+            tags.into_iter().collect::<Vec<_>>().join(", ")
+        }
+    ))
+}
+
+impl Opened {
+    /// The repository key of an object path below the node.
+    fn key(&self, location: &Path) -> String {
+        let relative = location.as_ref().trim_matches('/');
+        match (self.node.is_empty(), relative.is_empty()) {
+            (true, _) => relative.to_string(),
+            (false, true) => self.node.clone(),
+            (false, false) => format!("{}/{relative}", self.node),
+        }
+    }
+}
+
+/// A repository error as object_store's: a missing key is `NotFound` (a missing chunk is the
+/// fill value, as in any store); the rest name the key.
+fn store_error(location: &Path, key: &str, e: icechunk::store::StoreError) -> object_store::Error {
+    match e.kind() {
+        StoreErrorKind::NotFound(_) => object_store::Error::NotFound {
+            path: location.to_string(),
+            source: e.kind().to_string().into(),
+        },
+        kind => generic(format!("Icechunk key '{key}': {kind}")),
+    }
+}
+
+fn read_only() -> object_store::Error {
+    object_store::Error::NotSupported {
+        source: "Icechunk repositories are read-only in zarrow".into(),
+    }
+}
+
+#[async_trait]
+impl ObjectStore for RepositoryObjectStore {
+    async fn put_opts(
+        &self,
+        _location: &Path,
+        _payload: PutPayload,
+        _opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        Err(read_only())
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        _location: &Path,
+        _opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        Err(read_only())
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        let opened = self.opened().await?;
+        let key = opened.key(location);
+        let err = |e| store_error(location, &key, e);
+        let size = opened.store.getsize(&key).await.map_err(err)?;
+        let range: Range<u64> = match &options.range {
+            None => 0..size,
+            Some(GetRange::Bounded(r)) => r.start.min(size)..r.end.min(size),
+            Some(GetRange::Offset(o)) => (*o).min(size)..size,
+            Some(GetRange::Suffix(n)) => size.saturating_sub(*n)..size,
+        };
+        let bytes = if options.head || range.is_empty() {
+            Bytes::new()
+        } else {
+            let wanted = if range == (0..size) {
+                ByteRange::From(0)
+            } else {
+                ByteRange::Bounded(range.clone())
+            };
+            let bytes = opened.store.get(&key, &wanted).await.map_err(err)?;
+            if bytes.len() as u64 != range.end - range.start {
+                return Err(generic(format!(
+                    "Icechunk key '{key}': {} bytes where {} were asked for",
+                    bytes.len(),
+                    range.end - range.start
+                )));
+            }
+            bytes
+        };
+        let meta = ObjectMeta {
+            location: location.clone(),
+            last_modified: chrono_now(),
+            size,
+            e_tag: None,
+            version: None,
+        };
+        Ok(GetResult {
+            payload: GetResultPayload::Stream(futures::stream::once(async { Ok(bytes) }).boxed()),
+            meta,
+            range,
+            attributes: Default::default(),
+        })
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        locations.map(|_| Err(read_only())).boxed()
+    }
+
+    fn list(&self, _prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        // zarrow lists one level at a time (`list_with_delimiter`).
+        futures::stream::once(async { Err(read_only()) }).boxed()
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        let opened = self.opened().await?;
+        let base = prefix.cloned().unwrap_or_default();
+        let key = opened.key(&base);
+        let items: Vec<_> = opened
+            .store
+            .list_dir_items(&key)
+            .await
+            .map_err(|e| store_error(&base, &key, e))?
+            .collect()
+            .await;
+        let mut result = ListResult {
+            common_prefixes: Vec::new(),
+            objects: Vec::new(),
+        };
+        for item in items {
+            match item.map_err(|e| store_error(&base, &key, e))? {
+                ListDirItem::Prefix(p) => result.common_prefixes.push(base.clone().join(p)),
+                ListDirItem::Key(k) => result.objects.push(ObjectMeta {
+                    location: base.clone().join(k),
+                    last_modified: chrono_now(),
+                    size: 0,
+                    e_tag: None,
+                    version: None,
+                }),
+            }
+        }
+        Ok(result)
+    }
+
+    async fn copy_opts(
+        &self,
+        _from: &Path,
+        _to: &Path,
+        _options: CopyOptions,
+    ) -> object_store::Result<()> {
+        Err(read_only())
+    }
+}
+
+/// Repositories have no modification times per key; the epoch stands in.
+fn chrono_now() -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::<chrono::Utc>::UNIX_EPOCH
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_parse() {
+        let l = RepositoryLocation::parse("icechunk+file:///data/a.icechunk@v1/obs/x")
+            .unwrap()
+            .unwrap();
+        assert_eq!(l.backend, Backend::File("/data/a.icechunk".into()));
+        assert_eq!(l.reference.as_deref(), Some("v1"));
+        assert_eq!(l.node.as_deref(), Some("obs/x"));
+        let l = RepositoryLocation::parse("icechunk+s3://bucket/p/a@main")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            l.backend,
+            Backend::S3 {
+                bucket: "bucket".into(),
+                prefix: "p/a".into()
+            }
+        );
+        assert_eq!(l.node.as_deref(), Some(""));
+        let l = RepositoryLocation::parse("icechunk+file:rel/a.icechunk/obs")
+            .unwrap()
+            .unwrap();
+        assert_eq!(l.node, None);
+        let roots: Vec<String> = l
+            .candidates()
+            .into_iter()
+            .map(|(b, n)| format!("{b:?} {n}"))
+            .collect();
+        assert_eq!(
+            roots,
+            [
+                r#"File("rel/a.icechunk/obs") "#,
+                r#"File("rel/a.icechunk") obs"#,
+                r#"File("rel") a.icechunk/obs"#,
+            ]
+        );
+        assert!(RepositoryLocation::parse("file:///x").is_none());
+        assert!(RepositoryLocation::parse("icechunk+gs://b/x")
+            .unwrap()
+            .is_err());
+        assert!(RepositoryLocation::parse("icechunk+file:///x@/y")
+            .unwrap()
+            .is_err());
+    }
+}

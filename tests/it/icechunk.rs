@@ -1,0 +1,276 @@
+//! Icechunk repositories as locations: `tests/fixtures/data/atlas.icechunk`, written by the
+//! `icechunk` Python package (`tests/fixtures/generate_icechunk.py`: three commits on `main`, a
+//! tag `v1`, a branch `dev`), read at every version and compared with what zarr-python read
+//! there (`expected_icechunk.json`); the same over the loopback S3 server; bad versions and a
+//! corrupt repository.
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::DataType;
+use serde_json::Value;
+use zarrow::{Error, StringType, TableModel, TableOptions};
+
+use crate::common::{copy_dir, data_dir};
+use crate::fixtures::check_entries;
+
+fn expected() -> Value {
+    serde_json::from_slice(&std::fs::read(data_dir().join("expected_icechunk.json")).unwrap())
+        .unwrap()
+}
+
+fn repo() -> String {
+    format!(
+        "icechunk+file://{}",
+        data_dir().join("atlas.icechunk").display()
+    )
+}
+
+/// Entries in `check_entries`' form: every array of every version (`store` is the version).
+fn entries(want: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (version, arrays) in want["versions"].as_object().unwrap() {
+        for (path, a) in arrays.as_object().unwrap() {
+            let mut e = a.clone();
+            e["store"] = Value::String(version.clone());
+            e["path"] = Value::String(path.clone());
+            out.push(e);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_array_at_every_version_reads_as_zarr_python_reads_it() {
+    let want = expected();
+    let entries = entries(&want);
+    // 7 versions (main, dev, v1, 4 snapshot ids), ~10 arrays each
+    assert!(entries.len() >= 60, "{}", entries.len());
+    let base = repo();
+    for string_type in [StringType::Utf8, StringType::View] {
+        check_entries(&entries, string_type, |version, path| {
+            format!("{base}@{version}/{path}")
+        });
+    }
+}
+
+#[tokio::test]
+async fn a_version_is_chosen_by_at_ref_or_the_ref_option_and_main_is_the_default() {
+    let want = expected();
+    let labels = |v: &str| want["versions"][v]["labels"]["shape"][0].as_u64().unwrap();
+    let rows = |model: TableModel| model.num_rows();
+    let at = |r: &str| format!("{}@{r}/labels", repo());
+    // @REF
+    for v in ["v1", "main", "dev"] {
+        let t = TableModel::open(&at(v), TableOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(rows(t), labels(v), "{v}");
+    }
+    // no @REF: the root is found above the node, the branch is main
+    let plain = format!("{}/labels", repo());
+    let t = TableModel::open(&plain, TableOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(rows(t), labels("main"));
+    // the `ref` option
+    let mut options = TableOptions::default();
+    options.remote.reference = Some("v1".into());
+    let t = TableModel::open(&plain, options).await.unwrap();
+    assert_eq!(rows(t), labels("v1"));
+    // an array deleted on main is there at v1 and missing (typed) on main
+    assert!(
+        TableModel::open(&format!("{}@v1/bytes", repo()), TableOptions::default())
+            .await
+            .is_ok()
+    );
+    let err = TableModel::open(&format!("{}/bytes", repo()), TableOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NodeNotFound { .. }), "{err}");
+    // a plain store has no versions
+    let mut options = TableOptions::default();
+    options.remote.reference = Some("v1".into());
+    let err = TableModel::open(
+        &data_dir().join("anndata_v3.zarr/obs").to_string_lossy(),
+        options,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("only Icechunk repositories"), "{err}");
+}
+
+#[tokio::test]
+async fn unknown_versions_and_missing_repositories_are_clear_errors() {
+    let cases = [
+        (
+            format!("{}@no-such-branch/labels", repo()),
+            "no-such-branch",
+        ),
+        (
+            format!("{}@AAAAAAAAAAAAAAAAAAAA/labels", repo()),
+            "AAAAAAAAAAAAAAAAAAAA",
+        ),
+        (
+            format!(
+                "icechunk+file://{}@main/x",
+                data_dir().join("anndata_v3.zarr").display()
+            ),
+            "no Icechunk repository",
+        ),
+        (
+            format!(
+                "icechunk+file://{}/obs",
+                data_dir().join("anndata_v3.zarr").display()
+            ),
+            "no Icechunk repository",
+        ),
+    ];
+    for (loc, says) in cases {
+        let err = TableModel::open(&loc, TableOptions::default())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(says), "{loc}: {err}");
+        assert!(err.len() < 1000, "{loc}: a short message, got {err}");
+    }
+    // an unknown version lists what there is
+    let err = TableModel::open(&format!("{}@nope/labels", repo()), TableOptions::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("dev") && err.contains("v1"), "{err}");
+}
+
+#[tokio::test]
+async fn a_corrupt_repository_is_an_error_never_a_wrong_value() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("atlas.icechunk");
+    copy_dir(&data_dir().join("atlas.icechunk"), &copy);
+    let mut damaged = 0;
+    for dir in ["manifests", "chunks"] {
+        for e in std::fs::read_dir(copy.join(dir)).unwrap() {
+            let path = e.unwrap().path();
+            let mut bytes = std::fs::read(&path).unwrap();
+            let n = bytes.len();
+            bytes.truncate(n / 2);
+            bytes.extend_from_slice(b"\x00garbage");
+            std::fs::write(&path, bytes).unwrap();
+            damaged += 1;
+        }
+    }
+    assert!(damaged >= 2);
+    let base = format!("icechunk+file://{}", copy.display());
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    for path in ["labels", "grid"] {
+        let sql = format!("SELECT count(DISTINCT {path}) FROM '{base}@main/{path}'");
+        let result = match ctx.sql(&sql).await {
+            Ok(df) => df.collect().await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        let err = result.expect_err(path).to_string();
+        assert!(err.contains(path), "{path}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn sql_tree_and_anndata_over_a_repository() {
+    let want = expected();
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    let obs = format!("{}@v1/obs", repo());
+    let sql = format!(
+        "SELECT barcode, dim_0, CAST(cell_type AS VARCHAR), donor, n_genes FROM '{obs}' \
+         ORDER BY dim_0"
+    );
+    let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+    let b = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let text = |i: usize| {
+        let a = arrow::compute::cast(b.column(i), &DataType::Utf8).unwrap();
+        (0..a.len())
+            .map(|r| {
+                let s = a.as_string::<i32>();
+                (!s.is_null(r)).then(|| s.value(r).to_string())
+            })
+            .collect::<Vec<_>>()
+    };
+    let cols = &want["obs"]["columns"];
+    let strings = |name: &str| -> Vec<Option<String>> {
+        cols[name]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().map(String::from))
+            .collect()
+    };
+    assert_eq!(text(2), strings("cell_type"));
+    assert_eq!(text(3), strings("donor"));
+    let n: Vec<Option<String>> = cols["n_genes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| Some(v.to_string()))
+        .collect();
+    assert_eq!(text(4), n);
+    assert_eq!(text(0)[0].as_deref(), Some("AAAC-0"));
+
+    // a filter on the sharded grid prunes as on a plain store
+    let grid = format!("{}/grid", repo());
+    let plan = ctx
+        .sql(&format!(
+            "EXPLAIN SELECT count(*) FROM '{grid}' WHERE dim_0 < 16 AND dim_1 < 16"
+        ))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let plan = arrow::util::pretty::pretty_format_batches(&plan)
+        .unwrap()
+        .to_string();
+    assert!(plan.contains("chunks=1/16"), "{plan}");
+    // main's grid: rows 40.. of columns 0..20 rewritten to 7 in snapshot 3
+    let batches = ctx
+        .sql(&format!(
+            "SELECT count(*) FROM '{grid}' WHERE grid = 7 AND dim_0 >= 40 AND dim_1 < 20"
+        ))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let n = batches[0]
+        .column(0)
+        .as_primitive::<arrow::datatypes::Int64Type>()
+        .value(0);
+    assert_eq!(n, 24 * 20);
+
+    // tree walks the repository like a store
+    let tree = zarrow::tree::render(&format!("{}@v1", repo()))
+        .await
+        .unwrap();
+    for part in [
+        "labels",
+        "bytes",
+        "grid",
+        "obs/",
+        "dataframe",
+        "categorical",
+    ] {
+        assert!(tree.contains(part), "no {part} in\n{tree}");
+    }
+}
+
+#[test]
+fn every_array_at_every_version_over_s3() {
+    let Some(bucket) = crate::remote::server("ZARROW_TEST_S3") else {
+        return;
+    };
+    let bucket = bucket.trim_start_matches("s3://").to_string();
+    let want = expected();
+    let entries: Vec<Value> = entries(&want)
+        .into_iter()
+        .filter(|e| ["v1", "main", "dev"].contains(&e["store"].as_str().unwrap()))
+        .collect();
+    check_entries(&entries, StringType::Utf8, |version, path| {
+        format!("icechunk+s3://{bucket}/atlas.icechunk@{version}/{path}")
+    });
+}
