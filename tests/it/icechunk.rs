@@ -243,6 +243,27 @@ async fn sql_tree_and_anndata_over_a_repository() {
         .value(0);
     assert_eq!(n, 24 * 20);
 
+    // the session's version: repositories read at it, plain stores unaffected
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    ctx.sql("SET zarrow.ref = 'v1'").await.unwrap();
+    let count = |sql: String| {
+        let ctx = ctx.clone();
+        async move {
+            let b = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+            b[0].column(0)
+                .as_primitive::<arrow::datatypes::Int64Type>()
+                .value(0)
+        }
+    };
+    let labels = format!("{}/labels", repo());
+    let v1 = want["versions"]["v1"]["labels"]["shape"][0]
+        .as_i64()
+        .unwrap();
+    assert_eq!(count(format!("SELECT count(*) FROM '{labels}'")).await, v1);
+    let plain = data_dir().join("anndata_v3.zarr/obs");
+    let obs_rows = count(format!("SELECT count(*) FROM '{}'", plain.display())).await;
+    assert_eq!(obs_rows, 20);
+
     // tree walks the repository like a store
     let tree = zarrow::tree::render(&format!("{}@v1", repo()))
         .await

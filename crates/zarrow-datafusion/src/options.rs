@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use datafusion::common::config::ConfigOptions;
+use datafusion::common::config::{ConfigEntry, ConfigOptions, ExtensionOptions};
 use datafusion::common::extensions_options;
 use datafusion::config::ConfigExtension;
 use datafusion::error::{DataFusionError, Result};
@@ -14,9 +14,9 @@ use zarrow::{RemoteOptions, StringType, ZarrReadOptions};
 use crate::error::to_datafusion_error;
 
 extensions_options! {
-    /// Session settings of zarrow (`SET zarrow.<key> = …`), the defaults of every zarr table
-    /// created afterwards; `concurrency` applies to every scan.
-    pub struct ZarrConfig {
+    /// The session settings DataFusion's macro can name (all but `ref`, a Rust keyword);
+    /// [`ZarrConfig`] derefs to them.
+    pub struct ZarrSettings {
         /// How strings are read: utf8, large_utf8 or view
         pub string_type: String, default = "utf8".to_string()
         /// Elements equal to the array's fill value become NULL
@@ -33,6 +33,63 @@ extensions_options! {
         pub max_retries: String, default = String::new()
         /// Remote stores: for how long a request is retried (e.g. 20s; empty: ZARROW_RETRY_TIMEOUT or 20s)
         pub retry_timeout: String, default = String::new()
+    }
+}
+
+/// Session settings of zarrow (`SET zarrow.<key> = …`), the defaults of every zarr table
+/// created afterwards; `concurrency` applies to every scan. `zarrow.ref` is the version
+/// Icechunk repositories are read at (plain stores, which have none, ignore it).
+#[derive(Debug, Clone, Default)]
+pub struct ZarrConfig {
+    settings: ZarrSettings,
+    /// `ref`: an Icechunk branch, tag or snapshot id (empty: each location's own or `main`).
+    pub reference: String,
+}
+
+impl std::ops::Deref for ZarrConfig {
+    type Target = ZarrSettings;
+    fn deref(&self) -> &ZarrSettings {
+        &self.settings
+    }
+}
+
+impl std::ops::DerefMut for ZarrConfig {
+    fn deref_mut(&mut self) -> &mut ZarrSettings {
+        &mut self.settings
+    }
+}
+
+impl ExtensionOptions for ZarrConfig {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
+    fn cloned(&self) -> Box<dyn ExtensionOptions> {
+        Box::new(self.clone())
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        match key {
+            "ref" => {
+                self.reference = value.trim().to_string();
+                Ok(())
+            }
+            other => self.settings.set(other, value),
+        }
+    }
+
+    fn entries(&self) -> Vec<ConfigEntry> {
+        let mut entries = self.settings.entries();
+        entries.push(ConfigEntry {
+            key: "ref".into(),
+            value: Some(self.reference.clone()),
+            description: "Icechunk repositories: the branch, tag or snapshot id read (empty: main)",
+        });
+        entries
     }
 }
 
@@ -80,6 +137,7 @@ const KEYS: &[&str] = &[
     "timeout",
     "max_retries",
     "retry_timeout",
+    "ref",
 ];
 
 fn set_remote(remote: &mut RemoteOptions, key: &str, value: &str) -> Result<()> {
@@ -121,6 +179,9 @@ impl ZarrTableOptions {
             if !value.trim().is_empty() {
                 set_remote(&mut remote, key, value)?;
             }
+        }
+        if !config.reference.trim().is_empty() {
+            remote.default_reference = Some(config.reference.trim().to_string());
         }
         Ok(ZarrTableOptions {
             string_type: StringType::parse(&config.string_type).map_err(to_datafusion_error)?,

@@ -16,6 +16,8 @@ pub(crate) struct TableKwargs {
     pub decode_cf: Option<bool>,
     pub arrays: Option<Vec<String>>,
     pub storage_options: Option<HashMap<String, String>>,
+    /// An Icechunk repository's version (branch, tag or snapshot id).
+    pub reference: Option<String>,
 }
 
 impl TableKwargs {
@@ -43,11 +45,14 @@ impl TableKwargs {
     /// The store at `location`, with the storage options (credentials, endpoints) given,
     /// over those of the environment.
     pub(crate) fn store(&self, location: &str) -> PyResult<ZarrStore> {
-        let options = self
+        let mut options = self
             .storage_options
             .as_ref()
             .map(storage_pairs)
             .unwrap_or_default();
+        if let Some(reference) = &self.reference {
+            options.push(("ref".into(), reference.clone()));
+        }
         ZarrStore::open_with_options(location, &options).map_err(to_py)
     }
 }

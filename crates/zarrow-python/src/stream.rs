@@ -265,7 +265,7 @@ fn open_builder(
 
 /// Read the table at `location` (an array or a group) as a stream of record batches.
 #[pyfunction]
-#[pyo3(signature = (location, columns=None, *, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None))]
+#[pyo3(signature = (location, columns=None, *, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
@@ -278,6 +278,7 @@ pub(crate) fn scan(
     decode_cf: Option<bool>,
     arrays: Option<Vec<String>>,
     storage_options: Option<HashMap<String, String>>,
+    r#ref: Option<String>,
 ) -> PyResult<PyZarrStream> {
     let kwargs = TableKwargs {
         string_type,
@@ -285,6 +286,7 @@ pub(crate) fn scan(
         decode_cf,
         arrays,
         storage_options,
+        reference: r#ref,
     };
     let builder = open_builder(py, &location, columns, batch_size, limit, kwargs)?;
     Ok(PyZarrStream {

@@ -53,7 +53,8 @@ pub(crate) struct PyZarrTable {
 #[pymethods]
 impl PyZarrTable {
     #[new]
-    #[pyo3(signature = (location, *, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None))]
+    #[pyo3(signature = (location, *, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         location: String,
@@ -62,6 +63,7 @@ impl PyZarrTable {
         decode_cf: Option<bool>,
         arrays: Option<Vec<String>>,
         storage_options: Option<HashMap<String, String>>,
+        r#ref: Option<String>,
     ) -> PyResult<Self> {
         let kwargs = TableKwargs {
             string_type,
@@ -69,6 +71,7 @@ impl PyZarrTable {
             decode_cf,
             arrays,
             storage_options,
+            reference: r#ref,
         };
         let options = kwargs.table_options()?;
         let store = kwargs.store(&location)?;

@@ -96,6 +96,36 @@ def test_anndata_dataframes_match_anndata(store):
             assert got == values, f"{store}/{element}.{name}"
 
 
+def test_icechunk_repository_at_every_version():
+    expected = json.loads((DATA / "expected_icechunk.json").read_text())["versions"]
+    repo = f"icechunk+file://{DATA / 'atlas.icechunk'}"
+    for version in ("v1", "main", "dev"):
+        got = zarrow.read_table(f"{repo}@{version}/labels").column("labels").to_pylist()
+        assert got == expected[version]["labels"]["values"], version
+    # the version as a keyword; the default branch is main
+    by_ref = zarrow.read_table(f"{repo}/labels", ref="v1").column("labels").to_pylist()
+    assert by_ref == expected["v1"]["labels"]["values"]
+    table = zarrow.ZarrTable(f"{repo}/labels")
+    assert table.num_rows == len(expected["main"]["labels"]["values"])
+    assert "labels" in zarrow.tree(f"{repo}@v1")
+    with pytest.raises(zarrow.ZarrowError, match="no-such-tag"):
+        zarrow.read_table(f"{repo}@no-such-tag/labels")
+
+
+def test_icechunk_repository_over_s3(monkeypatch):
+    s3 = server("ZARROW_TEST_S3")
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    expected = json.loads((DATA / "expected_icechunk.json").read_text())["versions"]
+    bucket = s3.removeprefix("s3://")
+    for var in [v for v in os.environ if v.startswith("AWS_")]:
+        monkeypatch.delenv(var)
+    options = {"key": "test", "secret": "test", "region": "us-east-1", "endpoint": endpoint,
+               "allow_http": "true"}
+    got = zarrow.read_table(f"icechunk+s3://{bucket}/atlas.icechunk/labels", ref="dev",
+                            storage_options=options)
+    assert got.column("labels").to_pylist() == expected["dev"]["labels"]["values"]
+
+
 def test_string_types_and_projection_and_limit():
     location = str(DATA / "v3_strings.zarr" / "string_2d")
     view = zarrow.read_table(location, string_type="view")

@@ -224,10 +224,12 @@ impl RepositoryObjectStore {
                 use icechunk::config::{S3Credentials, S3Options, S3StaticCredentials};
                 let o = &self.options.store;
                 let mut s3 = S3Options::default();
-                if let Some(region) = option(o, &["aws_region", "aws_default_region"]) {
+                if let Some(region) = option(o, &["aws_region", "aws_default_region", "region"]) {
                     s3 = s3.with_region(region);
                 }
-                if let Some(endpoint) = option(o, &["aws_endpoint", "aws_endpoint_url"]) {
+                if let Some(endpoint) =
+                    option(o, &["aws_endpoint", "aws_endpoint_url", "endpoint_url"])
+                {
                     s3 = s3.with_endpoint_url(endpoint).with_force_path_style(true);
                 }
                 if let Some(allow) = option(o, &["aws_allow_http", "allow_http"]) {

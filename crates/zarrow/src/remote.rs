@@ -46,6 +46,9 @@ pub struct RemoteOptions {
     /// location wins). Only repositories have versions: a plain store refuses it.
     #[serde(rename = "ref")]
     pub reference: Option<String>,
+    /// The session's `ref` (`SET zarrow.ref`): the version of repositories whose location and
+    /// options name none; plain stores ignore it.
+    pub default_reference: Option<String>,
 }
 
 /// The option keys [`RemoteOptions`] reads, as store options and table options.

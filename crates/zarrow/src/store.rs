@@ -132,7 +132,10 @@ impl ZarrStore {
         let store = RepositoryObjectStore::new(
             parsed,
             RepositoryOptions {
-                reference: remote.reference.clone(),
+                reference: remote
+                    .reference
+                    .clone()
+                    .or_else(|| remote.default_reference.clone()),
                 store: rest,
             },
             location,
