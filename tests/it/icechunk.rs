@@ -295,3 +295,89 @@ fn every_array_at_every_version_over_s3() {
         format!("icechunk+s3://{bucket}/atlas.icechunk@{version}/{path}")
     });
 }
+
+/// The version travels with a written-down scan: another reader (a process, an executor)
+/// reopens the repository at the same version, whatever the branch has become.
+#[tokio::test]
+async fn a_serialized_scan_keeps_its_version() {
+    use futures::TryStreamExt;
+    let want = expected();
+    let mut options = TableOptions::default();
+    options.remote.reference = Some("v1".into());
+    let model = TableModel::open(&format!("{}/labels", repo()), options)
+        .await
+        .unwrap();
+    let json = zarrow::ZarrScan::new(&model).to_json().unwrap();
+    let scan = zarrow::ZarrScan::from_json(&json).unwrap();
+    let batches: Vec<_> = scan.open().await.unwrap().try_collect().await.unwrap();
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(
+        rows as u64,
+        want["versions"]["v1"]["labels"]["shape"][0]
+            .as_u64()
+            .unwrap()
+    );
+}
+
+/// A chunk that is a virtual reference into a file outside the repository is read only from a
+/// container the user authorized (`virtual_chunks`): without it, an error, never a value.
+#[tokio::test]
+async fn virtual_chunks_are_read_from_authorized_containers_only() {
+    let want = &expected()["virtual"];
+    let prefix = want["prefix"].as_str().unwrap();
+    let dir = prefix.strip_prefix("file://").unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::copy(
+        data_dir().join(want["source"].as_str().unwrap()),
+        std::path::Path::new(dir).join("source.bin"),
+    )
+    .unwrap();
+    let loc = format!(
+        "icechunk+file://{}/ints",
+        data_dir().join("virtual.icechunk").display()
+    );
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    let sql = |options: &str| {
+        format!(
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{loc}' {options}; \
+             SELECT ints FROM t ORDER BY dim_0"
+        )
+    };
+    // not authorized: an error naming the chunk's key
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE t0 STORED AS ZARR LOCATION '{loc}'"
+    ))
+    .await
+    .unwrap();
+    let err = ctx
+        .sql("SELECT ints FROM t0")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("ints/c/0") || err.contains("ints"), "{err}");
+    // authorized: the values zarr-python read
+    for options in [
+        format!("OPTIONS ('virtual_chunks' '{prefix}')"),
+        "OPTIONS ('virtual_chunks' '*')".to_string(),
+    ] {
+        let statements = sql(&options);
+        let (create, select) = statements.split_once("; ").unwrap();
+        ctx.sql("DROP TABLE IF EXISTS t").await.unwrap();
+        ctx.sql(create).await.unwrap();
+        let batches = ctx.sql(select).await.unwrap().collect().await.unwrap();
+        let got: Vec<Value> = batches
+            .iter()
+            .flat_map(|b| {
+                let a = b.column(0).as_primitive::<arrow::datatypes::Int32Type>();
+                a.values()
+                    .iter()
+                    .map(|v| Value::from(*v))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(Value::Array(got), want["ints"], "{options}");
+    }
+}

@@ -33,6 +33,8 @@ extensions_options! {
         pub max_retries: String, default = String::new()
         /// Remote stores: for how long a request is retried (e.g. 20s; empty: ZARROW_RETRY_TIMEOUT or 20s)
         pub retry_timeout: String, default = String::new()
+        /// Icechunk repositories: URL prefixes (comma-separated, * for all) of the containers virtual chunks may be read from
+        pub virtual_chunks: String, default = String::new()
     }
 }
 
@@ -138,6 +140,7 @@ const KEYS: &[&str] = &[
     "max_retries",
     "retry_timeout",
     "ref",
+    "virtual_chunks",
 ];
 
 fn set_remote(remote: &mut RemoteOptions, key: &str, value: &str) -> Result<()> {
@@ -175,6 +178,7 @@ impl ZarrTableOptions {
             ("timeout", &config.timeout),
             ("max_retries", &config.max_retries),
             ("retry_timeout", &config.retry_timeout),
+            ("virtual_chunks", &config.virtual_chunks),
         ] {
             if !value.trim().is_empty() {
                 set_remote(&mut remote, key, value)?;

@@ -17,6 +17,7 @@
 //! inline in manifests, in the repository's chunk files and virtual ones are all served by
 //! icechunk's `Store`; the adapter only maps keys, ranges and errors.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -157,6 +158,9 @@ pub struct RepositoryOptions {
     pub reference: Option<String>,
     /// `aws_*` / `allow_http` options; the environment (`AWS_*`) fills in the rest.
     pub store: Vec<(String, String)>,
+    /// `virtual_chunks`: the container URL prefixes virtual chunks may be read from
+    /// (comma-separated, `*` for every container the repository declares); none if unset.
+    pub virtual_chunks: Option<String>,
 }
 
 /// An `ObjectStore` serving one node of a repository at one version, opened on first use.
@@ -287,10 +291,31 @@ impl RepositoryObjectStore {
         }
         let (storage, node) =
             found.ok_or_else(|| "no Icechunk repository at this path or above it".to_string())?;
-        let repo = Repository::open(storage)
-            .execute()
+        let open = |authorized| {
+            Repository::open(Arc::clone(&storage))
+                .authorize_virtual_chunk_access(authorized)
+                .execute()
+        };
+        let mut repo = open(HashMap::new())
             .await
             .map_err(|e| format!("cannot open the repository: {}", e.kind()))?;
+        // Virtual chunks only from the containers the user named (credentials from the
+        // environment), so that no repository's metadata alone reaches outside it.
+        if let Some(wanted) = &self.options.virtual_chunks {
+            let wanted: Vec<&str> = wanted.split(',').map(str::trim).collect();
+            let authorized: HashMap<String, Option<_>> = repo
+                .config()
+                .virtual_chunk_containers()
+                .map(|c| c.url_prefix().to_string())
+                .filter(|prefix| wanted.iter().any(|w| *w == "*" || prefix.starts_with(w)))
+                .map(|prefix| (prefix, None))
+                .collect();
+            if !authorized.is_empty() {
+                repo = open(authorized)
+                    .await
+                    .map_err(|e| format!("cannot open the repository: {}", e.kind()))?;
+            }
+        }
         let reference = self
             .location
             .reference

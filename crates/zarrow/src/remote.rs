@@ -49,6 +49,10 @@ pub struct RemoteOptions {
     /// The session's `ref` (`SET zarrow.ref`): the version of repositories whose location and
     /// options name none; plain stores ignore it.
     pub default_reference: Option<String>,
+    /// `virtual_chunks`: the URL prefixes (comma-separated; `*`: every container the
+    /// repository declares) an Icechunk repository may read virtual chunks from. None by
+    /// default: a repository's metadata alone never makes zarrow read outside it.
+    pub virtual_chunks: Option<String>,
 }
 
 /// The option keys [`RemoteOptions`] reads, as store options and table options.
@@ -58,6 +62,7 @@ pub const REMOTE_KEYS: &[&str] = &[
     "max_retries",
     "retry_timeout",
     "ref",
+    "virtual_chunks",
 ];
 
 impl RemoteOptions {
@@ -67,6 +72,7 @@ impl RemoteOptions {
             "connect_timeout" => self.connect_timeout = Some(parse_duration(key, value)?),
             "timeout" => self.timeout = Some(parse_duration(key, value)?),
             "retry_timeout" => self.retry_timeout = Some(parse_duration(key, value)?),
+            "virtual_chunks" => self.virtual_chunks = Some(value.trim().to_string()),
             "ref" => {
                 let value = value.trim();
                 if value.is_empty() {

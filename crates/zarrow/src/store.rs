@@ -136,6 +136,7 @@ impl ZarrStore {
                     .reference
                     .clone()
                     .or_else(|| remote.default_reference.clone()),
+                virtual_chunks: remote.virtual_chunks.clone(),
                 store: rest,
             },
             location,
