@@ -26,14 +26,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
-use icechunk::format::{ByteRange, SnapshotId};
+use icechunk::format::manifest::ChunkPayload;
+use icechunk::format::{ByteRange, ChunkIndices, Path as NodePath, SnapshotId};
 use icechunk::repository::VersionInfo;
 use icechunk::store::{ListDirItem, StoreErrorKind};
 use icechunk::{Repository, Storage, Store};
 use object_store::path::Path;
 use object_store::{
     CopyOptions, GetOptions, GetRange, GetResult, GetResultPayload, ListResult, MultipartUpload,
-    ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult,
+    ObjectMeta, ObjectStore, ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload,
+    PutResult,
 };
 use tokio::sync::{OnceCell, RwLock};
 
@@ -171,10 +173,38 @@ pub struct RepositoryObjectStore {
     opened: OnceCell<Opened>,
 }
 
-/// The open repository: its zarr store and the node the object store is rooted at.
+/// The open repository: its zarr store, the node the object store is rooted at, and the
+/// repository's own root as a zarrow object store (its chunk files are read from there).
 struct Opened {
     store: Store,
     node: String,
+    files: Option<(Arc<dyn ObjectStore>, Path)>,
+}
+
+/// A chunk key's node path and chunk coordinates (`obs/x/c/0/1` → `/obs/x`, [0, 1]); `None`
+/// for a metadata key.
+fn chunk_of(key: &str) -> Option<(NodePath, ChunkIndices)> {
+    let (node, coords) = if let Some(coords) = key.strip_prefix("c/") {
+        ("", coords)
+    } else {
+        key.rsplit_once("/c/")?
+    };
+    let coords: Vec<u32> = coords
+        .split('/')
+        .map(|c| c.parse().ok())
+        .collect::<Option<_>>()?;
+    let path = NodePath::try_from(format!("/{node}").as_str()).ok()?;
+    Some((path, ChunkIndices(coords)))
+}
+
+impl Opened {
+    /// How a chunk is stored (`Ok(None)`: not a chunk key, or not one the session knows).
+    async fn payload(&self, key: &str) -> Option<ChunkPayload> {
+        let (path, coords) = chunk_of(key)?;
+        let session = self.store.session();
+        let session = session.read().await;
+        session.get_chunk_ref(&path, &coords).await.ok().flatten()
+    }
 }
 
 impl fmt::Debug for RepositoryObjectStore {
@@ -279,7 +309,7 @@ impl RepositoryObjectStore {
                 .await
                 .map_err(|e| e.kind().to_string())?;
             if exists {
-                found = Some((storage, node));
+                found = Some((backend, storage, node));
                 break;
             }
             if self.location.node.is_some() {
@@ -289,7 +319,7 @@ impl RepositoryObjectStore {
                 ));
             }
         }
-        let (storage, node) =
+        let (root, storage, node) =
             found.ok_or_else(|| "no Icechunk repository at this path or above it".to_string())?;
         let open = |authorized| {
             Repository::open(Arc::clone(&storage))
@@ -331,7 +361,24 @@ impl RepositoryObjectStore {
         Ok(Opened {
             store,
             node: node.trim_matches('/').to_string(),
+            files: self.files(&root),
         })
+    }
+
+    /// The repository's root as zarrow reads any store, so its chunk files take zarrow's
+    /// own read path (icechunk's buffers a chunk through a stream of small reads);
+    /// `None` where that store cannot be had (S3 without the `cloud` feature).
+    fn files(&self, root: &Backend) -> Option<(Arc<dyn ObjectStore>, Path)> {
+        match root {
+            Backend::File(path) => crate::store::local(&path.to_string_lossy()).ok(),
+            Backend::S3 { bucket, prefix } => {
+                let url = url::Url::parse(&format!("s3://{bucket}/{prefix}")).ok()?;
+                let remote = crate::RemoteOptions::default();
+                crate::remote::open(&url, &self.options.store, &remote)
+                    .ok()
+                    .map(|(store, root, _)| (store, root))
+            }
+        }
     }
 
     async fn opened(&self) -> object_store::Result<&Opened> {
@@ -425,7 +472,11 @@ impl ObjectStore for RepositoryObjectStore {
         let opened = self.opened().await?;
         let key = opened.key(location);
         let err = |e| store_error(location, &key, e);
-        let size = opened.store.getsize(&key).await.map_err(err)?;
+        let payload = opened.payload(&key).await;
+        let size = match &payload {
+            Some(p) => p.length(),
+            None => opened.store.getsize(&key).await.map_err(err)?,
+        };
         let range: Range<u64> = match &options.range {
             None => 0..size,
             Some(GetRange::Bounded(r)) => r.start.min(size)..r.end.min(size),
@@ -434,6 +485,28 @@ impl ObjectStore for RepositoryObjectStore {
         };
         let bytes = if options.head || range.is_empty() {
             Bytes::new()
+        } else if let (Some(ChunkPayload::Inline(inline)), true) =
+            (&payload, range.end <= inline_len(&payload))
+        {
+            inline.slice(range.start as usize..range.end as usize)
+        } else if let (Some(ChunkPayload::Ref(chunk)), Some((files, root))) =
+            (&payload, &opened.files)
+        {
+            // the chunk file's bytes, read as zarrow reads any object
+            let file = root
+                .clone()
+                .join(icechunk::format::CHUNKS_FILE_PATH)
+                .join(chunk.id.to_string());
+            let within = chunk.offset + range.start..chunk.offset + range.end;
+            let bytes = files.get_range(&file, within).await.map_err(|e| {
+                generic(format!("Icechunk key '{key}': its chunk file {file}: {e}"))
+            })?;
+            if bytes.len() as u64 != range.end - range.start {
+                return Err(generic(format!(
+                    "Icechunk key '{key}': its chunk file {file} is shorter than the manifest says"
+                )));
+            }
+            bytes
         } else {
             let wanted = if range == (0..size) {
                 ByteRange::From(0)
@@ -514,6 +587,14 @@ impl ObjectStore for RepositoryObjectStore {
         _options: CopyOptions,
     ) -> object_store::Result<()> {
         Err(read_only())
+    }
+}
+
+/// The length of an inline payload (0 for any other).
+fn inline_len(payload: &Option<ChunkPayload>) -> u64 {
+    match payload {
+        Some(ChunkPayload::Inline(b)) => b.len() as u64,
+        _ => 0,
     }
 }
 

@@ -411,7 +411,7 @@ fn store_err(path: &Path, source: object_store::Error) -> Error {
 
 /// A local path as an absolute, normalized object-store path: `.` and `..` are resolved
 /// lexically (the path need not exist yet, e.g. for writing), so `../data/x.zarr` works.
-fn local(path: &str) -> std::result::Result<(Arc<dyn ObjectStore>, Path), String> {
+pub(crate) fn local(path: &str) -> std::result::Result<(Arc<dyn ObjectStore>, Path), String> {
     let abs =
         normalize(&std::path::absolute(path).map_err(|e| format!("cannot resolve path: {e}"))?);
     let fs = object_store::local::LocalFileSystem::new();
