@@ -281,3 +281,17 @@ pub fn values_equal(expected: &Value, actual: &Value) -> bool {
         _ => expected == actual,
     }
 }
+
+/// The text of `EXPLAIN <sql>` in `ctx`.
+pub async fn explain(ctx: &datafusion::prelude::SessionContext, sql: &str) -> String {
+    let plan = ctx
+        .sql(&format!("EXPLAIN {sql}"))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    arrow::util::pretty::pretty_format_batches(&plan)
+        .unwrap()
+        .to_string()
+}

@@ -9,7 +9,7 @@ use arrow::datatypes::DataType;
 use serde_json::Value;
 use zarrow::{Error, StringType, TableModel, TableOptions};
 
-use crate::common::{copy_dir, data_dir};
+use crate::common::{copy_dir, data_dir, explain};
 use crate::fixtures::check_entries;
 
 fn expected() -> Value {
@@ -214,18 +214,11 @@ async fn sql_tree_and_anndata_over_a_repository() {
 
     // a filter on the sharded grid prunes as on a plain store
     let grid = format!("{}/grid", repo());
-    let plan = ctx
-        .sql(&format!(
-            "EXPLAIN SELECT count(*) FROM '{grid}' WHERE dim_0 < 16 AND dim_1 < 16"
-        ))
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
-    let plan = arrow::util::pretty::pretty_format_batches(&plan)
-        .unwrap()
-        .to_string();
+    let plan = explain(
+        &ctx,
+        &format!("SELECT count(*) FROM '{grid}' WHERE dim_0 < 16 AND dim_1 < 16"),
+    )
+    .await;
     assert!(plan.contains("chunks=1/16"), "{plan}");
     // main's grid: rows 40.. of columns 0..20 rewritten to 7 in snapshot 3
     let batches = ctx

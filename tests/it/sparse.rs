@@ -10,7 +10,7 @@ use arrow::datatypes::{DataType, Float64Type, Int64Type};
 use serde_json::Value;
 use zarrow::{TableModel, TableOptions};
 
-use crate::common::{copy_dir, data_dir, location};
+use crate::common::{copy_dir, data_dir, explain, location};
 
 /// (dim_0, dim_1, value as f64) of every row of `sql`'s result.
 async fn cells(sql: &str) -> Vec<(i64, i64, f64)> {
@@ -341,18 +341,11 @@ async fn pruning_by_indptr_needs_no_positions() {
 
     let loc = root.join("X").to_string_lossy().into_owned();
     let ctx = zarrow_datafusion::zarr_session_context(Default::default());
-    let plan = ctx
-        .sql(&format!(
-            "EXPLAIN SELECT count(*) FROM '{loc}' WHERE dim_0 = 3"
-        ))
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
-    let text = arrow::util::pretty::pretty_format_batches(&plan)
-        .unwrap()
-        .to_string();
+    let text = explain(
+        &ctx,
+        &format!("SELECT count(*) FROM '{loc}' WHERE dim_0 = 3"),
+    )
+    .await;
     assert!(text.contains("chunks=10/100 (90 pruned)"), "{text}");
     // and the rows kept are row 3's (positions come from indptr: no chunk of data is read)
     let batches = ctx

@@ -665,6 +665,17 @@ impl TableModel {
             .iter()
             .map(|(i, _)| members[*i].name.as_str())
             .collect();
+        // The Int64 position along dimension `d`: `<dim>_index` where a column has its name.
+        let index_column = |d: usize, dim: &str, taken: bool| TableColumn {
+            name: if taken || data_names.contains(dim) {
+                format!("{dim}_index")
+            } else {
+                dim.to_string()
+            },
+            role: ColumnRole::Index(d),
+            source: String::new(),
+            kind: SourceKind::Index,
+        };
         let mut columns = Vec::with_capacity(ndim + data.len());
         for (d, dim) in dims.iter().enumerate() {
             match coord_of[d] {
@@ -679,32 +690,10 @@ impl TableModel {
                     // An AnnData dataframe also has its row position, named as the dense
                     // matrices' index columns, so `X.dim_0 = obs.dim_0` joins them.
                     if !named_table {
-                        let name = if data_names.contains(dim.name.as_str()) || m.name == dim.name {
-                            format!("{}_index", dim.name)
-                        } else {
-                            dim.name.clone()
-                        };
-                        columns.push(TableColumn {
-                            name,
-                            role: ColumnRole::Index(d),
-                            source: String::new(),
-                            kind: SourceKind::Index,
-                        });
+                        columns.push(index_column(d, &dim.name, m.name == dim.name));
                     }
                 }
-                None => {
-                    let name = if data_names.contains(dim.name.as_str()) {
-                        format!("{}_index", dim.name)
-                    } else {
-                        dim.name.clone()
-                    };
-                    columns.push(TableColumn {
-                        name,
-                        role: ColumnRole::Index(d),
-                        source: String::new(),
-                        kind: SourceKind::Index,
-                    });
-                }
+                None => columns.push(index_column(d, &dim.name, false)),
             }
         }
         for (i, map) in &data {
