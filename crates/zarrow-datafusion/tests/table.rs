@@ -225,7 +225,8 @@ async fn anndata_tables_match_anndata() {
                 .iter()
                 .map(|f| f.name().clone())
                 .collect();
-            let mut want_names = vec!["_index".to_string()];
+            // the index, the row position, then anndata's column order
+            let mut want_names = vec!["_index".to_string(), "dim_0".to_string()];
             want_names.extend(
                 exp["column_order"]
                     .as_array()
@@ -240,7 +241,12 @@ async fn anndata_tables_match_anndata() {
                 .collect()
                 .await
                 .unwrap();
-            for name in &names {
+            let positions = column_strings(&batches, "dim_0");
+            let rows = positions.len();
+            let want_positions: Vec<Option<String>> =
+                (0..rows).map(|i| Some(i.to_string())).collect();
+            assert_eq!(positions, want_positions, "{store}/{frame}.dim_0");
+            for name in names.iter().filter(|n| *n != "dim_0") {
                 let got = column_strings(&batches, name);
                 let want = json_strings(exp["columns"][name].as_array().unwrap());
                 assert_eq!(got, want, "{store}/{frame}.{name}");
