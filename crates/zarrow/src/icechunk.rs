@@ -13,9 +13,11 @@
 //! as a plain store's and everything above [`crate::store::ZarrStore`] reads a repository as
 //! it reads any store: tables, pruning, `tree`, export. `REF` (or the option `ref`) is a branch
 //! (default `main`), else a tag, else a snapshot id; without `@REF`, the repository's root is
-//! the nearest ancestor of the path (the path itself first) that holds a repository. Chunks
-//! inline in manifests, in the repository's chunk files and virtual ones are all served by
-//! icechunk's `Store`; the adapter only maps keys, ranges and errors.
+//! the nearest ancestor of the path (the path itself first) that holds a repository. Each
+//! chunk is looked up in the session's manifest: an inline one is sliced from it, one in the
+//! repository's chunk files is read through zarrow's own object store at the repository's
+//! root (icechunk's `get` streams it in small pieces), a virtual one through icechunk, from
+//! authorized containers only (`virtual_chunks`).
 
 use std::collections::HashMap;
 use std::fmt;
