@@ -129,19 +129,8 @@ pub struct ZarrTableOptions {
 }
 
 /// The option keys, as written in `OPTIONS (…)` (also accepted with a `format.` or
-/// `zarrow.` prefix).
-const KEYS: &[&str] = &[
-    "string_type",
-    "fill_as_null",
-    "decode_cf",
-    "arrays",
-    "connect_timeout",
-    "timeout",
-    "max_retries",
-    "retry_timeout",
-    "ref",
-    "virtual_chunks",
-];
+/// `zarrow.` prefix), besides the remote store's [`REMOTE_KEYS`].
+const KEYS: &[&str] = &["string_type", "fill_as_null", "decode_cf", "arrays"];
 
 fn set_remote(remote: &mut RemoteOptions, key: &str, value: &str) -> Result<()> {
     remote
@@ -225,7 +214,11 @@ impl ZarrTableOptions {
                 _ => {
                     return Err(DataFusionError::Configuration(format!(
                         "unknown zarr table option '{key}'; expected one of {}",
-                        KEYS.join(", ")
+                        KEYS.iter()
+                            .chain(REMOTE_KEYS)
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )))
                 }
             }

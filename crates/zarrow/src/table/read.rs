@@ -94,11 +94,11 @@ impl TableModel {
         else {
             return Ok(None);
         };
-        let offsets = loaded
-            .get_or_try_init(|| sparse::load_indptr(indptr, *nnz, ctx))
-            .await?
-            .clone();
-        Ok(Some(offsets.into()))
+        Ok(Some(
+            sparse::loaded_indptr(loaded, indptr, *nnz, ctx)
+                .await?
+                .into(),
+        ))
     }
 
     /// The whole coordinate (or index) column of dimension `dim`, decoded: what filters on
@@ -219,10 +219,7 @@ impl TableModel {
                 nnz,
                 loaded,
             } => {
-                let offsets = loaded
-                    .get_or_try_init(|| sparse::load_indptr(indptr, *nnz, ctx))
-                    .await?
-                    .clone();
+                let offsets = sparse::loaded_indptr(loaded, indptr, *nnz, ctx).await?;
                 sparse::major_positions(&offsets, a_start[0], a_shape[0], indptr.path())?
             }
             SourceKind::SparseMinor { indices, size } => {

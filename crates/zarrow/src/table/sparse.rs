@@ -185,6 +185,19 @@ impl From<Arc<Vec<i64>>> for MajorOffsets {
     }
 }
 
+/// `indptr` as the table holds it: loaded (and checked) on first use, once.
+pub(super) async fn loaded_indptr(
+    loaded: &tokio::sync::OnceCell<Arc<Vec<i64>>>,
+    indptr: &ZarrArray,
+    nnz: u64,
+    ctx: &ReadContext,
+) -> Result<Arc<Vec<i64>>> {
+    Ok(loaded
+        .get_or_try_init(|| load_indptr(indptr, nnz, ctx))
+        .await?
+        .clone())
+}
+
 /// The compressed-dimension positions of stored elements `start .. start + len`.
 pub(super) fn major_positions(
     offsets: &[i64],
