@@ -60,6 +60,8 @@ pub struct ZarrScanExec {
     ctx: ScanContext,
     /// Each partition's counters, once it has started.
     metrics: Arc<Mutex<Vec<Option<ScanMetrics>>>>,
+    /// The process that reads the chunks, named in its errors (a Ballista executor).
+    executor: Option<Arc<str>>,
 }
 
 impl Clone for ZarrScanExec {
@@ -75,6 +77,7 @@ impl Clone for ZarrScanExec {
             model: self.model.clone(),
             props: self.props.clone(),
             ctx: self.ctx.clone(),
+            executor: self.executor.clone(),
         }
     }
 }
@@ -131,7 +134,53 @@ impl ZarrScanExec {
             model,
             props,
             ctx,
+            executor: None,
         }
+    }
+
+    /// This plan, run by `executor`: its read errors name it (`executor <name>: …`), as a
+    /// Ballista executor marks the scans it decodes.
+    pub fn with_executor(mut self, executor: &str) -> Self {
+        self.executor = Some(executor.into());
+        self
+    }
+
+    /// The scan of only the partitions `indices` (in that order), each reading at most `limit`
+    /// rows if given: what one Ballista task runs of a scan whose partitions are spread
+    /// over tasks.
+    pub fn select_partitions(&self, indices: &[usize], limit: Option<u64>) -> Result<Self> {
+        let lower = |l: Option<u64>| match (l, limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let mut partitions = Vec::with_capacity(indices.len());
+        let mut rows = Vec::with_capacity(indices.len());
+        for &i in indices {
+            let (Some(p), Some(&r)) = (self.partitions.get(i), self.rows.get(i)) else {
+                return internal_err!("ZarrScanExec: partition {i} of {}", self.partitions.len());
+            };
+            let mut p = p.clone();
+            p.limit = lower(p.limit);
+            rows.push(limit.map_or(r, |l| r.min(l)));
+            partitions.push(p);
+        }
+        let mut scan = self.scan.clone();
+        scan.limit = lower(scan.limit);
+        Ok(Self::from_parts(
+            scan,
+            partitions,
+            rows,
+            self.info.clone(),
+            self.schema.clone(),
+            self.model.clone(),
+            self.ctx.clone(),
+        )
+        .with_executor_of(self))
+    }
+
+    /// The executor named in this plan's errors, if any.
+    pub fn executor(&self) -> Option<&str> {
+        self.executor.as_deref()
     }
 
     /// The scan, its partitions, their rows, the plan info and the schema: all the plan is.
@@ -174,6 +223,11 @@ impl ZarrScanExec {
             }
         }
         total
+    }
+
+    fn with_executor_of(mut self, other: &ZarrScanExec) -> Self {
+        self.executor = other.executor.clone();
+        self
     }
 
     fn projected_names(&self) -> Vec<String> {
@@ -291,10 +345,16 @@ impl ExecutionPlan for ZarrScanExec {
         let consumer = MemoryConsumer::new(format!("ZarrScan[{partition}]"));
         let memory = PoolReservation(consumer.register(context.memory_pool()));
         let ctx = ScanContext {
-            metrics,
+            metrics: metrics.clone(),
             memory: Some(Arc::new(memory)),
             ..self.ctx.clone()
         };
+        let task = format!(
+            "zarr scan of {} partition {partition}/{} ({} chunks)",
+            scan.location,
+            self.partitions.len(),
+            scan.chunks.len()
+        );
         let stream = match &self.model {
             Some(model) => scan
                 .stream(model.clone(), ctx)
@@ -316,9 +376,35 @@ impl ExecutionPlan for ZarrScanExec {
                 .boxed()
             }
         };
+        let stream = stream.map_err(to_datafusion_error);
+        let Some(executor) = self.executor.clone() else {
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(
+                self.schema.clone(),
+                stream,
+            )));
+        };
+        // On an executor: errors name it, and its log tells what each task read.
+        log::info!("executor {executor}: {task} started");
+        let named = executor.clone();
+        let done = futures::stream::once(async move {
+            let c = metrics.counts();
+            log::info!(
+                "executor {executor}: {task} done: rows={} chunks_read={} requests={} bytes_fetched={}",
+                c.rows_out,
+                c.chunks_read,
+                c.requests,
+                c.bytes_fetched
+            );
+            Ok(None)
+        });
+        let stream = stream
+            .map(move |r| r.map_err(|e| e.context(format!("executor {named}"))))
+            .map_ok(Some)
+            .chain(done)
+            .try_filter_map(|b| futures::future::ready(Ok(b)));
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.schema.clone(),
-            stream.map_err(to_datafusion_error),
+            stream,
         )))
     }
 
@@ -408,15 +494,18 @@ impl ExecutionPlan for ZarrScanExec {
         }
         let target = self.partitions.len();
         let (partitions, rows) = plan_partitions(model, &scan, target).ok()?;
-        Some(Arc::new(Self::from_parts(
-            scan,
-            partitions,
-            rows,
-            self.info.clone(),
-            self.schema.clone(),
-            Some(model.clone()),
-            self.ctx.clone(),
-        )))
+        Some(Arc::new(
+            Self::from_parts(
+                scan,
+                partitions,
+                rows,
+                self.info.clone(),
+                self.schema.clone(),
+                Some(model.clone()),
+                self.ctx.clone(),
+            )
+            .with_executor_of(self),
+        ))
     }
 
     fn fetch(&self) -> Option<usize> {

@@ -110,8 +110,10 @@ impl ZarrConfig {
     }
 }
 
-/// How a zarr node becomes a table.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// How a zarr node becomes a table (serializable: a table travels to a Ballista scheduler as
+/// its location and these).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ZarrTableOptions {
     /// The Arrow type of strings (and, following it, of bytes).
     pub string_type: StringType,

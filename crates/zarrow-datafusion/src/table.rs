@@ -60,7 +60,17 @@ impl ZarrTable {
         location: &str,
         options: ZarrTableOptions,
     ) -> Result<Self> {
-        if let Some(store) = registered_store(state.runtime_env(), location) {
+        Self::try_new_with_runtime(state.runtime_env(), location, options).await
+    }
+
+    /// Open `location` through the object stores registered in `runtime`, falling back to
+    /// [`Self::try_new`] (what a plan's decoder has: a task's runtime, no session).
+    pub async fn try_new_with_runtime(
+        runtime: &RuntimeEnv,
+        location: &str,
+        options: ZarrTableOptions,
+    ) -> Result<Self> {
+        if let Some(store) = registered_store(runtime, location) {
             let node = Node::open_store(store, location)
                 .await
                 .map_err(to_datafusion_error)?;

@@ -1,0 +1,14 @@
+//! `zarrow-executor`: Ballista's executor, reading zarr chunks itself (same flags as Ballista's
+//! `ballista-executor`: `--bind-host`, `--bind-port`, `--bind-grpc-port`, `--scheduler-host`,
+//! `--scheduler-port`, `--work-dir`, `--concurrent-tasks`, …).
+
+use clap::Parser;
+
+fn main() -> ballista_core::error::Result<()> {
+    let opt = ballista_executor::config::Config::parse();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(32 * 1024 * 1024)
+        .build()?
+        .block_on(zarrow_ballista::process::run_executor(opt))
+}
