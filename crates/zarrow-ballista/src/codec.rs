@@ -149,7 +149,7 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
         match node.downcast_ref::<ZarrTable>() {
             Some(table) => tagged(buf, TAG_ZARR, |buf| {
                 let node = TableNode {
-                    location: table.location().to_string(),
+                    location: absolute_location(table.location()),
                     options: table.options().clone(),
                 };
                 serde_json::to_writer(buf, &node)
@@ -214,6 +214,28 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
         buf: &mut Vec<u8>,
     ) -> Result<()> {
         self.inner.try_encode_higher_order_function(node, buf)
+    }
+}
+
+/// `location` as another process (the scheduler, an executor) must see it: a relative local
+/// path (also inside `icechunk+file:`) made absolute against this process's directory, which
+/// is what it meant here. URLs travel as they are.
+pub fn absolute_location(location: &str) -> String {
+    let absolute = |path: &str| {
+        std::path::absolute(path)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| path.to_string())
+    };
+    if let Some(rest) = location.strip_prefix("icechunk+file:") {
+        if !rest.starts_with("//") {
+            return format!("icechunk+file://{}", absolute(rest));
+        }
+        return location.to_string();
+    }
+    match location.split_once("://") {
+        // A scheme (not a Windows drive letter): a URL.
+        Some((scheme, _)) if scheme.len() > 1 => location.to_string(),
+        _ => absolute(location),
     }
 }
 
@@ -580,6 +602,27 @@ mod tests {
             assert!(decode(&codec, &case).is_err(), "{case:?}");
         }
         assert!(decode(&codec, &good).is_ok());
+    }
+
+    #[test]
+    fn relative_paths_travel_absolute() {
+        let here = std::env::current_dir().unwrap();
+        let abs = |p: &str| here.join(p).to_string_lossy().into_owned();
+        assert_eq!(absolute_location("data/x.zarr/obs"), abs("data/x.zarr/obs"));
+        assert_eq!(absolute_location("/abs/x.zarr"), "/abs/x.zarr");
+        assert_eq!(absolute_location("s3://b/x.zarr"), "s3://b/x.zarr");
+        assert_eq!(
+            absolute_location("file:///abs/x.zarr"),
+            "file:///abs/x.zarr"
+        );
+        assert_eq!(
+            absolute_location("icechunk+file:repo@v1/obs"),
+            format!("icechunk+file://{}", abs("repo@v1/obs"))
+        );
+        assert_eq!(
+            absolute_location("icechunk+s3://b/repo@v1/obs"),
+            "icechunk+s3://b/repo@v1/obs"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

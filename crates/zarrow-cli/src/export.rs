@@ -143,7 +143,7 @@ pub(crate) async fn run(args: ExportArgs) -> Result<()> {
     if args.query.is_none() {
         config = config.with_target_partitions(1);
     }
-    let ctx = crate::sql::session(&args.table, &args.runtime, config, true).await?;
+    let ctx = crate::sql::session(&args.table, &args.runtime, &args.cluster, config, true).await?;
     // `concurrency` is a session setting only
     let mut table_options = args.table.to_map();
     table_options.remove("concurrency");

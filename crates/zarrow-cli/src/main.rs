@@ -127,6 +127,19 @@ struct SqlArgs {
     table: TableArgs,
     #[command(flatten)]
     runtime: memory::RuntimeArgs,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+/// Where queries run: in this process, or on a Ballista cluster.
+#[derive(Debug, Clone, Default, Args)]
+struct ClusterArgs {
+    /// Run the query on the Ballista cluster whose scheduler is at this URL
+    /// (`df://HOST:PORT`; `zarrow-scheduler` and `zarrow-executor` from the zarrow-ballista
+    /// crate). This process plans (it reads the tables' metadata); executors read the chunks;
+    /// `--memory-limit` applies to this process only.
+    #[arg(long, value_name = "URL")]
+    cluster: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -163,6 +176,8 @@ struct ExportArgs {
     table: TableArgs,
     #[command(flatten)]
     runtime: memory::RuntimeArgs,
+    #[command(flatten)]
+    cluster: ClusterArgs,
 }
 
 fn main() -> ExitCode {

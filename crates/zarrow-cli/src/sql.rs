@@ -13,10 +13,17 @@ use futures::StreamExt;
 
 use crate::memory::RuntimeArgs;
 use crate::output::{ResultWriter, Sink, SqlFormat};
-use crate::{SqlArgs, TableArgs};
+use crate::{ClusterArgs, SqlArgs, TableArgs};
 
 pub(crate) async fn run(args: SqlArgs) -> Result<()> {
-    let ctx = session(&args.table, &args.runtime, SessionConfig::new(), false).await?;
+    let ctx = session(
+        &args.table,
+        &args.runtime,
+        &args.cluster,
+        SessionConfig::new(),
+        false,
+    )
+    .await?;
     let state = ctx.state();
     let dialect_name = state.config().options().sql_parser.dialect;
     let dialect = dialect_from_str(dialect_name)
@@ -110,13 +117,23 @@ fn collect_scans<'a>(
 ///
 /// `arrays` names arrays of one group, so it is no session setting: with `per_table_ok` it is
 /// skipped (the caller passes it to its table), else it is an error.
+///
+/// With `--cluster`, the session's queries run on that Ballista cluster.
 pub(crate) async fn session(
     table: &TableArgs,
     runtime: &RuntimeArgs,
+    cluster: &ClusterArgs,
     config: SessionConfig,
     per_table_ok: bool,
 ) -> Result<SessionContext> {
-    let ctx = zarrow_datafusion::zarr_session_context_with_runtime(config, runtime.runtime()?);
+    let ctx = match &cluster.cluster {
+        None => zarrow_datafusion::zarr_session_context_with_runtime(config, runtime.runtime()?),
+        Some(url) => {
+            zarrow_ballista::cluster_session_context_with_runtime(url, config, runtime.runtime()?)
+                .await
+                .with_context(|| format!("cannot connect to the cluster at {url}"))?
+        }
+    };
     let mut options: Vec<(String, String)> = table.to_map().into_iter().collect();
     options.sort();
     for (key, value) in options {

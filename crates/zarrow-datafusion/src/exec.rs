@@ -350,10 +350,10 @@ impl ExecutionPlan for ZarrScanExec {
             ..self.ctx.clone()
         };
         let task = format!(
-            "zarr scan of {} partition {partition}/{} ({} chunks)",
+            "zarr scan of {} ({} chunks: {})",
             scan.location,
-            self.partitions.len(),
-            scan.chunks.len()
+            scan.chunks.len(),
+            scan.chunks
         );
         let stream = match &self.model {
             Some(model) => scan
