@@ -135,6 +135,38 @@ async fn stored_as_zarr_options_and_settings_travel() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn icechunk_versions_travel_to_the_executors() {
+    let (local, cluster) = both().await;
+    let repo = data("atlas.icechunk");
+    let grid = format!("SELECT sum(grid) AS s, count(*) AS n FROM 'icechunk+file://{repo}/grid'");
+    let grid_v1 =
+        format!("SELECT sum(grid) AS s, count(*) AS n FROM 'icechunk+file://{repo}@v1/grid'");
+    let queries = [
+        grid_v1,
+        grid.clone(),
+        format!("SELECT * FROM 'icechunk+file://{repo}@dev/labels'"),
+        format!("SELECT * FROM 'icechunk+file://{repo}@v1/obs'"),
+    ];
+    let mut answers = Vec::new();
+    for sql in &queries {
+        let want = run(&local, sql).await;
+        assert!(want.len() > 1, "{sql}");
+        assert_eq!(run(&cluster, sql).await, want, "{sql}");
+        answers.push(want);
+    }
+    // The session's version (SET zarrow.ref) reaches the scheduler and the executors too.
+    for ctx in [&local, &cluster] {
+        ctx.sql("SET zarrow.ref = 'v1'").await.unwrap();
+    }
+    let want = run(&local, &grid).await;
+    assert_eq!(run(&cluster, &grid).await, want);
+    answers.push(want);
+    // The versions differ, so each answer above was read at its own.
+    assert_ne!(answers[0], answers[1]);
+    assert_eq!(answers[0], answers[4]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn parquet_and_zarr_in_one_cluster_query() {
     let (local, cluster) = both().await;
     let dir = tempfile::tempdir().unwrap();
