@@ -11,19 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use zarrow_ballista::cluster_session_context;
 use zarrow_datafusion::zarr_session_context;
 
-fn data(path: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/data")
-        .join(path)
-        .to_string_lossy()
-        .into_owned()
-}
+mod common;
+use common::{data, try_run as run};
 
 /// A loopback server's address from the environment; under CI it must be there.
 fn server(var: &str) -> Option<String> {
@@ -186,23 +179,6 @@ impl Cluster {
 
 fn config() -> SessionConfig {
     SessionConfig::new().with_target_partitions(4)
-}
-
-fn lines(batches: &[RecordBatch]) -> Vec<String> {
-    let text = pretty_format_batches(batches).unwrap().to_string();
-    let mut lines: Vec<String> = text
-        .lines()
-        .filter(|l| l.starts_with('|'))
-        .map(str::to_string)
-        .collect();
-    if lines.len() > 1 {
-        lines[1..].sort();
-    }
-    lines
-}
-
-async fn run(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<Vec<String>> {
-    Ok(lines(&ctx.sql(sql).await?.collect().await?))
 }
 
 async fn same_answers(local: &SessionContext, cluster: &SessionContext, queries: &[String]) {

@@ -2,45 +2,17 @@
 //! serialized through zarrow's codecs over loopback gRPC) answers as a single-process session
 //! does, over the fixture stores written by zarr-python, xarray and anndata.
 
-use std::path::PathBuf;
+mod common;
 
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use zarrow_ballista::standalone_session_context;
 use zarrow_datafusion::zarr_session_context;
 
-fn data(path: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/data")
-        .join(path)
-        .to_string_lossy()
-        .into_owned()
-}
+use common::{data, run};
 
 fn config() -> SessionConfig {
     // Several partitions per scan, so each scan becomes several tasks.
     SessionConfig::new().with_target_partitions(3)
-}
-
-/// The rows of a result as text lines, sorted (partitions may come back in any order).
-fn lines(batches: &[RecordBatch]) -> Vec<String> {
-    let text = pretty_format_batches(batches).unwrap().to_string();
-    let mut lines: Vec<String> = text
-        .lines()
-        .filter(|l| l.starts_with('|'))
-        .map(str::to_string)
-        .collect();
-    if lines.len() > 1 {
-        lines[1..].sort();
-    }
-    lines
-}
-
-async fn run(ctx: &SessionContext, sql: &str) -> Vec<String> {
-    let df = ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let batches = df.collect().await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-    lines(&batches)
 }
 
 async fn both() -> (SessionContext, SessionContext) {
