@@ -29,6 +29,12 @@ pub(crate) async fn run(args: SqlArgs) -> Result<()> {
     let dialect = dialect_from_str(dialect_name)
         .with_context(|| format!("unsupported SQL dialect '{dialect_name}'"))?;
     let statements = DFParser::parse_sql_with_dialect(&args.sql, dialect.as_ref())?;
+    if args.verbose && args.cluster.cluster.is_some() {
+        eprintln!(
+            "note: zarr scans run on the cluster's executors; each logs what it read \
+             (`zarr scan of … done: … bytes_fetched=…`)"
+        );
+    }
     anyhow::ensure!(!statements.is_empty(), "no SQL statement given");
     let total = statements.len();
 
@@ -37,7 +43,10 @@ pub(crate) async fn run(args: SqlArgs) -> Result<()> {
     for (i, statement) in statements.into_iter().enumerate() {
         // With several statements, say which one failed.
         let context = |e: DataFusionError| {
-            let e = anyhow::Error::new(e);
+            let mut e = anyhow::Error::new(e);
+            if let Some(url) = &args.cluster.cluster {
+                e = e.context(format!("on the cluster at {url}"));
+            }
             if total > 1 {
                 e.context(format!("statement {} of {total} failed", i + 1))
             } else {
