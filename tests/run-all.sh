@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README gives it: creates the zarr-python venvs (round trips of what
 # zarrow writes) and starts the loopback HTTP and S3 servers (remote-store tests), runs every test
-# of the workspace with them (among them zarrow-ballista's loopback cluster: a zarrow-scheduler and
-# two zarrow-executor processes queried over a local store and the S3 one), then the examples, the Python package (its wheel, installed in a
-# fresh venv, under pytest) and a tiny run of the benchmark harness. Needs python3 with venv and
-# PyPI on first run.
+# of the workspace with them (among them zarrow-ballista's loopback cluster: a zarrow-scheduler
+# and two zarrow-executor processes queried over a local store and the S3 one), then the
+# examples, the Python package (its wheel, installed in a fresh venv, under pytest) and a tiny run
+# of the benchmark harness. Needs python3 with venv and PyPI on first run.
 # With CI=true a test whose venv or server is missing fails instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
