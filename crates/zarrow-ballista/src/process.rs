@@ -19,6 +19,16 @@ use tracing_subscriber::EnvFilter;
 use crate::codec::{ZarrLogicalCodec, ZarrPhysicalCodec};
 use crate::session::zarr_ballista_config;
 
+/// Run `main` (a process's main function) on the multi-threaded runtime Ballista's binaries
+/// use: 32 MiB thread stacks, as theirs have for deep plans.
+pub fn run_process(main: impl std::future::Future<Output = Result<()>>) -> Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(32 * 1024 * 1024)
+        .build()?
+        .block_on(main)
+}
+
 /// The session configuration a scheduler or executor starts each session from.
 fn config_producer() -> SessionConfig {
     zarr_ballista_config(SessionConfig::new())
