@@ -149,10 +149,7 @@ impl ZarrScanExec {
     /// rows if given: what one Ballista task runs of a scan whose partitions are spread
     /// over tasks.
     pub fn select_partitions(&self, indices: &[usize], limit: Option<u64>) -> Result<Self> {
-        let lower = |l: Option<u64>| match (l, limit) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let lower = |l: Option<u64>| tighter_limit(l, limit);
         let mut partitions = Vec::with_capacity(indices.len());
         let mut rows = Vec::with_capacity(indices.len());
         for &i in indices {
@@ -236,6 +233,14 @@ impl ZarrScanExec {
             .iter()
             .map(|f| f.name().clone())
             .collect()
+    }
+}
+
+/// The smaller of two row limits, either of which may be absent.
+fn tighter_limit(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -349,12 +354,15 @@ impl ExecutionPlan for ZarrScanExec {
             memory: Some(Arc::new(memory)),
             ..self.ctx.clone()
         };
-        let task = format!(
-            "zarr scan of {} ({} chunks: {})",
-            scan.location,
-            scan.chunks.len(),
-            scan.chunks
-        );
+        // Only an executor logs its tasks (see below): no description for local scans.
+        let task = self.executor.as_ref().map(|_| {
+            format!(
+                "zarr scan of {} ({} chunks: {})",
+                scan.location,
+                scan.chunks.len(),
+                scan.chunks
+            )
+        });
         let stream = match &self.model {
             Some(model) => scan
                 .stream(model.clone(), ctx)
@@ -377,7 +385,7 @@ impl ExecutionPlan for ZarrScanExec {
             }
         };
         let stream = stream.map_err(to_datafusion_error);
-        let Some(executor) = self.executor.clone() else {
+        let (Some(executor), Some(task)) = (self.executor.clone(), task) else {
             return Ok(Box::pin(RecordBatchStreamAdapter::new(
                 self.schema.clone(),
                 stream,
@@ -483,10 +491,7 @@ impl ExecutionPlan for ZarrScanExec {
 
     fn with_fetch(&self, limit: Option<usize>) -> Option<Arc<dyn ExecutionPlan>> {
         let model = self.model.as_ref()?;
-        let limit = match (self.scan.limit, limit.map(|l| l as u64)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let limit = tighter_limit(self.scan.limit, limit.map(|l| l as u64));
         let mut scan = self.scan.clone();
         scan.limit = limit;
         if let Some(limit) = limit {
