@@ -1,6 +1,11 @@
 //! Bad input: every corruption is a typed error naming the array and the chunk key — never a
 //! panic, never a wrong value.
 
+mod hostile_decoders;
+mod hostile_icechunk;
+mod hostile_metadata;
+mod hostile_remote;
+
 use std::sync::Arc;
 
 use arrow::array::StringArray;

@@ -1,0 +1,1 @@
+//! Hostile remote inputs (issue 21): each test fails without its fix.
