@@ -137,6 +137,8 @@ pub(crate) async fn run(args: ExportArgs) -> Result<()> {
         Some(f) => f,
         None => ExportFormat::from_path(&args.output)?,
     };
+    // Refused before anything is read: an output inside the store being exported.
+    let sink = Sink::open(Some(&args.output), &[args.location.as_str()])?;
     // Without a query, one partition: the file gets the rows in the table's order (chunk by
     // chunk, C order of the chunk grid); chunk reads still run concurrently.
     let mut config = SessionConfig::new();
@@ -157,7 +159,6 @@ pub(crate) async fn run(args: ExportArgs) -> Result<()> {
     let mut stream = df.execute_stream().await.context("the query failed")?;
     let schema = stream.schema();
 
-    let sink = Sink::open(Some(&args.output))?;
     let mut writer = Writer::new(format, &schema, sink)
         .with_context(|| format!("cannot write {} output", format_name(format)))?;
     let mut progress = Progress::new("exported");

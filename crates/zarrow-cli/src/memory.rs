@@ -20,9 +20,12 @@ pub(crate) struct RuntimeArgs {
     /// cannot spill fails with "Resources exhausted". Default: no limit.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     memory_limit: Option<usize>,
-    /// How the memory limit is shared: `greedy` (first come, first served) or `fair` (spilling
-    /// operators get equal shares).
-    #[arg(long, value_enum, default_value_t = PoolType::Greedy, requires = "memory_limit")]
+    /// How the memory limit is shared: `fair` (spilling operators get equal shares and spill
+    /// early; what cannot spill, such as zarr scans, takes what is left) or `greedy` (first come,
+    /// first served: an aggregation may hold nearly all of the limit before it spills, so the
+    /// process peaks higher — on a 10M-group GROUP BY under 150M, 513 MB RSS greedy against
+    /// 286 MB fair).
+    #[arg(long, value_enum, default_value_t = PoolType::Fair, requires = "memory_limit")]
     mem_pool_type: PoolType,
 }
 
@@ -30,9 +33,9 @@ pub(crate) struct RuntimeArgs {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub(crate) enum PoolType {
     /// DataFusion's `GreedyMemoryPool`.
-    #[default]
     Greedy,
-    /// DataFusion's `FairSpillPool`.
+    /// DataFusion's `FairSpillPool` (the default).
+    #[default]
     Fair,
 }
 

@@ -5,7 +5,7 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
@@ -24,44 +24,80 @@ pub(crate) enum SqlFormat {
     Ndjson,
 }
 
-/// A destination: standard output, or a file that is removed again if writing fails.
+/// A destination: standard output, a character device written in place (`/dev/null`,
+/// `/dev/stderr`), or a file. A file is written to a temporary file beside it and renamed over
+/// the path only by [`Sink::finish`]: a command that fails leaves the path as it was, whether it
+/// existed or not.
 pub(crate) struct Sink {
-    writer: Box<dyn Write + Send>,
-    path: Option<PathBuf>,
-    done: bool,
+    writer: BufWriter<Target>,
+}
+
+/// Where a [`Sink`]'s bytes go.
+enum Target {
+    Stdout(std::io::Stdout),
+    /// A character device, opened for writing without truncation and never removed.
+    Device(File),
+    /// The temporary file and the path it becomes.
+    File(tempfile::NamedTempFile, PathBuf),
+}
+
+impl Write for Target {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Target::Stdout(w) => w.write(buf),
+            Target::Device(w) => w.write(buf),
+            Target::File(w, _) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Target::Stdout(w) => w.flush(),
+            Target::Device(w) => w.flush(),
+            Target::File(w, _) => w.flush(),
+        }
+    }
 }
 
 impl Sink {
-    /// `None` or `-` → standard output, else a new file.
-    pub(crate) fn open(path: Option<&Path>) -> Result<Sink> {
-        match path {
-            None => Ok(Sink::stdout()),
-            Some(p) if p.as_os_str() == "-" => Ok(Sink::stdout()),
+    /// `None` or `-` → standard output; a character device → written in place; else a file
+    /// that replaces the path on success. Directories, block devices, FIFOs and sockets are
+    /// refused, and so is a path inside one of the `inputs` (local zarr locations the command
+    /// reads).
+    pub(crate) fn open(path: Option<&Path>, inputs: &[&str]) -> Result<Sink> {
+        let target = match path {
+            None => Target::Stdout(std::io::stdout()),
+            Some(p) if p.as_os_str() == "-" => Target::Stdout(std::io::stdout()),
             Some(p) => {
-                let file =
-                    File::create(p).with_context(|| format!("cannot create '{}'", p.display()))?;
-                Ok(Sink {
-                    writer: Box::new(BufWriter::with_capacity(1 << 20, file)),
-                    path: Some(p.to_path_buf()),
-                    done: false,
-                })
+                refuse_inside_inputs(p, inputs)?;
+                open_path(p)?
+            }
+        };
+        Ok(Sink {
+            writer: BufWriter::with_capacity(1 << 20, target),
+        })
+    }
+
+    /// Flush and, for a file, put it in place of the path.
+    pub(crate) fn finish(self) -> Result<()> {
+        let target = self
+            .writer
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .context("cannot write the output")?;
+        match target {
+            Target::Stdout(mut w) => w.flush().context("cannot write the output"),
+            Target::Device(mut w) => w.flush().context("cannot write the output"),
+            Target::File(tmp, dest) => {
+                tmp.as_file()
+                    .sync_all()
+                    .with_context(|| format!("cannot write '{}'", dest.display()))?;
+                tmp.persist(&dest)
+                    .map_err(|e| e.error)
+                    .with_context(|| format!("cannot write '{}'", dest.display()))?;
+                Ok(())
             }
         }
-    }
-
-    fn stdout() -> Sink {
-        Sink {
-            writer: Box::new(BufWriter::new(std::io::stdout())),
-            path: None,
-            done: false,
-        }
-    }
-
-    /// Flush; from now on the file stays even if the sink is dropped.
-    pub(crate) fn finish(mut self) -> Result<()> {
-        self.writer.flush().context("cannot write the output")?;
-        self.done = true;
-        Ok(())
     }
 }
 
@@ -75,14 +111,150 @@ impl Write for Sink {
     }
 }
 
-impl Drop for Sink {
-    fn drop(&mut self) {
-        if !self.done {
-            if let Some(p) = &self.path {
-                let _ = std::fs::remove_file(p);
+/// The target for an output path (see [`Sink::open`]).
+fn open_path(p: &Path) -> Result<Target> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let shown = p.display();
+    let existing = match std::fs::metadata(p) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("cannot write '{shown}'")),
+    };
+    if let Some(m) = &existing {
+        let kind = m.file_type();
+        if kind.is_char_device() {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .with_context(|| format!("cannot write '{shown}'"))?;
+            return Ok(Target::Device(file));
+        }
+        if !kind.is_file() {
+            let what = if kind.is_dir() {
+                "a directory"
+            } else if kind.is_block_device() {
+                "a block device"
+            } else if kind.is_fifo() {
+                "a FIFO"
+            } else if kind.is_socket() {
+                "a socket"
+            } else {
+                "not a regular file"
+            };
+            bail!(
+                "cannot write '{shown}': it is {what}; give a file path or '-' for standard output"
+            );
+        }
+    }
+    // A symbolic link is replaced through: the file it points to gets the new contents.
+    let dest = if existing.is_some() {
+        std::fs::canonicalize(p).with_context(|| format!("cannot write '{shown}'"))?
+    } else {
+        p.to_path_buf()
+    };
+    let dir = match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // New files get the usual 0666 less the umask; a replaced file keeps its permissions.
+    let mode = existing
+        .as_ref()
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o666);
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".partial")
+        .permissions(std::fs::Permissions::from_mode(mode))
+        .tempfile_in(&dir)
+        .with_context(|| format!("cannot create '{shown}'"))?;
+    Ok(Target::File(tmp, dest))
+}
+
+/// Refuse an output path inside a local store the command reads: exporting into a store's own
+/// chunk files would replace the data being read.
+pub(crate) fn refuse_inside_inputs(output: &Path, inputs: &[&str]) -> Result<()> {
+    let Some(out) = absolute_existing_prefix(output) else {
+        return Ok(());
+    };
+    for input in inputs {
+        if let Some(root) = local_store_root(input) {
+            if out.starts_with(&root) {
+                bail!(
+                    "cannot write '{}': it is inside the store '{}' being read; write the \
+                     output elsewhere",
+                    output.display(),
+                    root.display()
+                );
             }
         }
     }
+    Ok(())
+}
+
+/// The path with its longest existing ancestor canonicalized (symbolic links resolved), the
+/// rest appended: where the output would really be written.
+fn absolute_existing_prefix(path: &Path) -> Option<PathBuf> {
+    let mut rest = Vec::new();
+    let mut cur = path.to_path_buf();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(&cur) {
+            return Some(rest.iter().rev().fold(c, |acc, part| acc.join(part)));
+        }
+        let name = cur.file_name()?.to_os_string();
+        rest.push(name);
+        cur = match cur.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+    }
+}
+
+/// The root directory of the local store a location names: the node's directory (or, for a
+/// node inside an Icechunk repository, the nearest existing directory) and every enclosing
+/// directory that is a zarr node (`zarr.json`, `.zgroup`, `.zarray`) or an Icechunk repository,
+/// or is named `*.zarr` / `*.icechunk`. `None` for remote locations and paths that do not exist.
+fn local_store_root(location: &str) -> Option<PathBuf> {
+    let path = location
+        .strip_prefix("icechunk+file://")
+        .or_else(|| location.strip_prefix("file://"))
+        .unwrap_or(location);
+    if path.contains("://") {
+        return None;
+    }
+    let mut dir = std::fs::canonicalize(path).ok().or_else(|| {
+        // `repo.icechunk@v1/node`, or a node that lives only in an Icechunk snapshot
+        Path::new(path)
+            .ancestors()
+            .skip(1)
+            .find_map(|a| std::fs::canonicalize(a.to_str()?.split('@').next()?).ok())
+    })?;
+    if !dir.is_dir() {
+        dir.pop();
+    }
+    let is_store = |d: &Path| {
+        let named = d
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".zarr") || n.ends_with(".icechunk"));
+        named
+            || ["zarr.json", ".zgroup", ".zarray"]
+                .iter()
+                .any(|f| d.join(f).is_file())
+            || (d.join("snapshots").is_dir()
+                && (d.join("repo").is_file() || d.join("refs").is_dir()))
+    };
+    let mut root = dir.clone();
+    for d in dir.ancestors().skip(1) {
+        if !is_store(d) {
+            break;
+        }
+        root = d.to_path_buf();
+    }
+    Some(root)
 }
 
 /// Writes one statement's result in a text format, batch by batch (the table format keeps the

@@ -5,9 +5,14 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 use datafusion::catalog::TableProvider;
+use zarrow::tree::{push_padded, short};
 use zarrow_datafusion::{ZarrTable, ZarrTableOptions};
 
 use crate::SchemaArgs;
+
+/// The most characters of a column name a line shows (names of 100,000 characters exist in
+/// hostile stores).
+const NAME_MAX: usize = 120;
 
 pub(crate) async fn run(args: SchemaArgs) -> Result<()> {
     let text = render(&args).await?;
@@ -29,8 +34,8 @@ async fn render(args: &SchemaArgs) -> Result<String> {
     let mut rows: Vec<[String; 3]> = vec![["column".into(), "type".into(), "nullable".into()]];
     for field in schema.fields() {
         rows.push([
-            field.name().clone(),
-            field.data_type().to_string(),
+            short(field.name(), NAME_MAX),
+            short(&field.data_type().to_string(), 4 * NAME_MAX),
             if field.is_nullable() { "yes" } else { "no" }.into(),
         ]);
     }
@@ -38,19 +43,28 @@ async fn render(args: &SchemaArgs) -> Result<String> {
     let w1 = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
     let mut out = String::new();
     for r in &rows {
-        out.push_str(&format!("{:<w0$}  {:<w1$}  {}\n", r[0], r[1], r[2]));
+        push_padded(&mut out, &r[0], w0);
+        out.push_str("  ");
+        push_padded(&mut out, &r[1], w1);
+        out.push_str("  ");
+        out.push_str(&r[2]);
+        out.push('\n');
     }
 
     let left_out = table.left_out();
     if !left_out.is_empty() {
         out.push_str("\nleft out:\n");
-        let w = left_out
+        let names: Vec<String> = left_out
             .iter()
-            .map(|(name, _)| name.chars().count())
-            .max()
-            .unwrap_or(0);
-        for (name, reason) in left_out {
-            out.push_str(&format!("  {name:<w$}  {reason}\n"));
+            .map(|(name, _)| short(name, NAME_MAX))
+            .collect();
+        let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+        for (name, (_, reason)) in names.iter().zip(left_out) {
+            out.push_str("  ");
+            push_padded(&mut out, name, w);
+            out.push_str("  ");
+            out.push_str(&short(reason, 4 * NAME_MAX));
+            out.push('\n');
         }
     }
     Ok(out)

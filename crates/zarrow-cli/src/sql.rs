@@ -12,7 +12,7 @@ use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use futures::StreamExt;
 
 use crate::memory::RuntimeArgs;
-use crate::output::{ResultWriter, Sink, SqlFormat};
+use crate::output::{refuse_inside_inputs, ResultWriter, Sink, SqlFormat};
 use crate::{ClusterArgs, SqlArgs, TableArgs};
 
 pub(crate) async fn run(args: SqlArgs) -> Result<()> {
@@ -38,7 +38,7 @@ pub(crate) async fn run(args: SqlArgs) -> Result<()> {
     anyhow::ensure!(!statements.is_empty(), "no SQL statement given");
     let total = statements.len();
 
-    let mut sink = Sink::open(args.output.as_deref())?;
+    let mut sink = Sink::open(args.output.as_deref(), &[])?;
     let mut printed = 0usize;
     for (i, statement) in statements.into_iter().enumerate() {
         // With several statements, say which one failed.
@@ -61,6 +61,12 @@ pub(crate) async fn run(args: SqlArgs) -> Result<()> {
         let df = ctx.execute_logical_plan(plan).await.map_err(context)?;
         let task = Arc::new(df.task_ctx());
         let physical = df.create_physical_plan().await.map_err(context)?;
+        if let Some(output) = &args.output {
+            let mut scans = Vec::new();
+            collect_scans(physical.as_ref(), &mut scans);
+            let inputs: Vec<&str> = scans.iter().map(|s| s.scan().location.as_str()).collect();
+            refuse_inside_inputs(output, &inputs)?;
+        }
         let mut stream = execute_stream(physical.clone(), task).map_err(context)?;
         let schema = stream.schema();
         if schema.fields().is_empty() {

@@ -1031,3 +1031,185 @@ fn a_cluster_that_cannot_be_reached_is_named() {
     let err = fails(&["sql", "--cluster", "not a url", "SELECT 1"]);
     assert!(err.contains("not a url"), "{err}");
 }
+
+/// The files of a directory tree with their contents: what a failed command must not change.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                out.push((path, bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_failing_command_leaves_its_output_path_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    // An existing file that a failing query, a failing export and an export whose query fails
+    // half way must leave as it was (and no temporary file behind).
+    let kept = dir.path().join("kept.csv");
+    std::fs::write(&kept, "precious\n").unwrap();
+    let kept_s = kept.to_str().unwrap();
+    fails(&["sql", "--output", kept_s, "SELECT * FROM no_such_table"]);
+    fails(&[
+        "sql",
+        "-f",
+        "csv",
+        "--output",
+        kept_s,
+        &format!("{BY_TYPE}; SELECT * FROM no_such_table"),
+    ]);
+    fails(&["export", "no/such.zarr", "--output", kept_s]);
+    // fails while rows are being written: a cast error in the middle of the stream
+    fails(&[
+        "export",
+        OBS,
+        "--output",
+        kept_s,
+        "--query",
+        "SELECT barcode, CAST(cell_type AS INT) AS n FROM t",
+    ]);
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "precious\n");
+    let new = dir.path().join("new.parquet");
+    fails(&["export", "no/such.zarr", "--output", new.to_str().unwrap()]);
+    assert!(!new.exists());
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["kept.csv"], "a temporary file was left behind");
+
+    // Success replaces the file, keeping its permissions.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o640)).unwrap();
+    ok(&["sql", "-f", "csv", "--output", kept_s, BY_TYPE]);
+    let text = std::fs::read_to_string(&kept).unwrap();
+    assert!(text.starts_with("cell_type,cells\n"), "{text}");
+    let mode = std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+}
+
+#[test]
+fn outputs_that_are_not_files_are_refused_or_written_in_place() {
+    // /dev/null: a character device, written without truncating or removing it, even when the
+    // query fails.
+    ok(&["sql", "--output", "/dev/null", BY_TYPE]);
+    fails(&[
+        "sql",
+        "--output",
+        "/dev/null",
+        "SELECT * FROM no_such_table",
+    ]);
+    fails(&[
+        "export",
+        "no/such.zarr",
+        "--output",
+        "/dev/null",
+        "-f",
+        "csv",
+    ]);
+    let meta = std::fs::metadata("/dev/null").expect("/dev/null still exists");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(meta.file_type().is_char_device());
+    // A directory and a FIFO are refused with what they are.
+    let dir = tempfile::tempdir().unwrap();
+    let err = fails(&["sql", "--output", dir.path().to_str().unwrap(), BY_TYPE]);
+    assert!(err.contains("is a directory"), "{err}");
+    let fifo = dir.path().join("pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let err = fails(&["sql", "--output", fifo.to_str().unwrap(), BY_TYPE]);
+    assert!(err.contains("is a FIFO"), "{err}");
+}
+
+#[test]
+fn an_output_inside_the_store_being_read_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("copy.zarr");
+    Command::new("cp")
+        .args(["-r", "data/pbmc_sample.zarr"])
+        .arg(&store)
+        .current_dir(root())
+        .status()
+        .unwrap();
+    let before = snapshot(&store);
+    let obs = store.join("obs");
+    let obs_s = obs.to_str().unwrap();
+    // a chunk file of the store itself, a new file in a sibling array, the store's root
+    let chunk = obs.join("pct_mito/c/0");
+    assert!(chunk.is_file(), "{}", chunk.display());
+    for output in [
+        chunk.clone(),
+        store.join("X").join("new.csv"),
+        store.join("out.parquet"),
+    ] {
+        let out_s = output.to_str().unwrap();
+        let err = fails(&["export", obs_s, "--output", out_s, "-f", "csv"]);
+        assert!(err.contains("inside the store"), "{err}");
+        let sql = format!("SELECT * FROM '{obs_s}'");
+        let err = fails(&["sql", "--output", out_s, &sql]);
+        assert!(err.contains("inside the store"), "{err}");
+    }
+    assert_eq!(snapshot(&store), before, "the store changed");
+    // Beside the store is fine.
+    ok(&[
+        "export",
+        obs_s,
+        "--output",
+        dir.path().join("obs.csv").to_str().unwrap(),
+    ]);
+}
+
+#[test]
+fn names_longer_than_the_formatter_allows_are_shortened() {
+    // A dimension name (so a column of the table) and a struct field name 70,000 characters
+    // long (a file system refuses such child keys; object stores do not, and those go through
+    // the same line): tree and schema print them cut, and do not panic in the formatter's
+    // width.
+    let dir = tempfile::tempdir().unwrap();
+    let long = "n".repeat(70_000);
+    let store = dir.path().join("long.zarr");
+    std::fs::create_dir_all(store.join("a")).unwrap();
+    std::fs::write(
+        store.join("zarr.json"),
+        r#"{"zarr_format":3,"node_type":"group","attributes":{}}"#,
+    )
+    .unwrap();
+    let array = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [2],
+        "data_type": {"name": "struct", "configuration": {"fields": [
+            {"name": long.clone(), "data_type": "int32"}
+        ]}},
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": "AAAAAA==",
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "dimension_names": [long.clone()]
+    });
+    std::fs::write(
+        store.join("a").join("zarr.json"),
+        serde_json::to_vec(&array).unwrap(),
+    )
+    .unwrap();
+    let location = store.join("a");
+    for args in [
+        ["tree", store.to_str().unwrap()],
+        ["tree", location.to_str().unwrap()],
+        ["schema", location.to_str().unwrap()],
+    ] {
+        let out = ok(&args);
+        assert!(out.contains("nnn…"), "{args:?}: {out}");
+        assert!(
+            out.lines().all(|l| l.chars().count() < 1000),
+            "{args:?}: {out}"
+        );
+    }
+}

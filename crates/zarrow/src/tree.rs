@@ -77,6 +77,7 @@ fn group_lines<'a>(
         children.sort_by(|a, b| a.0.cmp(&b.0));
         let n = children.len();
         for (i, (name, child)) in children.iter().enumerate() {
+            let name = short(name, NAME_MAX);
             let last = i + 1 == n;
             let branch = if last { "└── " } else { "├── " };
             match child {
@@ -136,22 +137,34 @@ fn array_columns(a: &ZarrArray) -> Vec<String> {
         .as_ref()
         .is_some_and(|d| d.iter().any(Option::is_some))
     {
-        let names: Vec<&str> = (0..m.ndim())
-            .map(|d| m.dimension_name(d).unwrap_or("-"))
+        let names: Vec<String> = (0..m.ndim())
+            .map(|d| short(m.dimension_name(d).unwrap_or("-"), NAME_MAX))
             .collect();
         columns.push(format!("dims ({})", names.join(", ")));
     }
     columns
 }
 
-/// `text` cut to `max` characters, `…` marking the cut (a record's base64 fill value).
-fn short(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
+/// The most characters of a name (a child key, a dimension or field name) a line shows.
+const NAME_MAX: usize = 120;
+
+/// `text` cut to `max` characters, `…` marking the cut (a record's base64 fill value, a
+/// hostile 100,000-character name).
+pub fn short(text: &str, max: usize) -> String {
+    if text.chars().nth(max).is_none() {
         return text.to_string();
     }
-    let mut out: String = text.chars().take(max - 1).collect();
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+/// `text` followed by spaces up to `width` characters (the formatter's `{:<w$}` panics for
+/// widths over 65,535).
+pub fn push_padded(out: &mut String, text: &str, width: usize) {
+    out.push_str(text);
+    let n = text.chars().count();
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(n)));
 }
 
 /// The data type as the tree shows it: a struct of many fields by its first field and a count
@@ -163,12 +176,12 @@ fn type_name(data_type: &crate::DataType) -> String {
         crate::DataType::Struct(fields) if name.chars().count() > WIDE && fields.len() > 1 => {
             format!(
                 "struct{{{}: {}, …}} ({} fields)",
-                fields[0].name,
+                short(&fields[0].name, NAME_MAX),
                 type_name(&fields[0].data_type),
                 fields.len()
             )
         }
-        _ => name,
+        _ => short(&name, 4 * NAME_MAX),
     }
 }
 
@@ -188,7 +201,8 @@ fn align(lines: &[Line]) -> String {
     }
     let mut out = String::new();
     for l in lines {
-        let mut line = format!("{:<name_width$}", l.name);
+        let mut line = String::new();
+        push_padded(&mut line, &l.name, name_width);
         if l.columns.len() <= 1 {
             // groups: one free-form description
             if let Some(c) = l.columns.first() {
@@ -201,7 +215,7 @@ fn align(lines: &[Line]) -> String {
                 if i + 1 == l.columns.len() {
                     line.push_str(c);
                 } else {
-                    line.push_str(&format!("{:<w$}", c, w = widths[i]));
+                    push_padded(&mut line, c, widths[i]);
                 }
             }
         }
