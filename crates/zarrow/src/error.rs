@@ -213,6 +213,17 @@ pub enum ChunkError {
     /// The chunk would need more memory than the limit allows.
     #[error("{0}")]
     TooLarge(String),
+    /// A variable-length element longer than the item limit
+    /// ([`crate::data_type::max_item_bytes`], `ZARROW_MAX_ITEM_BYTES`).
+    #[error("element {element} is {bytes} bytes, more than the {limit} bytes zarrow reads (set ZARROW_MAX_ITEM_BYTES to read it)")]
+    ItemTooLarge {
+        /// The element (in chunk order).
+        element: u64,
+        /// Its length, as stored.
+        bytes: u64,
+        /// The item limit in force.
+        limit: u64,
+    },
     /// Any other malformed content.
     #[error("{0}")]
     Invalid(String),
@@ -240,6 +251,15 @@ impl ChunkError {
             } => ChunkError::Utf32 {
                 element: element + first as u64,
                 code_point,
+            },
+            ChunkError::ItemTooLarge {
+                element,
+                bytes,
+                limit,
+            } => ChunkError::ItemTooLarge {
+                element: element + first as u64,
+                bytes,
+                limit,
             },
             other => other,
         }

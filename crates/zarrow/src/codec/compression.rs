@@ -234,6 +234,17 @@ impl BytesToBytes {
     /// with [`ChunkError::TooLarge`]; no buffer is sized by an unchecked header value. The
     /// caller checks an exact size itself.
     pub fn decode(&self, input: Bytes, max_size: usize) -> Result<Bytes, ChunkError> {
+        self.decode_elements(input, max_size, None)
+    }
+
+    /// [`Self::decode`] of a chunk of `elements` elements, when known: the object codecs
+    /// (`json2`) refuse a list of more items as soon as they reach it.
+    pub(crate) fn decode_elements(
+        &self,
+        input: Bytes,
+        max_size: usize,
+        elements: Option<usize>,
+    ) -> Result<Bytes, ChunkError> {
         match self {
             BytesToBytes::Gzip { .. } => gzip::decode(&input, max_size),
             BytesToBytes::Zlib { .. } => zlib::decode(&input, max_size),
@@ -249,7 +260,7 @@ impl BytesToBytes {
                 shuffle::decode(*elementsize, &input, max_size)
             }
             BytesToBytes::Lzma { .. } => lzma::decode(&input, max_size),
-            BytesToBytes::Filter(f) => f.decode(&input, max_size),
+            BytesToBytes::Filter(f) => f.decode_elements(&input, max_size, elements),
         }
     }
 

@@ -452,7 +452,19 @@ impl Filter {
     }
 
     /// Decode `input` into at most `max_size` bytes.
-    pub(super) fn decode(&self, input: &Bytes, max_size: usize) -> Result<Bytes, ChunkError> {
+    #[cfg(test)]
+    fn decode(&self, input: &Bytes, max_size: usize) -> Result<Bytes, ChunkError> {
+        self.decode_elements(input, max_size, None)
+    }
+
+    /// Decode `input`, a chunk of `chunk_elements` elements when known, into at most
+    /// `max_size` bytes.
+    pub(super) fn decode_elements(
+        &self,
+        input: &Bytes,
+        max_size: usize,
+        chunk_elements: Option<usize>,
+    ) -> Result<Bytes, ChunkError> {
         let id = self.id();
         let elements = |from: &Numeric| -> Result<std::slice::ChunksExact<'_, u8>, ChunkError> {
             if !input.len().is_multiple_of(from.size) {
@@ -552,7 +564,7 @@ impl Filter {
                 ..
             } => {
                 let items = elements(astype)?;
-                let mut text = TextWriter::new(out, items.len(), max_size, id)?;
+                let mut text = TextWriter::new(out, max_size, id);
                 for x in items {
                     let label = match astype.read(x) {
                         Num::Int(k) if k >= 1 && (k as u128) <= labels.len() as u128 => {
@@ -562,31 +574,12 @@ impl Filter {
                     };
                     text.push(label)?;
                 }
-                text.finish()
+                text.finish()?
             }
             Filter::Json2 { .. } => {
-                let doc: Value = serde_json::from_slice(input)
-                    .map_err(|e| ChunkError::Invalid(format!("json2: {e}")))?;
-                let items = doc.as_array().filter(|a| a.len() >= 2).ok_or_else(|| {
-                    ChunkError::Invalid("json2: not a list with a dtype and shape".into())
-                })?;
-                let items = &items[..items.len() - 2];
-                let mut text = TextWriter::new(&TextOut::Vlen, items.len(), max_size, id)?;
-                for item in items {
-                    match item {
-                        Value::String(s) => text.push(s)?,
-                        Value::Null => text.push("")?,
-                        // zarr-python 2 pads edge chunks of object arrays with the fill value,
-                        // 0 by default: read as its text, as zarr-python 3 reads that fill.
-                        Value::Number(_) | Value::Bool(_) => text.push(&item.to_string())?,
-                        other => {
-                            return Err(ChunkError::Invalid(format!(
-                                "json2: item {other} is not a string"
-                            )))
-                        }
-                    }
-                }
-                text.finish()
+                let mut text = TextWriter::new(&TextOut::Vlen, max_size, id);
+                json2::items(input, &mut text, chunk_elements)?;
+                text.finish()?
             }
         };
         Ok(Bytes::from(out))
@@ -617,20 +610,28 @@ struct TextWriter<'a> {
     kind: &'a TextOut,
     max: usize,
     id: &'static str,
+    /// Items pushed.
+    count: usize,
 }
 
 impl<'a> TextWriter<'a> {
-    fn new(kind: &'a TextOut, n: usize, max: usize, id: &'static str) -> Result<Self, ChunkError> {
+    fn new(kind: &'a TextOut, max: usize, id: &'static str) -> Self {
         let mut out = Vec::new();
         if let TextOut::Vlen = kind {
-            let count =
-                u32::try_from(n).map_err(|_| ChunkError::TooLarge(format!("{id}: {n} items")))?;
-            out.extend_from_slice(&count.to_le_bytes());
+            // The item count, written by `finish`.
+            out.extend_from_slice(&[0; 4]);
         }
-        Ok(TextWriter { out, kind, max, id })
+        TextWriter {
+            out,
+            kind,
+            max,
+            id,
+            count: 0,
+        }
     }
 
     fn push(&mut self, s: &str) -> Result<(), ChunkError> {
+        self.count += 1;
         match self.kind {
             TextOut::Vlen => {
                 let len = u32::try_from(s.len())
@@ -658,8 +659,187 @@ impl<'a> TextWriter<'a> {
         Ok(())
     }
 
-    fn finish(self) -> Vec<u8> {
-        self.out
+    fn finish(mut self) -> Result<Vec<u8>, ChunkError> {
+        if let TextOut::Vlen = self.kind {
+            let n = self.count;
+            let count = u32::try_from(n)
+                .map_err(|_| ChunkError::TooLarge(format!("{}: {n} items", self.id)))?;
+            self.out[..4].copy_from_slice(&count.to_le_bytes());
+        }
+        Ok(self.out)
+    }
+}
+
+/// numcodecs `json2`: the chunk is one JSON list, its items (strings; `null`, numbers and
+/// booleans read as their text) then the dtype and the shape. It is parsed as a stream, one
+/// element at a time, each item written out as it comes (no `Value` of the document is
+/// built), and a chunk of known element count stops at the first item past it.
+mod json2 {
+    use std::borrow::Cow;
+    use std::collections::VecDeque;
+    use std::fmt;
+
+    use serde::de::{self, DeserializeSeed, IgnoredAny, SeqAccess, Visitor};
+
+    use super::TextWriter;
+    use crate::error::ChunkError;
+
+    /// Write the items of the json2 list `input` to `text`, refusing more than `elements`.
+    pub(super) fn items(
+        input: &[u8],
+        text: &mut TextWriter<'_>,
+        elements: Option<usize>,
+    ) -> Result<(), ChunkError> {
+        let mut failure = None;
+        let mut de = serde_json::Deserializer::from_slice(input);
+        let list = List {
+            text,
+            elements,
+            failure: &mut failure,
+        };
+        let parsed = list.deserialize(&mut de).and_then(|()| de.end());
+        match (failure, parsed) {
+            (Some(e), _) => Err(e),
+            (None, Err(e)) => Err(ChunkError::Invalid(format!("json2: {e}"))),
+            (None, Ok(())) => Ok(()),
+        }
+    }
+
+    /// The list; a typed error found while visiting is left in `failure` (serde's errors
+    /// carry only text).
+    struct List<'a, 'w> {
+        text: &'a mut TextWriter<'w>,
+        elements: Option<usize>,
+        failure: &'a mut Option<ChunkError>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for List<'_, '_> {
+        type Value = ();
+
+        fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for List<'_, '_> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of items, then a dtype and a shape")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut fail = |e: ChunkError| {
+                let message = e.to_string();
+                *self.failure = Some(e);
+                de::Error::custom(message)
+            };
+            // The last two elements are the dtype and the shape: an element is an item once
+            // two more have followed it.
+            let mut pending: VecDeque<Element<'de>> = VecDeque::with_capacity(3);
+            let mut items = 0usize;
+            while let Some(element) = seq.next_element::<Element<'de>>()? {
+                pending.push_back(element);
+                if pending.len() < 3 {
+                    continue;
+                }
+                if self.elements.is_some_and(|n| items >= n) {
+                    let n = items;
+                    return Err(fail(ChunkError::TooLarge(format!(
+                        "json2: the list holds more items than the chunk's {n} elements"
+                    ))));
+                }
+                let pushed = match pending.pop_front() {
+                    Some(Element::Text(s)) => self.text.push(&s),
+                    Some(Element::Other(what)) => Err(ChunkError::Invalid(format!(
+                        "json2: item {items} is {what}, not a string"
+                    ))),
+                    None => Ok(()),
+                };
+                pushed.map_err(&mut fail)?;
+                items += 1;
+            }
+            if pending.len() < 2 {
+                return Err(fail(ChunkError::Invalid(
+                    "json2: not a list with a dtype and shape".into(),
+                )));
+            }
+            Ok(())
+        }
+    }
+
+    /// One element of the list: the text of a scalar, or what else it is (its contents
+    /// skipped, never held).
+    enum Element<'de> {
+        Text(Cow<'de, str>),
+        Other(&'static str),
+    }
+
+    impl<'de> de::Deserialize<'de> for Element<'de> {
+        fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(ElementVisitor)
+        }
+    }
+
+    struct ElementVisitor;
+
+    impl<'de> Visitor<'de> for ElementVisitor {
+        type Value = Element<'de>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON value")
+        }
+
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Element::Text(Cow::Borrowed(v)))
+        }
+
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Element::Text(Cow::Owned(v.to_owned())))
+        }
+
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Element::Text(Cow::Owned(v)))
+        }
+
+        // null is the empty string; zarr-python 2 pads edge chunks of object arrays with the
+        // fill value, 0 by default: numbers and booleans read as their JSON text, as
+        // zarr-python 3 reads that fill.
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(Element::Text(Cow::Borrowed("")))
+        }
+
+        fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+            Ok(Element::Text(Cow::Borrowed(if v {
+                "true"
+            } else {
+                "false"
+            })))
+        }
+
+        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Element::Text(Cow::Owned(v.to_string())))
+        }
+
+        fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Element::Text(Cow::Owned(v.to_string())))
+        }
+
+        fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+            let text =
+                serde_json::Number::from_f64(v).map_or_else(|| v.to_string(), |n| n.to_string());
+            Ok(Element::Text(Cow::Owned(text)))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Element::Other("a list"))
+        }
+
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(Element::Other("an object"))
+        }
     }
 }
 
@@ -786,5 +966,54 @@ mod tests {
             .decode(&Bytes::from_static(br#"[[1], "|O", [1]]"#), 100)
             .is_err());
         assert!(j.decode(&Bytes::from_static(b"{"), 100).is_err());
+    }
+
+    /// json2 is parsed as a stream that stops at the chunk's element count: a list of a
+    /// thousand items in a chunk of two is refused at the third, where it used to be parsed
+    /// whole into a `Value` and counted after.
+    #[test]
+    fn json2_stops_at_the_chunk_elements() {
+        let j = filter("json2", json!({"encoding": "utf-8"}), &DataType::String);
+        let doc = Bytes::from(format!(r#"[{} "|O", [2]]"#, r#""x","#.repeat(1000)));
+        let e = j.decode_elements(&doc, 1 << 20, Some(2)).unwrap_err();
+        assert!(
+            matches!(&e, ChunkError::TooLarge(m) if m.contains("json2") && m.contains("2 elements")),
+            "{e}"
+        );
+        // Read whole (and counted by the vlen decoder after it) when no count is given.
+        assert_eq!(
+            &j.decode(&doc, 1 << 20).unwrap()[..4],
+            &1000u32.to_le_bytes()
+        );
+        // Exactly the count: escapes, numbers and booleans as their text, a list and an
+        // object where the dtype and shape are.
+        let out = j
+            .decode_elements(
+                &Bytes::from_static(br#"["a\"b", 1.5, -2, true, {"d": 1}, [4]]"#),
+                100,
+                Some(4),
+            )
+            .unwrap();
+        assert_eq!(
+            &out[..],
+            b"\x04\0\0\0\x03\0\0\0a\"b\x03\0\0\01.5\x02\0\0\0-2\x04\0\0\0true"
+        );
+        // An item that is a list is named; bytes after the list are an error.
+        let e = j
+            .decode_elements(
+                &Bytes::from_static(br#"["a", [[1]], "|O", [2]]"#),
+                100,
+                Some(2),
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("item 1 is a list"), "{e}");
+        assert!(j
+            .decode_elements(&Bytes::from_static(br#"["a", "|O", [1]] x"#), 100, Some(1))
+            .is_err());
+        // The output limit still holds.
+        assert!(matches!(
+            j.decode_elements(&Bytes::from_static(br#"["abcdef", "|O", [1]]"#), 8, Some(1)),
+            Err(ChunkError::TooLarge(_))
+        ));
     }
 }

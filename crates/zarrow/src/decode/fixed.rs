@@ -108,6 +108,8 @@ pub(crate) fn decode_fixed(
                 VlenTarget {
                     utf8: false,
                     repr: strings,
+                    // Items of a fixed-size type: their size was checked with the data type.
+                    max_item: usize::MAX,
                 },
             )?
         }
@@ -261,6 +263,8 @@ fn utf32(
     let target = VlenTarget {
         utf8: true,
         repr: strings,
+        // Items of a fixed-size type: their size was checked with the data type.
+        max_item: usize::MAX,
     };
     match strings {
         StringType::Utf8 => {

@@ -59,11 +59,23 @@ pub(crate) fn step_bounds(chain: &CodecChain, max: usize) -> Vec<usize> {
     bounds
 }
 
-/// Run the bytes-to-bytes codecs of `chain` in decode order.
+/// Run the bytes-to-bytes codecs of `chain` in decode order, each bounded by its step of
+/// `max` (see [`step_bounds`]).
 pub(crate) fn decode_bytes(
+    chain: &CodecChain,
+    buf: Bytes,
+    max: usize,
+) -> Result<Bytes, ChunkError> {
+    decode_chunk_bytes(chain, buf, max, None)
+}
+
+/// [`decode_bytes`] for a chunk of `elements` elements, when known: the object codecs
+/// (`json2`) stop at a list holding more.
+pub(crate) fn decode_chunk_bytes(
     chain: &CodecChain,
     mut buf: Bytes,
     max: usize,
+    elements: Option<usize>,
 ) -> Result<Bytes, ChunkError> {
     for (codec, bound) in chain
         .bytes_to_bytes
@@ -71,15 +83,54 @@ pub(crate) fn decode_bytes(
         .zip(step_bounds(chain, max))
         .rev()
     {
-        buf = decompressing(|| codec.decode(buf, bound))?;
+        buf = decompressing(|| codec.decode_elements(buf, bound, elements))?;
     }
     Ok(buf)
+}
+
+/// The most bytes a stored chunk of `n` elements decodes to before its array→bytes decode,
+/// the limit every bytes-to-bytes decoder of the chunk stops at (a decompression bomb is an
+/// error there, not an allocation): the elements' size for a fixed-size type; for a
+/// variable-length one what `n` items of at most the item limit
+/// ([`crate::data_type::max_item_bytes`]) take in the chunk's layout, and never more than
+/// [`ZarrReadOptions::max_chunk_bytes`].
+///
+/// ```text
+/// vlen-utf8/-bytes   4 + n × (4 + item limit)
+/// zarrow.arrow_vlen  (n + 1) × offset width, padded to 64, + n × item limit
+/// zarrs.vlen         its data: the last offset, at most n × item limit (see decode_zarrs_vlen)
+/// ```
+pub(crate) fn decoded_bound(
+    chain: &CodecChain,
+    data_type: &DataType,
+    n: usize,
+    opts: &ZarrReadOptions,
+) -> usize {
+    if let Some(size) = data_type.fixed_size() {
+        return size.saturating_mul(n);
+    }
+    let item = crate::data_type::max_item_bytes();
+    let bound = match &chain.array_to_bytes {
+        ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes => {
+            n.saturating_mul(item.saturating_add(4)).saturating_add(4)
+        }
+        ArrayToBytes::ArrowVlen { large } => {
+            let width = if *large { 8 } else { 4 };
+            n.saturating_add(1)
+                .saturating_mul(width)
+                .saturating_add(63)
+                .saturating_add(n.saturating_mul(item))
+        }
+        _ => usize::MAX,
+    };
+    bound.min(opts.max_chunk_bytes)
 }
 
 fn vlen_target(data_type: &DataType, opts: &ZarrReadOptions) -> VlenTarget {
     VlenTarget {
         utf8: matches!(data_type, DataType::String),
         repr: opts.string_type,
+        max_item: crate::data_type::max_item_bytes(),
     }
 }
 
@@ -106,11 +157,8 @@ pub fn decode_chunk(
             return rows.next_rows(n);
         }
     }
-    let max = match data_type.fixed_size() {
-        Some(size) => size.saturating_mul(n),
-        None => opts.max_chunk_bytes,
-    };
-    let buf = decode_bytes(chain, stored, max)?;
+    let max = decoded_bound(chain, data_type, n, opts);
+    let buf = decode_chunk_bytes(chain, stored, max, Some(n))?;
     match &chain.array_to_bytes {
         ArrayToBytes::Bytes { endian } => {
             fixed::decode_fixed(buf, data_type, *endian, n, opts.string_type)
@@ -176,7 +224,7 @@ fn decode_zarrs_vlen(
         _ => index,
     };
     // The data decodes to what the last offset says, no more: a bomb behind a small index
-    // stops there, not at the per-chunk cap.
+    // stops there, not at the per-chunk cap; nor past what `n` items of the item limit take.
     let declared = index
         .len()
         .checked_sub(width)
@@ -191,6 +239,7 @@ fn decode_zarrs_vlen(
         .unwrap_or(0);
     let max = usize::try_from(declared)
         .unwrap_or(usize::MAX)
+        .min(n.saturating_mul(crate::data_type::max_item_bytes()))
         .min(opts.max_chunk_bytes);
     let data = decode_bytes(&z.data_codecs, data, max)?;
     vlen::decode_index_and_data(index, data, n, z.index_u64, vlen_target(data_type, opts))

@@ -157,14 +157,15 @@ impl ChunkRows {
     ) -> Result<Result<Self, Bytes>, ChunkError> {
         let kind = match (&chain.array_to_bytes, data_type.fixed_size()) {
             (ArrayToBytes::Bytes { endian }, Some(size)) => Kind::Fixed {
-                source: Source::new(chain, stored, size.saturating_mul(n))?,
+                source: Source::new(chain, stored, size.saturating_mul(n), n)?,
                 data_type: data_type.clone(),
                 endian: *endian,
                 strings: opts.string_type,
                 size,
             },
             (ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes, _) => {
-                let mut source = Source::new(chain, stored, opts.max_chunk_bytes)?;
+                let max = super::decoded_bound(chain, data_type, n, opts);
+                let mut source = Source::new(chain, stored, max, n)?;
                 let count = source.take_bytes(4, "the item count header")?;
                 let count = u32::from_le_bytes([count[0], count[1], count[2], count[3]]);
                 if count as usize != n {
@@ -262,7 +263,8 @@ impl ChunkRows {
                     }
                 }
                 StringType::View => {
-                    let items = source.take_items(k, first, first + k == self.stored)?;
+                    let to_end = first + k == self.stored;
+                    let items = source.take_items(k, first, to_end, target.max_item)?;
                     vlen::decode_numcodecs_items(items, k, first, *target)?
                 }
             },
@@ -307,9 +309,10 @@ const MIN_READ: usize = 16 * 1024;
 const MAX_READ: usize = 256 * 1024;
 
 impl Source {
-    /// The source of `stored` through `chain`'s bytes-to-bytes codecs: the last one to decode
-    /// (the first listed) is read as a stream where it can be, every other is decoded whole.
-    fn new(chain: &CodecChain, stored: Bytes, max: usize) -> Result<Self, ChunkError> {
+    /// The source of `stored`, a chunk of `n` elements decoding to at most `max` bytes, through
+    /// `chain`'s bytes-to-bytes codecs: the last one to decode (the first listed) is read as a
+    /// stream where it can be, every other is decoded whole.
+    fn new(chain: &CodecChain, stored: Bytes, max: usize, n: usize) -> Result<Self, ChunkError> {
         let Some((last, inner)) = chain.bytes_to_bytes.split_first() else {
             return Ok(Source::Whole {
                 buf: stored,
@@ -319,7 +322,7 @@ impl Source {
         let mut buf = stored;
         let bounds = super::step_bounds(chain, max);
         for (codec, bound) in inner.iter().zip(&bounds[1..]).rev() {
-            buf = super::decompressing(|| codec.decode(buf, *bound))?;
+            buf = super::decompressing(|| codec.decode_elements(buf, *bound, Some(n)))?;
         }
         Ok(match last.stream_decoder(&buf) {
             Some(reader) => Source::Stream(Stream {
@@ -333,7 +336,7 @@ impl Source {
                 announced: last.announced_size(&buf),
             }),
             None => Source::Whole {
-                buf: super::decompressing(|| last.decode(buf, max))?,
+                buf: super::decompressing(|| last.decode_elements(buf, max, Some(n)))?,
                 pos: 0,
             },
         })
@@ -385,11 +388,18 @@ impl Source {
     /// as a buffer of their own (views point into it).
     /// `to_end`: these are the chunk's last items (its decoded size, where announced, sizes
     /// the first read).
-    fn take_items(&mut self, k: usize, first: usize, to_end: bool) -> Result<Bytes, ChunkError> {
+    fn take_items(
+        &mut self,
+        k: usize,
+        first: usize,
+        to_end: bool,
+        max_item: usize,
+    ) -> Result<Bytes, ChunkError> {
         let left = self.bytes_left().filter(|_| to_end);
         match self {
             Source::Whole { buf, pos } => {
-                let (found, end) = vlen::numcodecs_span(buf, *pos, k);
+                let (found, end) = vlen::numcodecs_span(buf, *pos, k, max_item)
+                    .map_err(|e| e.in_run_from(first))?;
                 if found < k {
                     return Err(vlen::item_past_end(first + found));
                 }
@@ -401,7 +411,9 @@ impl Source {
                 s.discard_taken();
                 let (mut found, mut end) = (0, 0);
                 loop {
-                    let (more, to) = vlen::numcodecs_span(&s.buf[..s.filled], end, k - found);
+                    let (more, to) =
+                        vlen::numcodecs_span(&s.buf[..s.filled], end, k - found, max_item)
+                            .map_err(|e| e.in_run_from(first + found))?;
                     (found, end) = (found + more, to);
                     if found == k {
                         break;
@@ -431,11 +443,14 @@ impl Source {
         data_bytes: usize,
         item_bytes: &mut usize,
     ) -> Result<ArrayRef, ChunkError> {
-        let mut out = vlen::NumcodecsCompactor::<O>::new(k, data_bytes)?;
+        let mut out = vlen::NumcodecsCompactor::<O>::new(k, data_bytes, target.max_item)?;
+        let in_run = |e: ChunkError| e.in_run_from(first);
         match self {
-            Source::Whole { buf, pos } => *pos = out.push_items(buf, *pos, k),
+            Source::Whole { buf, pos } => *pos = out.push_items(buf, *pos, k).map_err(in_run)?,
             Source::Stream(s) => loop {
-                s.taken = out.push_items(&s.buf[..s.filled], s.taken, k - out.len());
+                s.taken = out
+                    .push_items(&s.buf[..s.filled], s.taken, k - out.len())
+                    .map_err(in_run)?;
                 if out.len() == k {
                     break;
                 }
@@ -477,17 +492,20 @@ impl Source {
 
 impl Stream {
     /// Read about `want` more decoded bytes after the pending ones; the number read, 0 at the
-    /// end.
+    /// end. `want` is an estimate (an announced size, a length header): the buffer grows only
+    /// as the bytes arrive, at most doubling what it holds per read.
     fn fill(&mut self, want: usize) -> Result<usize, ChunkError> {
         let room = self.max.saturating_sub(self.read).saturating_add(1);
         let want = want.min(room);
         let start = self.filled;
-        if self.buf.len() < start + want {
-            self.buf.resize(start + want, 0);
-        }
         let mut got = 0;
         while got < want {
-            let target = &mut self.buf[start + got..start + want];
+            let held = start + got;
+            let end = held + (want - got).min(held.max(MIN_READ));
+            if self.buf.len() < end {
+                self.buf.resize(end, 0);
+            }
+            let target = &mut self.buf[held..end];
             match super::decompressing(|| self.reader.read(target)) {
                 Ok(0) => break,
                 Ok(r) => got += r,
@@ -682,6 +700,27 @@ mod tests {
             run(&count, None),
             Err(ChunkError::ItemCount { found: 3001, .. })
         ));
+    }
+
+    /// Asked for far more than the decoder holds (an estimate: a frame header's announced
+    /// size, a length header), a stream's buffer grows only as the bytes arrive: it used to be
+    /// sized (and zeroed) for the whole estimate at once.
+    #[test]
+    fn a_fill_on_an_estimate_allocates_what_arrives() {
+        let mut s = Stream {
+            reader: Box::new(std::io::Cursor::new(vec![7u8; 100])),
+            codec: "test",
+            buf: Vec::new(),
+            taken: 0,
+            filled: 0,
+            read: 0,
+            max: 1 << 30,
+            announced: Some(1 << 30),
+        };
+        assert_eq!(s.fill(256 << 20).unwrap(), 100);
+        assert!(s.buf.len() <= 2 * MIN_READ, "{}", s.buf.len());
+        assert_eq!(s.fill(1 << 30).unwrap(), 0);
+        assert_eq!(&s.buf[..s.filled], &[7u8; 100][..]);
     }
 
     /// The rows of a stored int64 chunk of `n` elements (little-endian `bytes`, then `codecs`).

@@ -29,6 +29,22 @@ pub(crate) struct VlenTarget {
     pub utf8: bool,
     /// i32 offsets, i64 offsets or views.
     pub repr: StringType,
+    /// The longest item read, in bytes (the item limit, [`crate::data_type::max_item_bytes`]):
+    /// a longer one is [`ChunkError::ItemTooLarge`], whatever the path decoding it.
+    pub max_item: usize,
+}
+
+/// An item of `bytes` bytes, the `element`-th of its run, when longer than `max_item`.
+#[inline]
+fn item_limit(element: usize, bytes: usize, max_item: usize) -> Result<(), ChunkError> {
+    if bytes > max_item {
+        return Err(ChunkError::ItemTooLarge {
+            element: element as u64,
+            bytes: bytes as u64,
+            limit: max_item as u64,
+        });
+    }
+    Ok(())
 }
 
 fn truncated(what: impl Into<String>) -> ChunkError {
@@ -79,11 +95,13 @@ fn validate_utf8<O: ArrowNativeType>(offsets: &[O], data: &[u8]) -> Result<(), C
     Ok(())
 }
 
-/// Check offsets: `n + 1` of them, non-negative, non-decreasing, last within `data_len`.
+/// Check offsets: `n + 1` of them, non-negative, non-decreasing, last within `data_len`, no
+/// item longer than `max_item`.
 fn validate_offsets<O: ArrowNativeType + PartialOrd>(
     offsets: &[O],
     n: usize,
     data_len: usize,
+    max_item: usize,
 ) -> Result<(), ChunkError> {
     if offsets.len() != n + 1 {
         return Err(ChunkError::ItemCount {
@@ -104,6 +122,8 @@ fn validate_offsets<O: ArrowNativeType + PartialOrd>(
                 w[0]
             )));
         }
+        // Both non-negative: the first is, and none is smaller than the one before.
+        item_limit(i, w[1].as_usize() - w[0].as_usize(), max_item)?;
     }
     let last = offsets[n].as_usize();
     if last > data_len {
@@ -124,13 +144,14 @@ pub(crate) struct ValidOffsets<O: OffsetSizeTrait> {
 }
 
 impl<O: OffsetSizeTrait> ValidOffsets<O> {
-    /// Offsets of `n` items over `data`, checked.
+    /// Offsets of `n` items over `data`, checked, none longer than `max_item`.
     pub(crate) fn validate(
         offsets: ScalarBuffer<O>,
         data: Buffer,
         n: usize,
+        max_item: usize,
     ) -> Result<Self, ChunkError> {
-        validate_offsets(&offsets, n, data.len())?;
+        validate_offsets(&offsets, n, data.len(), max_item)?;
         Ok(ValidOffsets { offsets, data })
     }
 
@@ -144,7 +165,7 @@ impl<O: OffsetSizeTrait> ValidOffsets<O> {
     pub(crate) unsafe fn built(offsets: ScalarBuffer<O>, data: Buffer) -> Self {
         if cfg!(any(debug_assertions, feature = "force_validate")) {
             let n = offsets.len().saturating_sub(1);
-            if let Err(e) = validate_offsets(&offsets, n, data.len()) {
+            if let Err(e) = validate_offsets(&offsets, n, data.len(), usize::MAX) {
                 panic!("zarrow bug: built offsets are invalid: {e}");
             }
         }
@@ -362,7 +383,7 @@ pub(crate) fn decode_numcodecs_items(
         )));
     }
     match target.repr {
-        StringType::View => numcodecs_views(items, n, first, target.utf8),
+        StringType::View => numcodecs_views(items, n, first, target),
         StringType::Utf8 => numcodecs_compact::<i32>(&items, n, first, target),
         StringType::LargeUtf8 => numcodecs_compact::<i64>(&items, n, first, target),
     }
@@ -370,10 +391,18 @@ pub(crate) fn decode_numcodecs_items(
 
 /// How far `n` whole numcodecs items reach from `pos` in `buf`: `(items, end)` for the items
 /// that lie entirely inside `buf` (at most `n`), `end` being where the last of them stops.
-pub(crate) fn numcodecs_span(buf: &[u8], mut pos: usize, n: usize) -> (usize, usize) {
+/// An item whose length header says more than `max_item` is an error (numbered from the first
+/// item looked at) as soon as its header is in `buf`, before its bytes are waited for.
+pub(crate) fn numcodecs_span(
+    buf: &[u8],
+    mut pos: usize,
+    n: usize,
+    max_item: usize,
+) -> Result<(usize, usize), ChunkError> {
     let mut found = 0;
     while found < n {
         let Some(len) = read_u32(buf, pos) else { break };
+        item_limit(found, len as usize, max_item)?;
         let Some(end) = (pos + 4).checked_add(len as usize) else {
             break;
         };
@@ -383,7 +412,7 @@ pub(crate) fn numcodecs_span(buf: &[u8], mut pos: usize, n: usize) -> (usize, us
         pos = end;
         found += 1;
     }
-    (found, pos)
+    Ok((found, pos))
 }
 
 /// Bytes copied at once for a short item (see [`NumcodecsCompactor`]). 32, not 16: labels,
@@ -408,18 +437,26 @@ pub(crate) struct NumcodecsCompactor<O: OffsetSizeTrait> {
     offsets: Vec<O>,
     /// The items' bytes so far.
     data: Vec<u8>,
+    /// The longest item taken (see [`VlenTarget::max_item`]).
+    max_item: usize,
 }
 
 impl<O: OffsetSizeTrait> NumcodecsCompactor<O> {
-    /// Room for `items` items of `data_bytes` bytes in all (it grows if that is too little).
-    /// Callers bound both by the chunk's size or the decoded-size limit.
-    pub(crate) fn new(items: usize, data_bytes: usize) -> Result<Self, ChunkError> {
+    /// Room for `items` items of `data_bytes` bytes in all (it grows if that is too little),
+    /// none longer than `max_item`. Callers bound both by the chunk's size or the
+    /// decoded-size limit.
+    pub(crate) fn new(
+        items: usize,
+        data_bytes: usize,
+        max_item: usize,
+    ) -> Result<Self, ChunkError> {
         check_data_size::<O>(data_bytes)?;
         let mut offsets = Vec::with_capacity(items + 1);
         offsets.push(O::usize_as(0));
         Ok(NumcodecsCompactor {
             offsets,
             data: Vec::with_capacity(data_bytes + SHORT),
+            max_item,
         })
     }
 
@@ -434,11 +471,19 @@ impl<O: OffsetSizeTrait> NumcodecsCompactor<O> {
     }
 
     /// Take up to `max` items from `buf`, the first starting at `pos`; stops early at an item
-    /// that does not lie entirely inside `buf`. Returns where the items taken end.
-    pub(crate) fn push_items(&mut self, buf: &[u8], mut pos: usize, max: usize) -> usize {
+    /// that does not lie entirely inside `buf`. Returns where the items taken end. An item
+    /// longer than the item limit is an error (numbered from the compactor's first item) as
+    /// soon as its length header is in `buf`.
+    pub(crate) fn push_items(
+        &mut self,
+        buf: &[u8],
+        mut pos: usize,
+        max: usize,
+    ) -> Result<usize, ChunkError> {
         for _ in 0..max {
             let Some(len) = read_u32(buf, pos) else { break };
             let (start, len) = (pos + 4, len as usize);
+            item_limit(self.len(), len, self.max_item)?;
             if len > buf.len() - start {
                 break;
             }
@@ -453,7 +498,7 @@ impl<O: OffsetSizeTrait> NumcodecsCompactor<O> {
             self.offsets.push(O::usize_as(end));
             pos = start + len;
         }
-        pos
+        Ok(pos)
     }
 
     /// The array of the items taken (UTF-8 validated for strings), the first of them being
@@ -488,8 +533,10 @@ fn numcodecs_compact<O: OffsetSizeTrait>(
     target: VlenTarget,
 ) -> Result<ArrayRef, ChunkError> {
     // The caller checked `4 * n <= buf.len()`: the data is what the length headers leave.
-    let mut compactor = NumcodecsCompactor::<O>::new(n, buf.len() - 4 * n)?;
-    let pos = compactor.push_items(buf, 0, n);
+    let mut compactor = NumcodecsCompactor::<O>::new(n, buf.len() - 4 * n, target.max_item)?;
+    let pos = compactor
+        .push_items(buf, 0, n)
+        .map_err(|e| e.in_run_from(first))?;
     if compactor.len() < n {
         return Err(item_past_end(first + compactor.len()));
     }
@@ -532,7 +579,13 @@ const UTF8_WINDOW: usize = 64 * 1024;
 /// header and ending where the next one starts; a window's UTF-8 is checked right after its
 /// views are built, while it is in cache (see [`numcodecs_window_utf8`]).
 #[cfg(feature = "utf8view")]
-fn numcodecs_views(buf: Bytes, n: usize, first: usize, utf8: bool) -> Result<ArrayRef, ChunkError> {
+fn numcodecs_views(
+    buf: Bytes,
+    n: usize,
+    first: usize,
+    target: VlenTarget,
+) -> Result<ArrayRef, ChunkError> {
+    let utf8 = target.utf8;
     let data = Buffer::from(buf);
     check_view_buffer(&data)?;
     let bytes: &[u8] = &data;
@@ -549,6 +602,7 @@ fn numcodecs_views(buf: Bytes, n: usize, first: usize, utf8: bool) -> Result<Arr
             })?;
             header_bits |= len32;
             let len = len32 as usize;
+            item_limit(first + i, len, target.max_item)?;
             pos += 4;
             let item = bytes.get(pos..pos + len).ok_or_else(|| {
                 truncated(format!(
@@ -628,7 +682,7 @@ fn numcodecs_window_utf8(window: &[u8], first: usize, header_bits: u32) -> Resul
 }
 
 #[cfg(not(feature = "utf8view"))]
-fn numcodecs_views(_: Bytes, _: usize, _: usize, _: bool) -> Result<ArrayRef, ChunkError> {
+fn numcodecs_views(_: Bytes, _: usize, _: usize, _: VlenTarget) -> Result<ArrayRef, ChunkError> {
     Err(view_unavailable())
 }
 
@@ -663,13 +717,13 @@ pub(crate) fn decode_arrow_layout(
     if large {
         let offsets = scalar_buffer::<i64>(&offset_bytes);
         from_offsets(
-            ValidOffsets::validate(offsets, Buffer::from(data), n)?,
+            ValidOffsets::validate(offsets, Buffer::from(data), n, target.max_item)?,
             target,
         )
     } else {
         let offsets = scalar_buffer::<i32>(&offset_bytes);
         from_offsets(
-            ValidOffsets::validate(offsets, Buffer::from(data), n)?,
+            ValidOffsets::validate(offsets, Buffer::from(data), n, target.max_item)?,
             target,
         )
     }
@@ -694,7 +748,7 @@ pub(crate) fn decode_index_and_data(
         // uint64 offsets are read as int64: any value above i64::MAX is negative and rejected.
         let offsets = scalar_buffer::<i64>(&index);
         from_offsets(
-            ValidOffsets::validate(offsets, Buffer::from(data), n)?,
+            ValidOffsets::validate(offsets, Buffer::from(data), n, target.max_item)?,
             target,
         )
     } else {
@@ -708,7 +762,7 @@ pub(crate) fn decode_index_and_data(
         // uint32 offsets are read as int32: values above i32::MAX are negative and rejected.
         let offsets = scalar_buffer::<i32>(&index);
         from_offsets(
-            ValidOffsets::validate(offsets, Buffer::from(data), n)?,
+            ValidOffsets::validate(offsets, Buffer::from(data), n, target.max_item)?,
             target,
         )
     }
