@@ -13,4 +13,5 @@ mod python_roundtrip;
 mod remote;
 mod scan;
 mod sparse;
+mod xarray_nat;
 mod zero_copy;

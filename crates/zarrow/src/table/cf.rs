@@ -1,13 +1,15 @@
 //! Value transforms of table columns: `fill_as_null`, and the CF conventions xarray writes
 //! (`_FillValue` / `missing_value` → NULL, `scale_factor` / `add_offset`, time
-//! `units: "<unit> since <date>"` → Timestamp).
+//! `units: "<unit> since <date>"` → Timestamp, `units: "<unit>"` with xarray's
+//! `dtype: "timedelta64[…]"` → Duration; int64 min, xarray's NaT, → NULL).
 
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Float64Array, TimestampMicrosecondArray,
+    Array, ArrayRef, BooleanArray, DurationMicrosecondArray, DurationMillisecondArray,
+    DurationNanosecondArray, DurationSecondArray, Float64Array, TimestampMicrosecondArray,
     TimestampMillisecondArray, TimestampNanosecondArray, TimestampSecondArray,
 };
 use arrow_schema::{DataType as ArrowType, TimeUnit};
@@ -128,12 +130,14 @@ pub(crate) struct CfDecode {
     time: Option<CfTime>,
 }
 
-/// `units: "<unit> since <date>"`: value × `factor` + `epoch`, in `unit`.
+/// `units: "<unit> since <date>"`: value × `factor` + `epoch`, in `unit`; a Duration (epoch
+/// 0) for xarray's timedeltas.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct CfTime {
     unit: TimeUnit,
     factor: i64,
     epoch: i64,
+    duration: bool,
 }
 
 fn json_f64(v: &Value) -> Option<f64> {
@@ -226,7 +230,22 @@ impl CfDecode {
         }
         cf.scale = attrs.get("scale_factor").and_then(json_f64);
         cf.offset = attrs.get("add_offset").and_then(json_f64);
+        let float = is_float(&meta.data_type) || cf.scale.is_some() || cf.offset.is_some();
         if let Some(Value::String(units)) = attrs.get("units") {
+            // xarray marks the timedeltas it encodes (and decodes only those).
+            let timedelta = attrs
+                .get("dtype")
+                .and_then(Value::as_str)
+                .is_some_and(|d| d.starts_with("timedelta64"));
+            if timedelta && !units.contains(" since ") {
+                let mut t = parse_time(units.trim(), "1970-01-01", float).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "array '{path}': cannot decode timedelta units '{units}'"
+                    ))
+                })?;
+                t.duration = true;
+                cf.time = Some(t);
+            }
             let calendar = attrs
                 .get("calendar")
                 .and_then(Value::as_str)
@@ -236,8 +255,6 @@ impl CfDecode {
                     calendar.to_ascii_lowercase().as_str(),
                     "standard" | "gregorian" | "proleptic_gregorian"
                 ) {
-                    let float =
-                        is_float(&meta.data_type) || cf.scale.is_some() || cf.offset.is_some();
                     cf.time =
                         Some(parse_time(unit.trim(), since.trim(), float).ok_or_else(|| {
                             Error::InvalidArgument(format!(
@@ -257,7 +274,11 @@ impl CfDecode {
     /// The Arrow type of the decoded values, given the stored type.
     pub(crate) fn output_type(&self, stored: &ArrowType) -> ArrowType {
         if let Some(t) = self.time {
-            ArrowType::Timestamp(t.unit, None)
+            if t.duration {
+                ArrowType::Duration(t.unit)
+            } else {
+                ArrowType::Timestamp(t.unit, None)
+            }
         } else if self.scale.is_some() || self.offset.is_some() {
             ArrowType::Float64
         } else {
@@ -279,23 +300,26 @@ impl CfDecode {
         }
         let is_int = values.data_type().is_integer();
         if let (Some(t), true, false) = (self.time, is_int, scaled) {
+            // xarray writes NaT as int64 min (no `_FillValue` needed) and reads it back as NaT.
+            let nat = (values.data_type() == &ArrowType::Int64).then_some(i64::MIN);
             let ints = to_i64(values.as_ref())?;
             let out: Result<Vec<Option<i64>>> = ints
                 .iter()
-                .map(|v| {
-                    v.map(|v| {
-                        v.checked_mul(t.factor)
-                            .and_then(|x| x.checked_add(t.epoch))
-                            .ok_or_else(|| {
-                                Error::InvalidArgument(format!(
-                                    "array '{path}': time value {v} out of range"
-                                ))
-                            })
-                    })
-                    .transpose()
+                .map(|v| match *v {
+                    None => Ok(None),
+                    Some(v) if Some(v) == nat => Ok(None),
+                    Some(v) => v
+                        .checked_mul(t.factor)
+                        .and_then(|x| x.checked_add(t.epoch))
+                        .map(Some)
+                        .ok_or_else(|| {
+                            Error::InvalidArgument(format!(
+                                "array '{path}': time value {v} out of range"
+                            ))
+                        }),
                 })
                 .collect();
-            return Ok(timestamps(t.unit, out?));
+            return Ok(timestamps(t, out?));
         }
         let floats = to_f64(values.as_ref())?;
         let floats: Float64Array = floats
@@ -322,18 +346,23 @@ impl CfDecode {
                         }
                     })
                     .collect();
-                Ok(timestamps(t.unit, out?))
+                Ok(timestamps(t, out?))
             }
         }
     }
 }
 
-fn timestamps(unit: TimeUnit, values: Vec<Option<i64>>) -> ArrayRef {
-    match unit {
-        TimeUnit::Second => Arc::new(TimestampSecondArray::from(values)),
-        TimeUnit::Millisecond => Arc::new(TimestampMillisecondArray::from(values)),
-        TimeUnit::Microsecond => Arc::new(TimestampMicrosecondArray::from(values)),
-        TimeUnit::Nanosecond => Arc::new(TimestampNanosecondArray::from(values)),
+/// Timestamps, or Durations for a timedelta, in `t`'s unit.
+fn timestamps(t: CfTime, values: Vec<Option<i64>>) -> ArrayRef {
+    match (t.duration, t.unit) {
+        (false, TimeUnit::Second) => Arc::new(TimestampSecondArray::from(values)),
+        (false, TimeUnit::Millisecond) => Arc::new(TimestampMillisecondArray::from(values)),
+        (false, TimeUnit::Microsecond) => Arc::new(TimestampMicrosecondArray::from(values)),
+        (false, TimeUnit::Nanosecond) => Arc::new(TimestampNanosecondArray::from(values)),
+        (true, TimeUnit::Second) => Arc::new(DurationSecondArray::from(values)),
+        (true, TimeUnit::Millisecond) => Arc::new(DurationMillisecondArray::from(values)),
+        (true, TimeUnit::Microsecond) => Arc::new(DurationMicrosecondArray::from(values)),
+        (true, TimeUnit::Nanosecond) => Arc::new(DurationNanosecondArray::from(values)),
     }
 }
 
@@ -482,6 +511,7 @@ fn parse_time(unit: &str, since: &str, float: bool) -> Option<CfTime> {
         unit,
         factor,
         epoch,
+        duration: false,
     })
 }
 
@@ -669,6 +699,37 @@ mod tests {
         assert_eq!(
             out.iter().collect::<Vec<_>>(),
             vec![Some(10.0), None, Some(12.0)]
+        );
+    }
+
+    #[test]
+    fn int64_min_is_nat_in_int64_times_only() {
+        // xarray writes NaT as int64 min without a _FillValue; an int32 value is just a time.
+        let hours = CfDecode {
+            time: parse_time("hours", "2024-01-01", false),
+            ..Default::default()
+        };
+        let out = hours
+            .apply(
+                "t",
+                Arc::new(arrow_array::Int64Array::from(vec![1, i64::MIN, 0])),
+            )
+            .unwrap();
+        let out = out.as_primitive::<TimestampSecondType>();
+        assert_eq!(
+            out.iter().collect::<Vec<_>>(),
+            vec![Some(1_704_070_800), None, Some(1_704_067_200)]
+        );
+        let seconds = CfDecode {
+            time: parse_time("seconds", "1970-01-01", false),
+            ..Default::default()
+        };
+        let out = seconds
+            .apply("t", Arc::new(arrow_array::Int32Array::from(vec![i32::MIN])))
+            .unwrap();
+        assert_eq!(
+            out.as_primitive::<TimestampSecondType>().value(0),
+            i32::MIN as i64
         );
     }
 }
