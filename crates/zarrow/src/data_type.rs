@@ -279,8 +279,9 @@ fn struct_type(fields: Vec<StructField>) -> Result<DataType, DataTypeError> {
     if fields.is_empty() {
         return Err("a structured data type without fields".into());
     }
-    for (i, f) in fields.iter().enumerate() {
-        if fields[..i].iter().any(|g| g.name == f.name) {
+    let mut names = std::collections::HashSet::with_capacity(fields.len());
+    for f in &fields {
+        if !names.insert(f.name.as_str()) {
             return Err(format!("structured data type: field '{}' named twice", f.name).into());
         }
         if f.data_type.is_variable() {

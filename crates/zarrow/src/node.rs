@@ -158,22 +158,25 @@ impl ZarrGroup {
     pub async fn children(&self) -> Result<Vec<(String, Result<Node>)>> {
         if let Some(all) = &self.meta.consolidated {
             let mut out = Vec::new();
-            for (p, m) in all.iter().filter(|(p, _)| !p.contains('/')) {
+            for (p, m) in all.children() {
                 metadata::check_key(&self.path, p)?;
                 out.push((p.to_string(), self.node_from_meta(p, m)));
             }
             return Ok(out);
         }
         let mut out = Vec::new();
-        let names = match anndata_children(&self.meta.attributes) {
-            Some(mut names) => {
+        let (names, declared) = match anndata_children(&self.meta.attributes) {
+            Some(Declared {
+                mut names,
+                required,
+            }) => {
                 for name in &names {
                     metadata::check_key(&self.path, name)?;
                 }
-                names.sort();
-                names
+                names.sort_unstable();
+                (names, required)
             }
-            None => self.store.list_children("").await?,
+            None => (self.store.list_children("").await?, None),
         };
         for name in names {
             match Node::open_store(
@@ -182,7 +185,19 @@ impl ZarrGroup {
             )
             .await
             {
-                Err(Error::NodeNotFound { .. }) => {} // a directory that is not a zarr node
+                Err(Error::NodeNotFound { .. }) => match declared {
+                    // The first column a dataframe names that is not there ends the listing
+                    // (anndata fails to read it too): a hostile `column-order` of n names that
+                    // are not members costs one store lookup, not n.
+                    Some(attribute) => {
+                        return Err(Error::metadata(
+                            &self.path,
+                            attribute,
+                            format!("names the column '{name}', which the group does not hold"),
+                        ))
+                    }
+                    None => {} // a directory that is not a zarr node
+                },
                 opened => out.push((name, opened)),
             }
         }
@@ -194,7 +209,7 @@ impl ZarrGroup {
         let relative = relative.trim_end_matches('/');
         metadata::check_key(&self.path, relative)?;
         if let Some(all) = &self.meta.consolidated {
-            if let Some((_, m)) = all.iter().find(|(p, _)| *p == relative) {
+            if let Some(m) = all.get(relative) {
                 return self.node_from_meta(relative, m);
             }
             return Err(Error::NodeNotFound {
@@ -210,43 +225,73 @@ impl ZarrGroup {
 
     /// Every descendant that opens, depth first, with its path relative to this group (an
     /// unreadable node is skipped; [`ZarrGroup::children`] says why).
-    pub fn walk(&self) -> BoxFuture<'_, Result<Vec<(String, Node)>>> {
+    pub async fn walk(&self) -> Result<Vec<(String, Node)>> {
+        let mut out = Vec::new();
+        self.walk_into("", &mut out).await?;
+        Ok(out)
+    }
+
+    /// [`Self::walk`] below `prefix` into `out`: each path is built once (not again at every
+    /// level above it, which is quadratic in the depth).
+    fn walk_into<'a>(
+        &'a self,
+        prefix: &'a str,
+        out: &'a mut Vec<(String, Node)>,
+    ) -> BoxFuture<'a, Result<()>> {
         async move {
-            let mut out = Vec::new();
             for (name, node) in self.children().await? {
                 let Ok(node) = node else { continue };
-                let sub = match &node {
-                    Node::Group(g) => Some(g.walk().await?),
+                let path = format!("{prefix}{name}");
+                let group = match &node {
+                    Node::Group(g) => Some(g.clone()),
                     Node::Array(_) => None,
                 };
-                out.push((name.clone(), node));
-                for (p, n) in sub.into_iter().flatten() {
-                    out.push((format!("{name}/{p}"), n));
+                out.push((path.clone(), node));
+                if let Some(g) = group {
+                    g.walk_into(&format!("{path}/"), out).await?;
                 }
             }
-            Ok(out)
+            Ok(())
         }
         .boxed()
     }
 }
 
+/// The children an AnnData element declares in its attributes.
+struct Declared {
+    /// Distinct names, in anndata's order.
+    names: Vec<String>,
+    /// The attribute naming them when each must exist (a dataframe's columns), for the error.
+    required: Option<&'static str>,
+}
+
 /// The children an AnnData element names in its attributes, in anndata's order, when it is one
 /// whose children are fixed by its encoding: a dataframe (`_index`, then `column-order`), a
 /// categorical or a nullable array. `None` for anything else (then the store is listed).
-fn anndata_children(
-    attributes: &serde_json::Map<String, serde_json::Value>,
-) -> Option<Vec<String>> {
-    let names = |list: &[&str]| Some(list.iter().map(|s| s.to_string()).collect());
+fn anndata_children(attributes: &serde_json::Map<String, serde_json::Value>) -> Option<Declared> {
+    let names = |list: &[&str]| {
+        Some(Declared {
+            names: list.iter().map(|s| s.to_string()).collect(),
+            required: None,
+        })
+    };
     match attributes.get("encoding-type")?.as_str()? {
         "dataframe" => {
-            let mut out = vec![attributes.get("_index")?.as_str()?.to_string()];
-            for column in attributes.get("column-order")?.as_array()? {
-                let column = column.as_str()?.to_string();
-                if !out.contains(&column) {
-                    out.push(column);
+            let index = attributes.get("_index")?.as_str()?;
+            let columns = attributes.get("column-order")?.as_array()?;
+            let mut seen = std::collections::HashSet::with_capacity(columns.len() + 1);
+            seen.insert(index);
+            let mut out = vec![index.to_string()];
+            for column in columns {
+                let column = column.as_str()?;
+                if seen.insert(column) {
+                    out.push(column.to_string());
                 }
             }
-            Some(out)
+            Some(Declared {
+                names: out,
+                required: Some("column-order"),
+            })
         }
         "categorical" => names(&["categories", "codes"]),
         "nullable-integer" | "nullable-boolean" | "nullable-string-array" => {

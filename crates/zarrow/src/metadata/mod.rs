@@ -128,12 +128,60 @@ impl Consolidated {
         }
     }
 
-    /// The descendants: (path relative to the group, node), sorted by path.
+    /// The descendants: (path relative to the group, node), sorted by path. The entries below
+    /// a prefix are one sorted run, found by binary search: a group's walk costs its own
+    /// descendants, not the whole document.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &NodeMetadata)> {
-        self.entries
+        let entries = self.entries.as_slice();
+        let start = entries.partition_point(|(p, _)| p.as_str() < self.prefix.as_str());
+        entries[start..]
             .iter()
-            .filter_map(|(p, m)| p.strip_prefix(self.prefix.as_str()).map(|rest| (rest, m)))
+            .map_while(|(p, m)| p.strip_prefix(self.prefix.as_str()).map(|rest| (rest, m)))
             .filter(|(rest, _)| !rest.is_empty())
+    }
+
+    /// The immediate children that have an entry of their own, sorted by name. Each child's
+    /// subtree is stepped over by binary search, so listing every group of a document of `n`
+    /// entries costs O(n log n) in all, however the hierarchy is shaped.
+    pub fn children(&self) -> Vec<(&str, &NodeMetadata)> {
+        let entries = self.entries.as_slice();
+        let prefix = self.prefix.as_str();
+        let mut i = entries.partition_point(|(p, _)| p.as_str() < prefix);
+        let mut out = Vec::new();
+        while let Some((path, meta)) = entries.get(i) {
+            let Some(rest) = path.strip_prefix(prefix) else {
+                break;
+            };
+            let first = rest.split('/').next().unwrap_or(rest);
+            if first.is_empty() {
+                i += 1; // no child's entry (`check_key` refuses such keys)
+                continue;
+            }
+            if first.len() == rest.len() {
+                out.push((rest, meta));
+                i += 1;
+            }
+            // Step over `first`'s descendants: `first/…` is one sorted run, which starts here
+            // or (after siblings such as `first-b` that sort between) later, where the same
+            // step skips it.
+            let below = format!("{prefix}{first}/");
+            let in_run = |(p, _): &(String, NodeMetadata)| p.starts_with(below.as_str());
+            if entries.get(i).is_some_and(in_run) {
+                i += entries[i..].partition_point(in_run);
+            }
+        }
+        out
+    }
+
+    /// The entry at `relative` (below the group), by binary search.
+    pub fn get(&self, relative: &str) -> Option<&NodeMetadata> {
+        if relative.is_empty() {
+            return None;
+        }
+        let key = format!("{}{relative}", self.prefix);
+        let entries = self.entries.as_slice();
+        let i = entries.partition_point(|(p, _)| p.as_str() < key.as_str());
+        entries.get(i).filter(|(p, _)| *p == key).map(|(_, m)| m)
     }
 
     /// The same metadata as the child group `relative` sees it.
@@ -195,18 +243,30 @@ impl ArrayMetadata {
         }
     }
 
-    /// The shape of the unit zarrow reads and decodes: the inner chunk for sharded arrays,
+    /// The sharding codecs, outermost first: one for a sharded array, more when shards hold
+    /// shards (nested `sharding_indexed`, as tensorstore writes), none otherwise.
+    pub fn shard_levels(&self) -> Vec<&crate::codec::Sharding> {
+        let mut levels = Vec::new();
+        let mut chain = &self.codecs;
+        while let ArrayToBytes::Sharding(s) = &chain.array_to_bytes {
+            levels.push(&**s);
+            chain = &s.codecs;
+        }
+        levels
+    }
+
+    /// The shape of the unit zarrow reads and decodes: the innermost chunk for sharded arrays,
     /// else the chunk.
     pub fn read_chunk_shape(&self) -> &[u64] {
-        match self.sharding() {
+        match self.shard_levels().last() {
             Some(s) => &s.chunk_shape,
             None => &self.chunk_shape,
         }
     }
 
-    /// The chain that decodes one read unit (the inner chain for sharded arrays).
+    /// The chain that decodes one read unit (the innermost chain for sharded arrays).
     pub fn read_chain(&self) -> &CodecChain {
-        match self.sharding() {
+        match self.shard_levels().last() {
             Some(s) => &s.codecs,
             None => &self.codecs,
         }
@@ -497,29 +557,28 @@ fn validate_array(path: &str, key: &str, meta: ArrayMetadata) -> Result<ArrayMet
             ));
         }
     }
-    if let Some(s) = meta.sharding() {
-        if meta
-            .chunk_shape
-            .iter()
-            .zip(&s.chunk_shape)
-            .any(|(o, i)| o % i != 0)
-        {
+    let mut outer = &meta.chunk_shape;
+    for s in meta.shard_levels() {
+        if outer.iter().zip(&s.chunk_shape).any(|(o, i)| o % i != 0) {
             return Err(Error::metadata(
                 path,
                 key,
                 format!(
-                    "inner chunk shape {:?} does not divide the shard shape {:?}",
-                    s.chunk_shape, meta.chunk_shape
+                    "inner chunk shape {:?} does not divide the shard shape {outer:?}",
+                    s.chunk_shape
                 ),
             ));
         }
-        if !meta.codecs.array_to_array.is_empty() || !meta.codecs.bytes_to_bytes.is_empty() {
-            return Err(Error::UnsupportedCodec {
-                array: path.to_string(),
-                codec: "sharding_indexed".into(),
-                reason: "codecs outside sharding_indexed (shards are read by ranges)".into(),
-            });
-        }
+        outer = &s.chunk_shape;
+    }
+    if meta.sharding().is_some()
+        && (!meta.codecs.array_to_array.is_empty() || !meta.codecs.bytes_to_bytes.is_empty())
+    {
+        return Err(Error::UnsupportedCodec {
+            array: path.to_string(),
+            codec: "sharding_indexed".into(),
+            reason: "codecs outside sharding_indexed (shards are read by ranges)".into(),
+        });
     }
     if meta
         .shape
@@ -790,6 +849,32 @@ mod tests {
             );
         }
         assert_eq!(level.below("a").iter().count(), 0);
+    }
+
+    #[test]
+    fn consolidated_children_step_over_subtrees() {
+        // `a-b` and `a.c` sort between `a` and `a/x`; `b/y` has no entry of its own.
+        let group = || {
+            NodeMetadata::Group(GroupMetadata {
+                zarr_format: 3,
+                ..Default::default()
+            })
+        };
+        let paths = ["a", "a-b", "a.c", "a/x", "a/x/y", "a/z", "b/y", "c", "c/d"];
+        let top = Consolidated::new(paths.iter().map(|p| (p.to_string(), group())).collect());
+        let names = |c: &Consolidated| {
+            c.children()
+                .iter()
+                .map(|(p, _)| p.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&top), ["a", "a-b", "a.c", "c"]);
+        assert_eq!(names(&top.below("a")), ["x", "z"]);
+        assert_eq!(names(&top.below("a").below("x")), ["y"]);
+        assert_eq!(names(&top.below("b")), ["y"]);
+        assert!(names(&top.below("a-b")).is_empty());
+        assert!(top.get("a/x/y").is_some() && top.below("a").get("x/y").is_some());
+        assert!(top.get("a/x/q").is_none() && top.get("").is_none());
     }
 
     #[test]

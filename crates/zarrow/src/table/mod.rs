@@ -26,7 +26,7 @@ mod sparse;
 
 pub use sparse::MajorOffsets;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow_array::ArrayRef;
@@ -423,6 +423,7 @@ impl TableModel {
         wanted: Option<&[String]>,
         left_out: &mut Vec<(String, String)>,
     ) -> Result<Vec<Member>> {
+        let wanted: Option<HashSet<&str>> = wanted.map(|w| w.iter().map(String::as_str).collect());
         let mut members = Vec::new();
         for (name, node) in group.children().await? {
             let member = match node {
@@ -439,7 +440,9 @@ impl TableModel {
             match member {
                 Ok(Ok(member)) => members.push(member),
                 Ok(Err(why)) => left_out.push((name, why)),
-                Err(e) if wanted.is_some_and(|w| w.contains(&name)) => return Err(e),
+                Err(e) if wanted.as_ref().is_some_and(|w| w.contains(name.as_str())) => {
+                    return Err(e)
+                }
                 Err(e) => left_out.push((name, format!("unreadable: {e}"))),
             }
         }
@@ -456,8 +459,9 @@ impl TableModel {
         // The `arrays` option: these members only (coordinates are re-added below).
         let mut held_back: Vec<Member> = Vec::new();
         if let Some(wanted) = &options.arrays {
+            let names: HashSet<&str> = members.iter().map(|m| m.name.as_str()).collect();
             for w in wanted {
-                if !members.iter().any(|m| &m.name == w) {
+                if !names.contains(w.as_str()) {
                     let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
                     return Err(Error::InvalidArgument(format!(
                         "group '{}' has no array '{w}' (arrays: {})",
@@ -466,8 +470,10 @@ impl TableModel {
                     )));
                 }
             }
-            let (keep, rest): (Vec<Member>, Vec<Member>) =
-                members.into_iter().partition(|m| wanted.contains(&m.name));
+            let wanted: HashSet<&str> = wanted.iter().map(String::as_str).collect();
+            let (keep, rest): (Vec<Member>, Vec<Member>) = members
+                .into_iter()
+                .partition(|m| wanted.contains(m.name.as_str()));
             members = keep;
             held_back = rest;
         }
@@ -480,15 +486,17 @@ impl TableModel {
         let (dims, named_table): (Vec<TableDimension>, bool) = if !named.is_empty() {
             let max_nd = named.iter().map(|m| m.shape.len()).max().unwrap_or(0);
             let top: Vec<&&Member> = named.iter().filter(|m| m.shape.len() == max_nd).collect();
+            // Arrays by their set of dimension names, sets in order of first appearance.
             let mut sets: Vec<(BTreeSet<String>, Vec<String>)> = Vec::new();
+            let mut set_at: HashMap<BTreeSet<String>, usize> = HashMap::new();
             for m in &top {
                 let d = m.dims.clone().unwrap_or_default();
                 let set: BTreeSet<String> = d.iter().cloned().collect();
-                if let Some(entry) = sets.iter_mut().find(|(s, _)| *s == set) {
-                    entry.1.push(format!("{} {}", m.name, fmt_dims(&d)));
-                } else {
-                    sets.push((set, vec![format!("{} {}", m.name, fmt_dims(&d))]));
-                }
+                let at = *set_at.entry(set.clone()).or_insert_with(|| {
+                    sets.push((set, Vec::new()));
+                    sets.len() - 1
+                });
+                sets[at].1.push(format!("{} {}", m.name, fmt_dims(&d)));
             }
             if sets.len() > 1 {
                 let listed: Vec<String> = sets.iter().map(|(_, names)| names.join(", ")).collect();
@@ -650,13 +658,14 @@ impl TableModel {
             }
         }
         // Column order: AnnData `column-order` first, then by name.
-        data.sort_by_key(|(i, _)| {
+        let mut order: HashMap<&str, usize> = HashMap::with_capacity(column_order.len());
+        for (at, name) in column_order.iter().enumerate() {
+            order.entry(name.as_str()).or_insert(at);
+        }
+        data.sort_by_cached_key(|(i, _)| {
             let name = &members[*i].name;
             (
-                column_order
-                    .iter()
-                    .position(|c| c == name)
-                    .unwrap_or(usize::MAX),
+                order.get(name.as_str()).copied().unwrap_or(usize::MAX),
                 name.clone(),
             )
         });
