@@ -27,6 +27,10 @@ const V2_FILTERS: &[(&str, &str, &str)] = &[
     (r#""|O""#, r#"[{"id": "categorize", "labels": ["a", "bb", "ü"], "dtype": "|O", "astype": "|u1"}]"#, "null"),
     (r#""<U2""#, r#"[{"id": "categorize", "labels": ["a", "bb", "üü"], "dtype": "<U2", "astype": "<u2"}]"#, "null"),
     (r#""|O""#, r#"[{"id": "json2", "encoding": "utf-8"}]"#, "null"),
+    // json2 behind compressors: the JSON list decoded within the chunk's bound, parsed as a
+    // stream that stops at the element count (byte 1).
+    (r#""|O""#, r#"[{"id": "json2", "encoding": "utf-8"}]"#, r#"{"id": "zlib", "level": 1}"#),
+    (r#""|O""#, r#"[{"id": "json2", "encoding": "utf-8"}]"#, r#"{"id": "bz2", "level": 1}"#),
     (r#""<f8""#, r#"[{"id": "shuffle", "elementsize": 8}, {"id": "crc32"}]"#, r#"{"id": "zlib", "level": 1}"#),
     (r#""<i4""#, r#"[{"id": "adler32", "location": "end"}]"#, r#"{"id": "lzma"}"#),
     (r#""<i4""#, r#"[{"id": "fletcher32"}, {"id": "bitround", "keepbits": 3}]"#, "null"),

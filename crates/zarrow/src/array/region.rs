@@ -142,6 +142,44 @@ impl ZarrArray {
         Ok(arrow_select::interleave::interleave(&refs, &pairs)?)
     }
 
+    /// The first `k` elements of a 1-D array, each read unit decoded only as far as they
+    /// reach (run by run where it can be, see [`crate::decode::rows`]): where a unit holds
+    /// more than is wanted — a categories array claiming 2^31 values in one chunk, of which
+    /// int8 codes reach 128 — the rest is neither decoded nor filled. Not through the
+    /// context's cache, which holds whole units. Other arrays read as [`Self::read_region_in`].
+    pub async fn read_prefix_in(&self, k: u64, ctx: &ReadContext) -> Result<ArrayRef> {
+        let (&[len], &[unit]) = (self.shape(), self.chunk_shape()) else {
+            return self.read_region_in(&[0], &[k], ctx).await;
+        };
+        if k == 0 || k > len || unit == 0 {
+            return self.read_region_in(&[0], &[k], ctx).await;
+        }
+        let mut parts: Vec<ArrayRef> = Vec::new();
+        let mut done = 0u64;
+        while done < k {
+            let coords = [done / unit];
+            let stored = self.fetch_chunk_counted(&coords, &ctx.metrics).await?;
+            let mut rows = self
+                .chunk_reader_counted(&coords, stored, &ctx.options, &ctx.metrics)
+                .await?;
+            let want = usize::try_from(k - done).unwrap_or(usize::MAX);
+            let part = rows.next_rows(want.min(rows.remaining()))?;
+            if part.is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "array '{}': read unit {coords:?} holds no element",
+                    self.path()
+                )));
+            }
+            done += part.len() as u64;
+            parts.push(part);
+        }
+        if let [one] = parts.as_slice() {
+            return Ok(one.clone());
+        }
+        let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+        Ok(arrow_select::concat::concat(&refs)?)
+    }
+
     /// [`Self::read_chunk`] in a scan's context: through its cache (if any), fetches counted.
     pub async fn read_chunk_in(&self, coords: &[u64], ctx: &ReadContext) -> Result<ArrayRef> {
         let read = || async {
