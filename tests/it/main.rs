@@ -9,6 +9,7 @@ mod faults;
 mod fixtures;
 mod hierarchy;
 mod icechunk;
+mod nested_sharding;
 mod python_roundtrip;
 mod remote;
 mod scan;

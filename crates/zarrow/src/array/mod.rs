@@ -63,12 +63,20 @@ pub struct ChunkLocation {
     pub key: String,
     /// For sharded arrays, the inner chunk's position in the shard index (C order).
     pub inner: Option<usize>,
+    /// For shards of shards, the position in each deeper shard's index, outermost first.
+    pub nested: Vec<usize>,
 }
 
 impl std::fmt::Display for ChunkLocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.inner {
-            Some(i) => write!(f, "{} (inner chunk {i})", self.key),
+            Some(i) => {
+                write!(f, "{} (inner chunk {i}", self.key)?;
+                for n in &self.nested {
+                    write!(f, "/{n}")?;
+                }
+                f.write_str(")")
+            }
             None => f.write_str(&self.key),
         }
     }
@@ -173,23 +181,34 @@ impl ZarrArray {
 
     /// Where the read unit at `coords` lives.
     pub fn chunk_location(&self, coords: &[u64]) -> ChunkLocation {
-        match self.meta.sharding() {
-            None => ChunkLocation {
+        let levels = self.meta.shard_levels();
+        if levels.is_empty() {
+            return ChunkLocation {
                 key: self.meta.chunk_key_encoding.key(coords),
                 inner: None,
-            },
-            Some(s) => {
-                let per_shard = s.chunks_per_shard(&self.meta.chunk_shape);
-                let shard: Vec<u64> = coords.iter().zip(&per_shard).map(|(c, p)| c / p).collect();
-                let mut inner = 0u64;
-                for (c, p) in coords.iter().zip(&per_shard) {
-                    inner = inner * p + c % p;
-                }
-                ChunkLocation {
-                    key: self.meta.chunk_key_encoding.key(&shard),
-                    inner: Some(inner as usize),
-                }
+                nested: Vec::new(),
+            };
+        }
+        // Each level's unit measured in read units (the shapes divide: checked on open).
+        let unit = self.meta.read_chunk_shape();
+        let in_units =
+            |shape: &[u64]| -> Vec<u64> { shape.iter().zip(unit).map(|(s, u)| s / u).collect() };
+        let mut parent = in_units(&self.meta.chunk_shape);
+        let shard: Vec<u64> = coords.iter().zip(&parent).map(|(c, p)| c / p).collect();
+        let mut positions = Vec::with_capacity(levels.len());
+        for s in &levels {
+            let here = in_units(&s.chunk_shape);
+            let mut position = 0u64;
+            for ((c, p), h) in coords.iter().zip(&parent).zip(&here) {
+                position = position * (p / h) + c % p / h;
             }
+            positions.push(position as usize);
+            parent = here;
+        }
+        ChunkLocation {
+            key: self.meta.chunk_key_encoding.key(&shard),
+            inner: positions.first().copied(),
+            nested: positions.split_off(1),
         }
     }
 
@@ -214,6 +233,36 @@ impl ZarrArray {
         Error::chunk(self.path.clone(), loc.to_string(), source)
     }
 
+    /// The bytes of the sharded read unit at `loc` in its shard's object, through every level
+    /// of sharding: the shard's index, then each inner shard's index by a ranged GET of the
+    /// index alone (indexes are cached). `None`: not stored at some level (the fill value).
+    async fn shard_range(
+        &self,
+        loc: &ChunkLocation,
+        metrics: &ScanMetrics,
+    ) -> Result<Option<std::ops::Range<u64>>> {
+        let mut outer: &[u64] = &self.meta.chunk_shape;
+        let mut within = None;
+        let positions = loc.inner.iter().chain(&loc.nested);
+        for (sharding, &position) in self.meta.shard_levels().into_iter().zip(positions) {
+            let per_shard: u64 = sharding.chunks_per_shard(outer).iter().product();
+            let index = self
+                .shards
+                .get(&self.store, &loc.key, within, sharding, per_shard, metrics)
+                .await
+                .map_err(|e| match e {
+                    ShardReadError::Store(e) => e,
+                    ShardReadError::Index(e) => self.chunk_error(loc, e),
+                })?;
+            let Some(range) = index.as_ref().as_ref().and_then(|i| i.range(position)) else {
+                return Ok(None);
+            };
+            within = Some(range);
+            outer = &sharding.chunk_shape;
+        }
+        Ok(within)
+    }
+
     /// The stored bytes of a read unit; `None` if it is not stored (fill value).
     pub async fn fetch_chunk(&self, coords: &[u64]) -> Result<Option<Bytes>> {
         self.fetch_chunk_counted(coords, &ScanMetrics::default())
@@ -228,21 +277,9 @@ impl ZarrArray {
     ) -> Result<Option<Bytes>> {
         let loc = self.chunk_location(coords);
         let started = Instant::now();
-        let fetched = match (loc.inner, self.meta.sharding()) {
-            (Some(inner), Some(sharding)) => {
-                let per_shard: u64 = sharding
-                    .chunks_per_shard(&self.meta.chunk_shape)
-                    .iter()
-                    .product();
-                let index = self
-                    .shards
-                    .get(&self.store, &loc.key, sharding, per_shard, metrics)
-                    .await
-                    .map_err(|e| match e {
-                        ShardReadError::Store(e) => e,
-                        ShardReadError::Index(e) => self.chunk_error(&loc, e),
-                    })?;
-                let Some(range) = index.as_ref().as_ref().and_then(|i| i.range(inner)) else {
+        let fetched = match loc.inner {
+            Some(_) => {
+                let Some(range) = self.shard_range(&loc, metrics).await? else {
                     return Ok(None);
                 };
                 let started = Instant::now();

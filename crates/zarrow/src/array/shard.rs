@@ -4,8 +4,18 @@
 //! C order, encoded by the index codecs (`bytes` then usually `crc32c`) and stored at the start
 //! or the end of the shard. `(2^64−1, 2^64−1)` marks an inner chunk that is not stored (fill).
 //! Indexes are read with one ranged GET and kept per shard by [`ShardIndexes`].
+//!
+//! Shards may hold shards (nested `sharding_indexed`, as tensorstore writes): an inner shard is
+//! a byte range of its outer shard's object, with its own index at that range's start or end,
+//! read by a ranged GET of its own; its entries are offsets within the range.
+//!
+//! ```text
+//! object c/0/0: [ inner shard 0 │ inner shard 1 │ … │ index ]   outer index → inner shard's range
+//!                 └─ [ chunk 0 │ chunk 1 │ … │ index ]           inner index → chunk's range
+//! ```
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -19,17 +29,20 @@ use crate::metrics::ScanMetrics;
 use crate::store::ZarrStore;
 use crate::{Error, Result};
 
-/// A decoded shard index: per inner chunk `(offset, nbytes)`, `None` when absent.
+/// A decoded shard index: per inner chunk `(offset, nbytes)`, `None` when absent; offsets are
+/// from the shard's first byte, at `base` in the stored object.
 #[derive(Debug)]
 pub(crate) struct ShardIndex {
+    base: u64,
     entries: Vec<Option<(u64, u64)>>,
 }
 
 impl ShardIndex {
-    /// The byte range of inner chunk `inner`; `None` when it is not stored.
-    pub(crate) fn range(&self, inner: usize) -> Option<std::ops::Range<u64>> {
+    /// The byte range in the stored object of inner chunk `inner`; `None` when it is not
+    /// stored. (`parse` checked that every entry lies inside the shard.)
+    pub(crate) fn range(&self, inner: usize) -> Option<Range<u64>> {
         let (offset, nbytes) = self.entries.get(inner).copied().flatten()?;
-        Some(offset..offset + nbytes)
+        Some(self.base + offset..self.base + offset + nbytes)
     }
 }
 
@@ -40,22 +53,37 @@ pub(crate) struct ShardIndexes {
 }
 
 impl ShardIndexes {
-    /// The index of the shard at `key`, read on first use. `per_shard`: inner chunks per
-    /// shard (checked against the metadata when the array was opened).
+    /// The index of the shard at `key`, read on first use: the whole object, or the inner
+    /// shard at `within` (bytes of the object, from its outer shard's index). `per_shard`:
+    /// inner chunks per shard (checked against the metadata when the array was opened).
     pub(crate) async fn get(
         &self,
         store: &ZarrStore,
         key: &str,
+        within: Option<Range<u64>>,
         sharding: &Sharding,
         per_shard: u64,
         metrics: &ScanMetrics,
     ) -> Result<Arc<Option<ShardIndex>>, ShardReadError> {
-        if let Some(hit) = self.read.lock().ok().and_then(|m| m.get(key).cloned()) {
+        let cache_key = match &within {
+            None => key.to_string(),
+            Some(r) => format!("{key}\0{}..{}", r.start, r.end),
+        };
+        if let Some(hit) = self
+            .read
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&cache_key).cloned())
+        {
             return Ok(hit);
         }
-        let index = Arc::new(read_index(store, key, sharding, per_shard, metrics).await?);
+        let index = match within {
+            None => read_index(store, key, sharding, per_shard, metrics).await?,
+            Some(r) => Some(read_inner_index(store, key, r, sharding, per_shard, metrics).await?),
+        };
+        let index = Arc::new(index);
         if let Ok(mut m) = self.read.lock() {
-            m.insert(key.to_string(), index.clone());
+            m.insert(cache_key, index.clone());
         }
         Ok(index)
     }
@@ -70,13 +98,8 @@ pub(crate) enum ShardReadError {
     Index(ChunkError),
 }
 
-async fn read_index(
-    store: &ZarrStore,
-    key: &str,
-    sharding: &Sharding,
-    n: u64,
-    metrics: &ScanMetrics,
-) -> Result<Option<ShardIndex>, ShardReadError> {
+/// The encoded size of an index of `n` entries, and `n` as a `usize`.
+fn index_size(sharding: &Sharding, n: u64) -> Result<(u64, usize), ShardReadError> {
     let checksum = sharding.index_codecs.bytes_to_bytes.len() as u64 * 4;
     let too_large = || {
         ShardReadError::Index(ChunkError::TooLarge(format!(
@@ -88,6 +111,58 @@ async fn read_index(
         .and_then(|s| s.checked_add(checksum))
         .ok_or_else(too_large)?;
     let entries = usize::try_from(n).map_err(|_| too_large())?;
+    Ok((index_size, entries))
+}
+
+/// The index of the inner shard at bytes `within` of the object at `key`: one ranged GET of
+/// the index alone.
+async fn read_inner_index(
+    store: &ZarrStore,
+    key: &str,
+    within: Range<u64>,
+    sharding: &Sharding,
+    n: u64,
+    metrics: &ScanMetrics,
+) -> Result<ShardIndex, ShardReadError> {
+    let (index_size, entries) = index_size(sharding, n)?;
+    let size = within.end - within.start;
+    if size < index_size {
+        return Err(ShardReadError::Index(ChunkError::ShardIndex(format!(
+            "inner shard at bytes {}..{} is {size} bytes, shorter than its {index_size}-byte index",
+            within.start, within.end
+        ))));
+    }
+    let range = match sharding.index_location {
+        IndexLocation::Start => within.start..within.start + index_size,
+        IndexLocation::End => within.end - index_size..within.end,
+    };
+    let started = Instant::now();
+    let bytes = store
+        .get_range(key, range)
+        .await
+        .map_err(ShardReadError::Store)?;
+    metrics.add_fetch(bytes.len(), started.elapsed());
+    let mut index = parse(
+        &sharding.index_codecs,
+        bytes,
+        entries,
+        index_size,
+        size,
+        sharding.index_location,
+    )
+    .map_err(ShardReadError::Index)?;
+    index.base = within.start;
+    Ok(index)
+}
+
+async fn read_index(
+    store: &ZarrStore,
+    key: &str,
+    sharding: &Sharding,
+    n: u64,
+    metrics: &ScanMetrics,
+) -> Result<Option<ShardIndex>, ShardReadError> {
+    let (index_size, entries) = index_size(sharding, n)?;
     let range = match sharding.index_location {
         IndexLocation::Start => GetRange::Bounded(0..index_size),
         IndexLocation::End => GetRange::Suffix(index_size),
@@ -170,5 +245,5 @@ fn parse(
         }
         entries.push(Some((offset, nbytes)));
     }
-    Ok(ShardIndex { entries })
+    Ok(ShardIndex { base: 0, entries })
 }

@@ -390,8 +390,15 @@ pub fn parse_v3_chain(
                     }
                     let codecs =
                         parse_v3_chain(codec_list(config, "codecs", name)?, data_type, ndim)?;
-                    if matches!(codecs.array_to_bytes, ArrayToBytes::Sharding(_)) {
-                        return Err(unsupported(name, "nested sharding"));
+                    // Nested sharding (tensorstore writes it) is read by ranges at every
+                    // level: the inner shard's bytes must be its shard as stored.
+                    if matches!(codecs.array_to_bytes, ArrayToBytes::Sharding(_))
+                        && (!codecs.array_to_array.is_empty() || !codecs.bytes_to_bytes.is_empty())
+                    {
+                        return Err(unsupported(
+                            name,
+                            "codecs around a nested sharding_indexed (inner shards are read by ranges)",
+                        ));
                     }
                     let index_codecs = parse_v3_chain(
                         codec_list(config, "index_codecs", name)?,
