@@ -523,8 +523,10 @@ pub const MAX_ITEM_BYTES: usize = i32::MAX as usize;
 
 /// The largest element zarrow reads unless told otherwise: 16 MiB (`<U4194304`). A fixed-size
 /// element is allocated whole for the fill value and per chunk element, so this bounds what a
-/// data type in hostile metadata can make zarrow allocate; `ZARROW_MAX_ITEM_BYTES` raises it
-/// up to [`MAX_ITEM_BYTES`].
+/// data type in hostile metadata can make zarrow allocate; a variable-length item (string,
+/// bytes) longer than this is a chunk error on every decode path, and a chunk of `n` of them
+/// decodes to at most `n` × (4 + this) bytes (the bound every decompressor of the chunk stops
+/// at). `ZARROW_MAX_ITEM_BYTES` raises it up to [`MAX_ITEM_BYTES`].
 pub const DEFAULT_MAX_ITEM_BYTES: usize = 16 << 20;
 
 /// The element size limit in force (see [`DEFAULT_MAX_ITEM_BYTES`]).

@@ -236,7 +236,7 @@ impl TableModel {
                     .get_or_try_init(|| async {
                         let n = categories.shape().first().copied().unwrap_or(0);
                         let n = anndata::addressable_categories(&codes.metadata().data_type, n);
-                        categories.read_region_in(&[0], &[n], ctx).await
+                        categories.read_prefix_in(n, ctx).await
                     })
                     .await?
                     .clone();
