@@ -50,3 +50,13 @@ PY
 cd "$TEST_VENV"
 "$TEST_VENV/bin/python" -c "import zarrow, sys; assert 'site-packages' in zarrow.__file__, zarrow.__file__; print('ci.sh: testing', zarrow.__file__)"
 "$TEST_VENV/bin/python" -m pytest -q -p no:cacheprovider "$HERE/tests"
+
+# A datafusion-python of another major version next to the wheel (xarray-sql pins 54): the
+# FFI structs differ, so registering must raise zarrow.ZarrowError naming both versions, and
+# the interpreter must go on. (The registry has no datafusion 56 yet.)
+MISMATCH_VENV="$ROOT/target/venv-zarrow-datafusion54"
+rm -rf "$MISMATCH_VENV"
+"$PYTHON" -m venv "$MISMATCH_VENV"
+"$MISMATCH_VENV/bin/pip" install --quiet --disable-pip-version-check "datafusion==54.1.0" \
+    "pyarrow==26.0.1" "$WHEEL"
+"$MISMATCH_VENV/bin/python" "$HERE/ci/datafusion_mismatch.py" "$ROOT/data/pbmc_sample.zarr/obs"

@@ -376,24 +376,52 @@ pub(crate) fn write_array(
     .map_err(to_py)
 }
 
-/// An array from the Arrow PyCapsule interface (`__arrow_c_array__`).
+/// An array from the Arrow PyCapsule interface (`__arrow_c_array__`), checked before use: both
+/// capsules by name, neither released (a capsule pair handed out twice, or consumed by another
+/// reader, has a NULL release callback), the schema with a format string.
 fn import_array(obj: &Bound<'_, PyAny>) -> PyResult<Arc<dyn Array>> {
     let pair = obj.call_method0("__arrow_c_array__").map_err(|_| {
         ZarrowError::new_err("expected an Arrow array (an object with __arrow_c_array__)")
     })?;
-    let pair = pair.cast::<PyTuple>()?;
+    let bad = |what: &str| {
+        ZarrowError::new_err(format!(
+            "__arrow_c_array__ did not return (schema, array) capsules: {what}"
+        ))
+    };
+    let pair = pair.cast::<PyTuple>().map_err(|_| bad("not a tuple"))?;
+    if pair.len() != 2 {
+        return Err(bad(&format!("a tuple of {} items", pair.len())));
+    }
     let schema = pair.get_item(0)?;
     let array = pair.get_item(1)?;
-    let schema = schema.cast::<PyCapsule>()?;
-    let array = array.cast::<PyCapsule>()?;
-    let schema_ptr = schema.pointer_checked(Some(c"arrow_schema"))?;
-    let array_ptr = array.pointer_checked(Some(c"arrow_array"))?;
+    let schema = schema
+        .cast::<PyCapsule>()
+        .map_err(|_| bad("the first item is not a capsule"))?;
+    let array = array
+        .cast::<PyCapsule>()
+        .map_err(|_| bad("the second item is not a capsule"))?;
+    let schema_ptr = schema
+        .pointer_checked(Some(c"arrow_schema"))
+        .map_err(|_| bad("the first capsule is not named 'arrow_schema'"))?;
+    let array_ptr = array
+        .pointer_checked(Some(c"arrow_array"))
+        .map_err(|_| bad("the second capsule is not named 'arrow_array'"))?;
     // SAFETY: the capsules' names were checked: by the Arrow PyCapsule interface an
     // `arrow_schema` capsule holds an `ArrowSchema` and an `arrow_array` capsule an
-    // `ArrowArray`. The schema is borrowed; the array is moved out (`from_raw` leaves a
+    // `ArrowArray`, both non-NULL (`pointer_checked`). They are read only after their release
+    // callbacks (and the schema's format) are checked non-NULL: a released struct holds
+    // dangling pointers. The schema is borrowed; the array is moved out (`from_raw` leaves a
     // released struct behind, as the interface asks of a consumer).
     let data = unsafe {
         let schema = schema_ptr.cast::<FFI_ArrowSchema>().as_ref();
+        if schema.release.is_none() || schema.format.is_null() {
+            return Err(bad("the schema was already released"));
+        }
+        if array_ptr.cast::<FFI_ArrowArray>().as_ref().is_released() {
+            return Err(bad(
+                "the array was already released (consumed by an earlier import)",
+            ));
+        }
         let array = FFI_ArrowArray::from_raw(array_ptr.cast::<FFI_ArrowArray>().as_ptr());
         from_ffi(array, schema)
     }

@@ -21,8 +21,12 @@ use crate::errors::{from_datafusion, ZarrowError};
 use crate::options::TableKwargs;
 use crate::runtime::{block_on, runtime};
 
-/// The logical extension codec of a datafusion-python session (or of the capsule it gave).
+/// The logical extension codec of a datafusion-python session (or of the capsule it gave),
+/// after checking that the datafusion-python that made it speaks zarrow's datafusion-ffi ABI
+/// (the codec's layout differs between DataFusion major versions and carries no version of its
+/// own, so a mismatch read blindly is a crash, not an error).
 fn session_codec(session: &Bound<'_, PyAny>) -> PyResult<FFI_LogicalExtensionCodec> {
+    check_datafusion_python(session)?;
     let attr = "__datafusion_logical_extension_codec__";
     let capsule = if session.hasattr(attr)? {
         session.getattr(attr)?.call0()?
@@ -30,17 +34,82 @@ fn session_codec(session: &Bound<'_, PyAny>) -> PyResult<FFI_LogicalExtensionCod
         session.clone()
     };
     let capsule = capsule.cast::<PyCapsule>().map_err(|_| {
-        ZarrowError::new_err(
-            "expected a datafusion SessionContext (datafusion-python 52 or newer) or its \
-             logical extension codec capsule",
-        )
+        ZarrowError::new_err(format!(
+            "expected a datafusion SessionContext ({}) or its logical extension codec capsule",
+            supported_datafusion()
+        ))
     })?;
-    let data = capsule.pointer_checked(Some(c"datafusion_logical_extension_codec"))?;
-    // SAFETY: `pointer_checked` verified the capsule's name, and datafusion-python names a
+    let data = capsule
+        .pointer_checked(Some(c"datafusion_logical_extension_codec"))
+        .map_err(|_| {
+            ZarrowError::new_err(
+                "expected a capsule named 'datafusion_logical_extension_codec' from datafusion-python",
+            )
+        })?;
+    // SAFETY: `check_datafusion_python` verified that the datafusion-python which made the
+    // capsule has zarrow's DataFusion major version (so the same `FFI_LogicalExtensionCodec`
+    // layout), `pointer_checked` verified the capsule's name, and datafusion-python names a
     // capsule so only when it holds an `FFI_LogicalExtensionCodec`, which lives as long as the
     // capsule (borrowed here for the clone only).
     let codec = unsafe { data.cast::<FFI_LogicalExtensionCodec>().as_ref() };
     Ok(codec.clone())
+}
+
+/// The datafusion(-python) versions this build works with, as `pyproject.toml` pins them.
+fn supported_datafusion() -> String {
+    let major = datafusion_ffi::version();
+    format!(
+        "datafusion-python {major}.x, i.e. 'datafusion>={major},<{}'",
+        major + 1
+    )
+}
+
+/// Refuse, before any pointer is read, a session (or capsule) of a datafusion-python whose
+/// major version is not the one zarrow's datafusion-ffi was built with: `FFI_*` structs change
+/// layout between major versions.
+///
+/// The version is the `__version__` of the package that defines the session's type
+/// (`datafusion` for datafusion-python's `SessionContext`), else of the installed `datafusion`
+/// package (for a bare capsule).
+fn check_datafusion_python(session: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = session.py();
+    let module: String = session
+        .get_type()
+        .module()
+        .and_then(|m| m.extract())
+        .unwrap_or_default();
+    let package = match module.split('.').next() {
+        Some(p) if !p.is_empty() && p != "builtins" && p != "zarrow" => p.to_string(),
+        _ => "datafusion".to_string(),
+    };
+    let installed: Option<String> = py
+        .import("sys")
+        .and_then(|sys| sys.getattr("modules"))
+        .and_then(|modules| modules.get_item(&package))
+        .and_then(|m| m.getattr("__version__"))
+        .and_then(|v| v.extract())
+        .ok()
+        .or_else(|| {
+            py.import("importlib.metadata")
+                .and_then(|m| m.call_method1("version", (&package,)))
+                .and_then(|v| v.extract())
+                .ok()
+        });
+    let built = datafusion_ffi::version();
+    match installed {
+        Some(v) if v.split('.').next() == Some(built.to_string().as_str()) => Ok(()),
+        Some(v) => Err(ZarrowError::new_err(format!(
+            "this zarrow was built for datafusion {built}.x; {package} {v} is installed. \
+             Install {}, or a zarrow built for datafusion {}.x",
+            supported_datafusion(),
+            v.split('.').next().unwrap_or(&v),
+        ))),
+        None => Err(ZarrowError::new_err(format!(
+            "cannot tell which datafusion version made this session ({package} has no \
+             __version__ and is not installed as a package); zarrow works with {}",
+            supported_datafusion(),
+        ))),
+    }
 }
 
 /// A zarr array or group as a table for datafusion-python:
