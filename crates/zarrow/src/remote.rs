@@ -13,6 +13,12 @@
 //! environment (`ZARROW_CONNECT_TIMEOUT`, `ZARROW_TIMEOUT`, `ZARROW_MAX_RETRIES`,
 //! `ZARROW_RETRY_TIMEOUT`), the defaults. Durations are written `500ms`, `5s`, `2m` or as
 //! seconds (`1.5`).
+//!
+//! Every client goes through [`StreamedBodies`]: a response without a `Content-Length` (sent
+//! in chunks, as servers that stream do) is read up to the cap its request carries
+//! ([`crate::store::BodyCap`]: what the chunk may hold) and handed on with its length, which
+//! `object_store` needs; one longer than the cap is handed on announcing the bytes that
+//! arrived, so the reader refuses it as it refuses a `Content-Length` over the cap.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -251,7 +257,9 @@ pub(crate) fn open(
     // the environment holds keys of every provider).
     macro_rules! build {
         ($builder:ty, $url:expr) => {{
-            let mut builder = <$builder>::new().with_url($url);
+            let mut builder = <$builder>::new()
+                .with_url($url)
+                .with_http_connector(StreamedBodies);
             for (key, value) in &all {
                 if let Ok(key) = key.parse() {
                     builder = builder.with_config(key, value.clone());
@@ -282,6 +290,68 @@ pub(crate) fn open(
         other => return Err(format!("unsupported store {other:?}")),
     };
     Ok((store, path, settings.max_retries))
+}
+
+/// The HTTP connector of zarrow's remote stores: `object_store`'s, with responses without a
+/// `Content-Length` read up to their request's cap (see the module docs).
+#[cfg(feature = "cloud")]
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct StreamedBodies;
+
+#[cfg(feature = "cloud")]
+impl object_store::client::HttpConnector for StreamedBodies {
+    fn connect(
+        &self,
+        options: &object_store::ClientOptions,
+    ) -> object_store::Result<object_store::client::HttpClient> {
+        use object_store::client::{HttpClient, ReqwestConnector};
+        let inner = ReqwestConnector::default().connect(options)?;
+        Ok(HttpClient::new(StreamedService(inner)))
+    }
+}
+
+#[cfg(feature = "cloud")]
+#[derive(Debug)]
+struct StreamedService(object_store::client::HttpClient);
+
+#[cfg(feature = "cloud")]
+#[async_trait::async_trait]
+impl object_store::client::HttpService for StreamedService {
+    async fn call(
+        &self,
+        request: object_store::client::HttpRequest,
+    ) -> std::result::Result<object_store::client::HttpResponse, object_store::client::HttpError>
+    {
+        use crate::store::{collect_bounded, BodyCap, Bounded};
+        use object_store::client::{HttpError, HttpErrorKind, HttpResponse, HttpResponseBody};
+        use object_store::HeaderValue;
+
+        let cap = (request.method().as_str() == "GET")
+            .then(|| request.extensions().get::<BodyCap>().copied())
+            .flatten();
+        let response = self.0.execute(request).await?;
+        let Some(BodyCap(cap)) = cap else {
+            return Ok(response);
+        };
+        if !response.status().is_success() || response.headers().contains_key("content-length") {
+            return Ok(response);
+        }
+        let (mut parts, body) = response.into_parts();
+        let fail =
+            |message: String| HttpError::new(HttpErrorKind::Decode, std::io::Error::other(message));
+        let (length, body) = match collect_bounded(body.bytes_stream(), None, cap, fail).await? {
+            Bounded::Whole(bytes) => (bytes.len() as u64, bytes),
+            // What arrived, announced with no body: refused as over the cap before it is read.
+            Bounded::Over(arrived) => (arrived, bytes::Bytes::new()),
+        };
+        parts
+            .headers
+            .insert("content-length", HeaderValue::from(length));
+        Ok(HttpResponse::from_parts(
+            parts,
+            HttpResponseBody::from(body),
+        ))
+    }
 }
 
 #[cfg(not(feature = "cloud"))]

@@ -10,9 +10,10 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use futures::{Stream, StreamExt};
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use object_store::{GetOptions, GetRange, GetResultPayload, ObjectStore, ObjectStoreExt};
 use url::Url;
 
 use crate::remote::RemoteOptions;
@@ -222,18 +223,56 @@ impl ZarrStore {
         }
     }
 
-    /// Get an object; `Ok(None)` if it does not exist.
-    pub async fn get_opt(&self, relative: &str) -> Result<Option<Bytes>> {
-        let path = self.key(relative);
-        self.retrying(|| async {
-            match self.store.get(&path).await {
-                Ok(r) => r.bytes().await.map(Some),
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(e),
+    /// GET `path` (`range` of it), its body read by [`collect_bounded`] under `cap`: nothing
+    /// is allocated for a length only announced, and a response announcing more than `cap`
+    /// bytes is [`Bounded::Over`] before its body is read. The cap travels with the request
+    /// ([`BodyCap`]) for the connector of remote stores, which reads a response without a
+    /// `Content-Length` (a chunked one) up to it. `Ok(None)`: the object does not exist; else
+    /// the body and the object's size.
+    async fn get_capped(
+        &self,
+        path: &Path,
+        range: Option<GetRange>,
+        cap: u64,
+    ) -> std::result::Result<Option<(Bounded, u64)>, object_store::Error> {
+        let mut options = GetOptions {
+            range,
+            ..Default::default()
+        };
+        options.extensions.insert(BodyCap(cap));
+        let result = match self.store.get_opts(path, options).await {
+            Ok(r) => r,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let size = result.meta.size;
+        let declared = result.range.end.saturating_sub(result.range.start);
+        if declared > cap {
+            return Ok(Some((Bounded::Over(declared), size)));
+        }
+        let body = match result.payload {
+            // A local file's length is its size: read exactly, as the store does.
+            GetResultPayload::File(..) => Bounded::Whole(result.bytes().await?),
+            GetResultPayload::Stream(_) => {
+                collect_bounded(result.into_stream(), Some(declared), cap, |message| {
+                    object_store::Error::Generic {
+                        store: "zarrow",
+                        source: message.into(),
+                    }
+                })
+                .await?
             }
+        };
+        Ok(Some((body, size)))
+    }
+
+    /// Get an object; `Ok(None)` if it does not exist. Its body is read as it arrives (see
+    /// [`Self::get_bounded`] to bound it).
+    pub async fn get_opt(&self, relative: &str) -> Result<Option<Bytes>> {
+        self.get_bounded(relative, u64::MAX, |size| {
+            Error::InvalidArgument(format!("'{relative}' is over {size} bytes"))
         })
         .await
-        .map_err(|source| store_err(&path, source))
     }
 
     /// Get a metadata document (`zarr.json`, `.zarray`, `.zmetadata`, …) of the node named
@@ -257,7 +296,10 @@ impl ZarrStore {
 
     /// Get an object of at most `limit` bytes; `Ok(None)` if it does not exist. One the
     /// store says is larger (a file's length, a response's `Content-Length`) is the error
-    /// `too_large(size)` before its body is read; one whose body turns out larger, too.
+    /// `too_large(size)` before its body is read; one whose body turns out larger (a chunked
+    /// response) is `too_large(bytes arrived)` once they pass the limit. The body is read
+    /// into a buffer that grows as bytes arrive; one longer or shorter than its response
+    /// announced is a store error.
     pub async fn get_bounded(
         &self,
         relative: &str,
@@ -265,49 +307,46 @@ impl ZarrStore {
         too_large: impl Fn(u64) -> Error,
     ) -> Result<Option<Bytes>> {
         let path = self.key(relative);
-        // Ok(Err(size)): the store says the object is `size` bytes, too many to read.
         let fetched = self
-            .retrying(|| async {
-                match self.store.get(&path).await {
-                    Ok(r) if r.meta.size > limit => Ok(Some(Err(r.meta.size))),
-                    Ok(r) => r.bytes().await.map(|b| Some(Ok(b))),
-                    Err(object_store::Error::NotFound { .. }) => Ok(None),
-                    Err(e) => Err(e),
-                }
-            })
+            .retrying(|| self.get_capped(&path, None, limit))
             .await
             .map_err(|source| store_err(&path, source))?;
         match fetched {
             None => Ok(None),
-            Some(Err(size)) => Err(too_large(size)),
-            Some(Ok(bytes)) if bytes.len() as u64 > limit => Err(too_large(bytes.len() as u64)),
-            Some(Ok(bytes)) => Ok(Some(bytes)),
+            Some((Bounded::Over(size), _)) => Err(too_large(size)),
+            Some((Bounded::Whole(bytes), _)) => Ok(Some(bytes)),
         }
     }
 
     /// Get a byte range of an object: `(bytes, object size)`; `Ok(None)` if it does not exist.
+    /// The body is read as it arrives, and no longer than the range.
     pub async fn get_range_opt(
         &self,
         relative: &str,
         range: GetRange,
     ) -> Result<Option<(Bytes, u64)>> {
         let path = self.key(relative);
-        self.retrying(|| async {
-            let opts = GetOptions {
-                range: Some(range.clone()),
-                ..Default::default()
-            };
-            match self.store.get_opts(&path, opts).await {
-                Ok(r) => {
-                    let size = r.meta.size;
-                    r.bytes().await.map(|bytes| Some((bytes, size)))
-                }
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(e),
-            }
-        })
-        .await
-        .map_err(|source| store_err(&path, source))
+        let cap = match &range {
+            GetRange::Bounded(r) => r.end.saturating_sub(r.start),
+            GetRange::Suffix(n) => *n,
+            GetRange::Offset(_) => u64::MAX,
+        };
+        let fetched = self
+            .retrying(|| self.get_capped(&path, Some(range.clone()), cap))
+            .await
+            .map_err(|source| store_err(&path, source))?;
+        match fetched {
+            None => Ok(None),
+            Some((Bounded::Whole(bytes), size)) => Ok(Some((bytes, size))),
+            Some((Bounded::Over(n), _)) => Err(store_err(
+                &path,
+                object_store::Error::Generic {
+                    store: "zarrow",
+                    source: format!("the response is {n} bytes, more than the range {range}")
+                        .into(),
+                },
+            )),
+        }
     }
 
     /// The size of an object; `Ok(None)` if it does not exist.
@@ -320,24 +359,34 @@ impl ZarrStore {
         }
     }
 
-    /// Get one byte range of an object.
+    /// Get one byte range of an object (read as [`Self::get_range_opt`] reads it).
     pub async fn get_range(&self, relative: &str, range: std::ops::Range<u64>) -> Result<Bytes> {
-        let path = self.key(relative);
-        self.retrying(|| self.store.get_range(&path, range.clone()))
-            .await
-            .map_err(|source| store_err(&path, source))
+        match self
+            .get_range_opt(relative, GetRange::Bounded(range))
+            .await?
+        {
+            Some((bytes, _)) => Ok(bytes),
+            None => {
+                let path = self.key(relative);
+                Err(store_err(
+                    &path,
+                    object_store::Error::NotFound {
+                        path: path.to_string(),
+                        source: "no such object".into(),
+                    },
+                ))
+            }
+        }
     }
 
-    /// Get several ranges of one object (coalesced by the store).
+    /// Get several ranges of one object, each read as [`Self::get_range`] reads it.
     pub async fn get_ranges(
         &self,
         relative: &str,
         ranges: &[std::ops::Range<u64>],
     ) -> Result<Vec<Bytes>> {
-        let path = self.key(relative);
-        self.retrying(|| self.store.get_ranges(&path, ranges))
+        futures::future::try_join_all(ranges.iter().map(|r| self.get_range(relative, r.clone())))
             .await
-            .map_err(|source| store_err(&path, source))
     }
 
     /// Put an object (used by the writer).
@@ -379,6 +428,79 @@ pub fn max_metadata_bytes() -> u64 {
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(DEFAULT_MAX_METADATA_BYTES)
+}
+
+/// The most bytes zarrow reads of one response, carried by its request (`GetOptions`'
+/// extensions) to the connector of remote stores (see [`crate::remote`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BodyCap(pub(crate) u64);
+
+/// A body read under a cap by [`collect_bounded`].
+#[derive(Debug)]
+pub(crate) enum Bounded {
+    /// All of it.
+    Whole(Bytes),
+    /// More than the cap: at least this many bytes (announced, or arrived).
+    Over(u64),
+}
+
+/// Collect a body into one buffer that grows as its bytes arrive — nothing is allocated for a
+/// length only announced: more than `cap` bytes are [`Bounded::Over`] (announced: before any
+/// is read); with the announced length `declared`, a body longer or shorter than it is the
+/// error `fail(message)`, as is a buffer that cannot be allocated.
+pub(crate) async fn collect_bounded<E>(
+    mut stream: impl Stream<Item = std::result::Result<Bytes, E>> + Unpin,
+    declared: Option<u64>,
+    cap: u64,
+    fail: impl Fn(String) -> E,
+) -> std::result::Result<Bounded, E> {
+    if let Some(d) = declared.filter(|&d| d > cap) {
+        return Ok(Bounded::Over(d));
+    }
+    // What the buffer may grow to: the announced length, else the cap.
+    let most = declared.unwrap_or(cap);
+    // A body of one frame is kept as it is; a second one starts the buffer.
+    let mut first: Option<Bytes> = None;
+    let mut buffer: Vec<u8> = Vec::new();
+    let mut total = 0u64;
+    while let Some(frame) = stream.next().await {
+        let frame = frame?;
+        total = total.saturating_add(frame.len() as u64);
+        if let Some(d) = declared.filter(|&d| total > d) {
+            return Err(fail(format!(
+                "the body is longer than the {d} bytes its response announced"
+            )));
+        }
+        if total > cap {
+            return Ok(Bounded::Over(total));
+        }
+        if buffer.is_empty() && first.is_none() {
+            first = Some(frame);
+            continue;
+        }
+        let wanted = usize::try_from(total).map_err(|_| fail(format!("{total} bytes")))?;
+        if wanted > buffer.capacity() {
+            // Double as bytes arrive, never past what the body may be.
+            let grown = (buffer.capacity().saturating_mul(2) as u64).min(most) as usize;
+            let target = grown.max(wanted);
+            buffer
+                .try_reserve_exact(target - buffer.len())
+                .map_err(|e| fail(format!("a buffer of {target} bytes for the body: {e}")))?;
+        }
+        if let Some(first) = first.take() {
+            buffer.extend_from_slice(&first);
+        }
+        buffer.extend_from_slice(&frame);
+    }
+    if let Some(d) = declared.filter(|&d| total < d) {
+        return Err(fail(format!(
+            "the body ended after {total} of the {d} bytes its response announced"
+        )));
+    }
+    Ok(Bounded::Whole(match first {
+        Some(only) => only,
+        None => buffer.into(),
+    }))
 }
 
 /// Whether `e` is a transport failure of a request that had been sent (a body cut short, a
@@ -437,6 +559,51 @@ fn normalize(path: &std::path::Path) -> std::path::PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `collect_bounded` over these frames.
+    fn collect(
+        frames: &[&[u8]],
+        declared: Option<u64>,
+        cap: u64,
+    ) -> std::result::Result<Bounded, String> {
+        let frames: Vec<std::result::Result<Bytes, String>> = frames
+            .iter()
+            .map(|f| Ok(Bytes::copy_from_slice(f)))
+            .collect();
+        futures::executor::block_on(collect_bounded(
+            futures::stream::iter(frames),
+            declared,
+            cap,
+            |m| m,
+        ))
+    }
+
+    #[test]
+    fn bodies_grow_as_they_arrive_and_stop_at_their_cap() {
+        let whole = |b: std::result::Result<Bounded, String>| match b {
+            Ok(Bounded::Whole(bytes)) => bytes,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(whole(collect(&[b"abc", b"de", b"f"], Some(6), 6)), "abcdef");
+        assert_eq!(whole(collect(&[b"abc", b"", b"def"], None, 10)), "abcdef");
+        assert_eq!(whole(collect(&[b"abc"], None, 3)), "abc");
+        assert_eq!(whole(collect(&[], Some(0), 0)), "");
+        // Announced over the cap: refused before a frame is read (none would do).
+        assert!(matches!(
+            collect(&[], Some((2 << 30) - 1000), 1 << 20),
+            Ok(Bounded::Over(n)) if n == (2 << 30) - 1000
+        ));
+        // Not announced (chunked): refused once more than the cap arrived.
+        assert!(matches!(
+            collect(&[b"abc", b"def"], None, 5),
+            Ok(Bounded::Over(6))
+        ));
+        // Longer or shorter than announced.
+        let e = collect(&[b"abc", b"def"], Some(4), 10).unwrap_err();
+        assert!(e.contains("longer than the 4 bytes"), "{e}");
+        let e = collect(&[b"abc"], Some((2 << 30) - 1000), 3 << 30).unwrap_err();
+        assert!(e.contains("ended after 3 of the 2147482648 bytes"), "{e}");
+    }
 
     #[test]
     fn local_paths_resolve_dot_segments() {

@@ -1,1 +1,314 @@
 //! Hostile remote inputs (issue 21): each test fails without its fix.
+//!
+//! Remote bodies (items 7, 11) are served by a loopback HTTP server of this file ([`serve`]):
+//! chunked responses are read up to what the chunk may hold, a `Content-Length` over it is
+//! refused before the body is read, and one under it is not allocated before its bytes
+//! arrive.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::array::{Array, Int32Array};
+use serde_json::json;
+use zarrow::{
+    ChunkError, Error, Node, RemoteOptions, TableModel, TableOptions, ZarrArray, ZarrReadOptions,
+    ZarrScan, ZarrStore,
+};
+
+/// How the loopback server answers a path.
+#[derive(Clone)]
+enum Answer {
+    /// With its `Content-Length`.
+    Plain(Vec<u8>),
+    /// `Transfer-Encoding: chunked`, no `Content-Length` (small bodies in frames of 7 bytes).
+    Chunked(Vec<u8>),
+    /// `Content-Length: declared`, then `body` in two writes 100 ms apart, then the
+    /// connection closed.
+    Claiming { declared: u64, body: Vec<u8> },
+}
+
+/// A loopback HTTP server answering `answers` (path → answer; 404 elsewhere), on threads of
+/// its own for the life of the process; its base URL.
+fn serve(answers: HashMap<String, Answer>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let answers = Arc::new(answers);
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(socket) = socket else { return };
+            let answers = answers.clone();
+            std::thread::spawn(move || answer(socket, &answers));
+        }
+    });
+    url
+}
+
+fn answer(mut socket: TcpStream, answers: &HashMap<String, Answer>) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match socket.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&head).into_owned();
+    let mut line = text.split_whitespace();
+    let (method, path) = (line.next().unwrap_or(""), line.next().unwrap_or(""));
+    // Errors writing are the client hanging up (what a refused body does): not ours.
+    let _ = match (method, answers.get(path)) {
+        ("GET", Some(Answer::Plain(body))) => socket
+            .write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            )
+            .and_then(|()| socket.write_all(body)),
+        ("GET", Some(Answer::Chunked(body))) => {
+            let mut out =
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                    .to_vec();
+            let frame = if body.len() < 1000 { 7 } else { 64 << 10 };
+            for piece in body.chunks(frame) {
+                out.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                out.extend_from_slice(piece);
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend_from_slice(b"0\r\n\r\n");
+            socket.write_all(&out)
+        }
+        ("GET", Some(Answer::Claiming { declared, body })) => {
+            let (a, b) = body.split_at(body.len() / 2);
+            socket
+                .write_all(
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {declared}\r\nConnection: close\r\n\r\n"
+                    )
+                    .as_bytes(),
+                )
+                .and_then(|()| socket.write_all(a))
+                .and_then(|()| socket.flush())
+                .map(|()| std::thread::sleep(Duration::from_millis(100)))
+                .and_then(|()| socket.write_all(b))
+        }
+        _ => socket
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+    };
+    let _ = socket.shutdown(std::net::Shutdown::Both);
+}
+
+/// Fail fast: one try, short timeouts.
+fn quick() -> RemoteOptions {
+    RemoteOptions {
+        connect_timeout: Some(Duration::from_secs(2)),
+        timeout: Some(Duration::from_secs(5)),
+        max_retries: Some(0),
+        retry_timeout: Some(Duration::from_secs(1)),
+        ..Default::default()
+    }
+}
+
+/// A v3 array's `zarr.json`: 1-D, uncompressed.
+fn array_json(data_type: &str, shape: u64, chunk: u64, fill: serde_json::Value) -> Vec<u8> {
+    let codec = if data_type == "string" {
+        json!({"name": "vlen-utf8"})
+    } else {
+        json!({"name": "bytes", "configuration": {"endian": "little"}})
+    };
+    serde_json::to_vec(&json!({
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [shape],
+        "data_type": data_type,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": fill,
+        "codecs": [codec],
+    }))
+    .unwrap()
+}
+
+async fn open_remote(base: &str, path: &str) -> zarrow::Result<ZarrArray> {
+    let store = ZarrStore::open_configured(&format!("{base}/{path}"), &[], &quick())?;
+    match Node::open_store(store, path).await? {
+        Node::Array(a) => Ok(a),
+        Node::Group(_) => panic!("a group"),
+    }
+}
+
+/// The chunk error of `err`, checking it names `array` and `chunk`.
+fn chunk_error(err: Error, array: &str, chunk: &str) -> ChunkError {
+    let msg = err.to_string();
+    match err {
+        Error::Chunk {
+            array: a,
+            chunk: c,
+            source,
+        } => {
+            assert!(a.ends_with(array), "{msg}");
+            assert_eq!(c, chunk, "{msg}");
+            source
+        }
+        other => panic!("expected a chunk error of {array} {chunk}, got {other}"),
+    }
+}
+
+fn int32_chunk(values: &[i32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Item 7: a server that streams (no `Content-Length`) is read — metadata and chunks.
+#[tokio::test]
+async fn a_chunked_response_is_read() {
+    let base = serve(HashMap::from([
+        (
+            "/a/zarr.json".to_string(),
+            Answer::Chunked(array_json("int32", 8, 4, json!(0))),
+        ),
+        (
+            "/a/c/0".to_string(),
+            Answer::Chunked(int32_chunk(&[1, 2, 3, 4])),
+        ),
+        (
+            "/a/c/1".to_string(),
+            Answer::Chunked(int32_chunk(&[5, 6, 7, 8])),
+        ),
+    ]));
+    let array = open_remote(&base, "a").await.unwrap();
+    let opts = ZarrReadOptions::default();
+    for (chunk, want) in [(0u64, [1, 2, 3, 4]), (1, [5, 6, 7, 8])] {
+        let got = array.read_chunk(&[chunk], &opts).await.unwrap();
+        let got = got.as_any().downcast_ref::<Int32Array>().unwrap();
+        assert_eq!(got.values().to_vec(), want);
+    }
+}
+
+/// Item 7/11: a chunked response is read no further than what its chunk may hold (4 int32:
+/// twice 16 bytes and 1 MiB), and refused as too large, naming the array and the chunk.
+#[tokio::test]
+async fn a_chunked_response_longer_than_its_chunk_may_hold_is_refused() {
+    let base = serve(HashMap::from([
+        (
+            "/a/zarr.json".to_string(),
+            Answer::Plain(array_json("int32", 4, 4, json!(0))),
+        ),
+        ("/a/c/0".to_string(), Answer::Chunked(vec![7u8; 3 << 20])),
+    ]));
+    let array = open_remote(&base, "a").await.unwrap();
+    let err = array
+        .read_chunk(&[0], &ZarrReadOptions::default())
+        .await
+        .unwrap_err();
+    match chunk_error(err, "a", "c/0") {
+        ChunkError::TooLarge(m) => assert!(m.contains(&(32 + (1 << 20)).to_string()), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Item 11: a string chunk of 4 elements may hold about 4 × (4 + the item limit) bytes, far below
+/// the per-chunk cap: a `Content-Length` of 2 GiB − 1000 is refused before its body is read.
+#[tokio::test]
+async fn a_string_chunk_announcing_more_than_its_elements_may_hold_is_refused() {
+    let declared = (2u64 << 30) - 1000;
+    let base = serve(HashMap::from([
+        (
+            "/s/zarr.json".to_string(),
+            Answer::Plain(array_json("string", 4, 4, json!(""))),
+        ),
+        (
+            "/s/c/0".to_string(),
+            Answer::Claiming {
+                declared,
+                body: vec![0; 64],
+            },
+        ),
+    ]));
+    let array = open_remote(&base, "s").await.unwrap();
+    let err = array
+        .read_chunk(&[0], &ZarrReadOptions::default())
+        .await
+        .unwrap_err();
+    match chunk_error(err, "s", "c/0") {
+        ChunkError::TooLarge(m) => assert!(m.contains(&declared.to_string()), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Item 11: a `Content-Length` of 2 GiB − 1000 under a string chunk's cap (1000 elements may
+/// hold 2 GiB) is not allocated before its bytes arrive: the scan runs in a process of its own
+/// (`run_scan`) with 1 GiB of address space, and fails with the body cut short — not aborted
+/// allocating 2 GiB.
+#[tokio::test]
+async fn a_body_is_not_allocated_at_its_announced_length() {
+    let Ok(prlimit) = which("prlimit") else {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI needs prlimit (util-linux) for this test"
+        );
+        eprintln!("skipping: no prlimit");
+        return;
+    };
+    let declared = (2u64 << 30) - 1000;
+    let base = serve(HashMap::from([
+        (
+            "/s/zarr.json".to_string(),
+            Answer::Plain(array_json("string", 1000, 1000, json!(""))),
+        ),
+        (
+            "/s/c/0".to_string(),
+            Answer::Claiming {
+                declared,
+                body: vec![0; 64 << 10],
+            },
+        ),
+    ]));
+    let options = TableOptions {
+        remote: quick(),
+        ..Default::default()
+    };
+    let model = TableModel::open(&format!("{base}/s"), options)
+        .await
+        .unwrap();
+    let json = ZarrScan::new(&model).to_json().unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = std::process::Command::new(prlimit)
+            .arg(format!("--as={}", 1u64 << 30))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_run_scan"))
+            .env("MALLOC_ARENA_MAX", "2")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(json.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{:?}: {stderr}", out.status);
+    assert!(
+        stderr.contains("c/0") && !stderr.contains("memory allocation"),
+        "{stderr}"
+    );
+}
+
+fn which(tool: &str) -> Result<std::path::PathBuf, ()> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join(tool))
+        .find(|p| p.is_file())
+        .ok_or(())
+}

@@ -212,20 +212,22 @@ impl ZarrArray {
         }
     }
 
-    /// The most bytes a stored chunk of this array can take: for fixed-size elements twice
-    /// their decoded size and 1 MiB (no codec zarrow reads expands data by more; checksums,
-    /// headers and incompressible blocks add little), for variable-length ones the per-chunk
-    /// cap of [`ZarrReadOptions`]' default. A larger object is refused before it is read.
+    /// The most bytes a stored chunk of this array can take: twice what its elements decode to
+    /// at most ([`crate::decode::decoded_bound`]) and 1 MiB (no codec zarrow reads expands
+    /// data by more; checksums, headers and incompressible blocks add little), for
+    /// variable-length elements never over the per-chunk cap of [`ZarrReadOptions`]' default.
+    /// A larger object is refused before it is read (or, sent without its length, once that
+    /// much arrived).
     fn max_stored_bytes(&self) -> u64 {
-        let cap = ZarrReadOptions::default().max_chunk_bytes as u64;
+        let opts = ZarrReadOptions::default();
+        let n: u64 = self.meta.read_chunk_shape().iter().product();
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        let decoded =
+            crate::decode::decoded_bound(self.meta.read_chain(), &self.meta.data_type, n, &opts);
+        let stored = (decoded as u64).saturating_mul(2).saturating_add(1 << 20);
         match self.meta.data_type.fixed_size() {
-            Some(size) => {
-                let n: u64 = self.meta.read_chunk_shape().iter().product();
-                n.saturating_mul(size as u64)
-                    .saturating_mul(2)
-                    .saturating_add(1 << 20)
-            }
-            None => cap,
+            Some(_) => stored,
+            None => stored.min(opts.max_chunk_bytes as u64),
         }
     }
 
@@ -282,6 +284,17 @@ impl ZarrArray {
                 let Some(range) = self.shard_range(&loc, metrics).await? else {
                     return Ok(None);
                 };
+                let limit = self.max_stored_bytes();
+                let length = range.end.saturating_sub(range.start);
+                if length > limit {
+                    return Err(self.chunk_error(
+                        &loc,
+                        ChunkError::TooLarge(format!(
+                            "the shard index gives the inner chunk {length} bytes, more than its \
+                             elements can take ({limit})"
+                        )),
+                    ));
+                }
                 let started = Instant::now();
                 let bytes = self.store.get_range(&loc.key, range).await?;
                 metrics.add_fetch(bytes.len(), started.elapsed());
