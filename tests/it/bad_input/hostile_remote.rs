@@ -3,19 +3,24 @@
 //! Remote bodies (items 7, 11) are served by a loopback HTTP server of this file ([`serve`]):
 //! chunked responses are read up to what the chunk may hold, a `Content-Length` over it is
 //! refused before the body is read, and one under it is not allocated before its bytes
-//! arrive.
+//! arrive. Sparse matrices (items 12, 14): `indptr` is reserved from the scan's memory budget
+//! before it is read, and `indptr` and `indices` are checked whatever the query projects.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow::array::{Array, Int32Array};
+use arrow::array::{Array, Float32Array, Int32Array};
+use futures::TryStreamExt;
+use object_store::ObjectStoreExt;
 use serde_json::json;
+use zarrow::scan::ScanMemory;
 use zarrow::{
-    ChunkError, Error, Node, RemoteOptions, TableModel, TableOptions, ZarrArray, ZarrReadOptions,
-    ZarrScan, ZarrStore,
+    ChunkError, Error, Node, RemoteOptions, ScanContext, TableModel, TableOptions, ZarrArray,
+    ZarrReadOptions, ZarrScan, ZarrStore,
 };
 
 /// How the loopback server answers a path.
@@ -311,4 +316,226 @@ fn which(tool: &str) -> Result<std::path::PathBuf, ()> {
         .map(|dir| dir.join(tool))
         .find(|p| p.is_file())
         .ok_or(())
+}
+
+/// A CSR matrix of `shape` at `memory://{prefix}/X`: `indptr` as int64 in chunks of
+/// `ptr_chunk` offsets, `indices` as int32 and `data` as float32 in chunks of `chunk`.
+async fn sparse(
+    prefix: &str,
+    shape: [u64; 2],
+    (indptr, ptr_chunk): (&[i64], u64),
+    indices: &[i32],
+    chunk: u64,
+) {
+    let mem = zarrow::store::memory_store();
+    let put = |key: String, bytes: Vec<u8>| {
+        let mem = mem.clone();
+        async move {
+            mem.put(&format!("{prefix}/X/{key}").into(), bytes.into())
+                .await
+                .unwrap();
+        }
+    };
+    let group = json!({
+        "zarr_format": 3,
+        "node_type": "group",
+        "attributes": {"encoding-type": "csr_matrix", "encoding-version": "0.1.0", "shape": shape},
+    });
+    put("zarr.json".into(), serde_json::to_vec(&group).unwrap()).await;
+    let nnz = indices.len() as u64;
+    let data: Vec<f32> = (0..nnz).map(|k| k as f32 + 0.5).collect();
+    let arrays: [(&str, &str, Vec<Vec<u8>>, u64, u64); 3] = [
+        (
+            "indptr",
+            "int64",
+            indptr.iter().map(|v| v.to_le_bytes().to_vec()).collect(),
+            indptr.len() as u64,
+            ptr_chunk,
+        ),
+        (
+            "indices",
+            "int32",
+            indices.iter().map(|v| v.to_le_bytes().to_vec()).collect(),
+            nnz,
+            chunk,
+        ),
+        (
+            "data",
+            "float32",
+            data.iter().map(|v| v.to_le_bytes().to_vec()).collect(),
+            nnz,
+            chunk,
+        ),
+    ];
+    for (name, dtype, items, len, chunk) in arrays {
+        let fill = if dtype == "float32" {
+            json!(0.0)
+        } else {
+            json!(0)
+        };
+        put(
+            format!("{name}/zarr.json"),
+            array_json(dtype, len, chunk, fill),
+        )
+        .await;
+        for (c, part) in items.chunks(chunk as usize).enumerate() {
+            let mut bytes = part.concat();
+            // The last chunk is stored whole.
+            bytes.resize(chunk as usize * part[0].len(), 0);
+            put(format!("{name}/c/{c}"), bytes).await;
+        }
+    }
+}
+
+/// Scan `columns` of the matrix at `memory://{prefix}/X` with `memory` as budget.
+async fn scan_sparse(
+    prefix: &str,
+    columns: &[&str],
+    memory: Option<Arc<dyn ScanMemory>>,
+) -> zarrow::Result<Vec<arrow::array::RecordBatch>> {
+    let model = TableModel::open(&format!("memory://{prefix}/X"), TableOptions::default()).await?;
+    let mut scan = ZarrScan::new(&model);
+    scan.columns = columns.iter().map(|c| c.to_string()).collect();
+    let ctx = ScanContext {
+        memory,
+        ..Default::default()
+    };
+    scan.stream(Arc::new(model), ctx)?.try_collect().await
+}
+
+/// Item 14: a bad `indptr` or `indices` is an error naming the array and its chunk whatever
+/// the query projects — never stored elements handed out of a matrix that is not one.
+#[tokio::test]
+async fn a_sparse_matrix_is_checked_whatever_is_projected() {
+    let (good_ptr, good_idx) = ([0i64, 2, 2, 5, 6], [0i32, 1, 2, 0, 1, 2]);
+    sparse("hostile_sparse_ok", [4, 3], (&good_ptr, 2), &good_idx, 2).await;
+    for columns in [&["X"][..], &["dim_1", "X"], &["dim_0", "dim_1", "X"]] {
+        let batches = scan_sparse("hostile_sparse_ok", columns, None)
+            .await
+            .unwrap();
+        let x = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+        let x = x.column_by_name("X").unwrap();
+        let x = x.as_any().downcast_ref::<Float32Array>().unwrap();
+        assert_eq!(x.values().to_vec(), [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]);
+    }
+    // The indptr decreases at its element 2 (chunk c/1 of 2 offsets each).
+    sparse(
+        "hostile_sparse_ptr",
+        [4, 3],
+        (&[0, 3, 2, 5, 6], 2),
+        &good_idx,
+        2,
+    )
+    .await;
+    // One ending short of the 6 stored elements leaves elements out (element 4: c/2).
+    sparse(
+        "hostile_sparse_end",
+        [4, 3],
+        (&[0, 2, 2, 5, 5], 2),
+        &good_idx,
+        2,
+    )
+    .await;
+    // An index past the 3 columns at stored element 2 (c/1).
+    sparse(
+        "hostile_sparse_idx",
+        [4, 3],
+        (&good_ptr, 2),
+        &[0, 1, 3, 0, 1, 2],
+        2,
+    )
+    .await;
+    let cases = [
+        ("hostile_sparse_ptr", "indptr", "c/1"),
+        ("hostile_sparse_end", "indptr", "c/2"),
+        ("hostile_sparse_idx", "indices", "c/1"),
+    ];
+    for (prefix, array, chunk) in cases {
+        for columns in [&["X"][..], &["dim_1", "X"], &["dim_0", "X"], &["dim_0"]] {
+            let err = scan_sparse(prefix, columns, None)
+                .await
+                .expect_err(&format!("{prefix} {columns:?} was read"));
+            match chunk_error(err, array, chunk) {
+                ChunkError::Offsets(_) if array == "indptr" => {}
+                ChunkError::Invalid(m) if array == "indices" => {
+                    assert!(m.contains("index 3") && m.contains("3 positions"), "{m}")
+                }
+                other => panic!("{prefix} {columns:?}: {other:?}"),
+            }
+        }
+    }
+}
+
+/// A budget of `limit` bytes counting what is reserved, and the most ever reserved.
+#[derive(Debug)]
+struct Budget {
+    limit: usize,
+    used: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl Budget {
+    fn new(limit: usize) -> Arc<Self> {
+        Arc::new(Budget {
+            limit,
+            used: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+        })
+    }
+}
+
+impl ScanMemory for Budget {
+    fn try_grow(&self, bytes: usize) -> Result<(), String> {
+        let now = self.used.load(Ordering::SeqCst);
+        if now + bytes > self.limit {
+            return Err(format!(
+                "{bytes} bytes more than the {} left",
+                self.limit - now
+            ));
+        }
+        let now = self.used.fetch_add(bytes, Ordering::SeqCst) + bytes;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        Ok(())
+    }
+    fn shrink(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::SeqCst);
+    }
+}
+
+/// Item 12: `indptr`, read whole whatever is projected, is reserved from the scan's budget
+/// before it is read: 200 001 int64 offsets (3.2 MB with their conversion) do not fit 1 MiB.
+#[tokio::test]
+async fn a_sparse_matrix_indptr_is_reserved_from_the_budget() {
+    let rows = 200_000usize;
+    let mut indptr = vec![0i64, 2, 2, 5];
+    indptr.resize(rows + 1, 6);
+    let indices = [0i32, 1, 2, 0, 1, 2];
+    sparse(
+        "hostile_sparse_big",
+        [rows as u64, 3],
+        (&indptr, 1 << 18),
+        &indices,
+        6,
+    )
+    .await;
+    let held = (rows as u64 + 1) * 16;
+    for columns in [&["X"][..], &["dim_0", "X"]] {
+        let small = Budget::new(1 << 20);
+        let err = scan_sparse("hostile_sparse_big", columns, Some(small.clone()))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::ResourcesExhausted(_))
+                && err.to_string().contains(&held.to_string()),
+            "{err}"
+        );
+        assert_eq!(small.used.load(Ordering::SeqCst), 0);
+        let enough = Budget::new(8 << 20);
+        let batches = scan_sparse("hostile_sparse_big", columns, Some(enough.clone()))
+            .await
+            .unwrap();
+        assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 6);
+        assert!(enough.peak.load(Ordering::SeqCst) as u64 >= held);
+        assert_eq!(enough.used.load(Ordering::SeqCst), 0);
+    }
 }

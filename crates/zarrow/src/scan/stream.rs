@@ -34,6 +34,8 @@ pub struct ZarrRecordBatchStream {
     schema: SchemaRef,
     metrics: ScanMetrics,
     inner: BoxStream<'static, Result<RecordBatch>>,
+    /// The memory reserved for what the table holds whole, given back with the stream.
+    _whole: Held,
 }
 
 impl std::fmt::Debug for ZarrRecordBatchStream {
@@ -78,6 +80,15 @@ pub(super) fn open(
     let batch_size = scan.batch_size.max(1);
     let metrics = ctx.metrics.clone();
     let memory = ctx.memory.clone().map(Budget::new);
+    // What the table holds whole (a sparse matrix's `indptr`), reserved before it is read.
+    let mut whole = Held::new(memory.clone());
+    let held_whole = usize::try_from(model.held_whole_bytes()).unwrap_or(usize::MAX);
+    whole.grow(held_whole, &|| {
+        format!(
+            "the {held_whole} bytes of '{}' read whole",
+            model.location()
+        )
+    })?;
     let read = ReadContext {
         options: model.options().read.clone(),
         cache: Some(ctx.cache),
@@ -170,6 +181,7 @@ pub(super) fn open(
         schema,
         metrics,
         inner,
+        _whole: whole,
     })
 }
 

@@ -224,7 +224,7 @@ impl TableModel {
             }
             SourceKind::SparseMinor { indices, size } => {
                 let v = indices.read_region_in(&a_start, &a_shape, ctx).await?;
-                sparse::minor_positions(v, *size, indices.path())?
+                sparse::minor_positions(v, *size, indices, a_start[0])?
             }
             SourceKind::Categorical {
                 codes,
@@ -247,6 +247,54 @@ impl TableModel {
         broadcast(values, shape, &map)
     }
 
+    /// A sparse matrix's `indptr` and its `indices` over the box `start .. start + shape`
+    /// checked where their columns are not projected (projected, reading them checks them):
+    /// stored elements are handed out only from a valid matrix, whichever columns are asked
+    /// for. `indptr` is read once per table; `indices` are as many as the values read.
+    async fn check_sparse(
+        &self,
+        start: &[u64],
+        shape: &[u64],
+        projection: &[usize],
+        ctx: &ReadContext,
+    ) -> Result<()> {
+        for (i, c) in self.columns.iter().enumerate() {
+            if projection.contains(&i) {
+                continue;
+            }
+            match &c.kind {
+                SourceKind::SparseMajor {
+                    indptr,
+                    nnz,
+                    loaded,
+                } => {
+                    sparse::loaded_indptr(loaded, indptr, *nnz, ctx).await?;
+                }
+                SourceKind::SparseMinor { .. } => {
+                    self.read_column(i, start, shape, ctx).await?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes a scan of this table holds whole for its life, whatever it projects: a
+    /// sparse matrix's `indptr` (its offsets as i64, and as read while they are converted).
+    pub(crate) fn held_whole_bytes(&self) -> u64 {
+        self.columns
+            .iter()
+            .map(|c| match &c.kind {
+                SourceKind::SparseMajor { indptr, .. } => {
+                    let n = indptr.shape()[0];
+                    let item = indptr.metadata().data_type.fixed_size().unwrap_or(8) as u64;
+                    n.saturating_mul(8 + item)
+                }
+                _ => 0,
+            })
+            .fold(0, u64::saturating_add)
+    }
+
     /// What each projected column of chunk `coords` is cut from. Columns that follow the
     /// driver's chunking come from `fetched` (their stored bytes, from
     /// [`Self::fetch_aligned`]) and are decoded a batch at a time; the others are read whole
@@ -259,6 +307,7 @@ impl TableModel {
         ctx: &ReadContext,
     ) -> Result<Vec<ColumnRuns>> {
         let (start, shape) = self.chunk_region(coords)?;
+        self.check_sparse(&start, &shape, projection, ctx).await?;
         let reads = projection.iter().zip(fetched).map(|(&i, stored)| {
             let (start, shape) = (&start, &shape);
             async move {

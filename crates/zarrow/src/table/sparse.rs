@@ -11,9 +11,10 @@
 //! The table has one dimension, the stored elements (`nnz`), chunked as `data` is, so `data`'s
 //! chunks are read once each and handed out a batch at a time like any array's. The
 //! compressed dimension's position of element `k` is the `r` with `indptr[r] <= k <
-//! indptr[r + 1]`: `indptr` is read whole once (it is checked: non-decreasing, within `data`,
-//! no longer than the chunk limit allows), the other dimension is `indices` as Int64, checked
-//! against the matrix shape.
+//! indptr[r + 1]`: `indptr` is read whole once (it is checked: from 0, non-decreasing, ending
+//! at `nnz`, no longer than the chunk limit allows; a scan under a memory budget reserves it
+//! first), the other dimension is `indices` as Int64, checked against the matrix shape. Both
+//! are checked whenever the matrix is read, whichever of its columns a query asks for.
 
 use std::sync::Arc;
 
@@ -25,6 +26,7 @@ use arrow_array::{Array, ArrayRef, Int64Array};
 use arrow_schema::DataType as ArrowType;
 use serde_json::Value;
 
+use crate::error::ChunkError;
 use crate::node::{Node, ZarrGroup};
 use crate::options::ZarrReadOptions;
 use crate::{Error, ReadContext, Result, ZarrArray};
@@ -117,8 +119,9 @@ pub(super) async fn open(group: &ZarrGroup) -> Result<Option<SparseMatrix>> {
     }))
 }
 
-/// `indptr`, read whole and checked: non-decreasing from 0, ending within `data`'s `nnz`
-/// elements, and no larger than the chunk limit (it is held for the table's life).
+/// `indptr`, read whole, no larger than the chunk limit (it is held for the table's life),
+/// and checked (see [`check_indptr`]; its length was checked at open): a bad offset is an
+/// error naming `indptr` and its chunk.
 pub(super) async fn load_indptr(
     indptr: &ZarrArray,
     nnz: u64,
@@ -134,29 +137,60 @@ pub(super) async fn load_indptr(
         )));
     }
     let raw = indptr.read_region_in(&[0], &[n], ctx).await?;
-    let offsets: Vec<i64> = as_i64(raw.as_ref())
+    let offsets = as_i64(raw.as_ref())
         .ok_or_else(|| bad("offsets are not integers".into()))?
-        .into_iter()
-        .collect::<Option<Vec<i64>>>()
-        .ok_or_else(|| bad("an offset does not fit in 64 bits".into()))?;
-    if offsets.first().is_some_and(|&o| o != 0) {
-        return Err(bad(format!("offsets start at {}, not 0", offsets[0])));
+        .map_err(|k| {
+            element_error(
+                indptr,
+                k as u64,
+                ChunkError::Offsets(format!("indptr's element {k} does not fit in 64 bits")),
+            )
+        })?;
+    drop(raw);
+    check_indptr(&offsets, nnz)
+        .map_err(|(k, why)| element_error(indptr, k as u64, ChunkError::Offsets(why)))?;
+    Ok(Arc::new(offsets))
+}
+
+/// Where and why `offsets` are not a sparse matrix's `indptr` over `nnz` stored elements:
+/// they start at 0, never decrease, and end at `nnz`.
+fn check_indptr(offsets: &[i64], nnz: u64) -> std::result::Result<(), (usize, String)> {
+    if let Some(&first) = offsets.first().filter(|&&o| o != 0) {
+        return Err((0, format!("offsets start at {first}, not 0")));
     }
     if let Some(w) = offsets.windows(2).position(|w| w[1] < w[0]) {
-        return Err(bad(format!(
-            "offsets decrease at {w}: {} then {}",
-            offsets[w],
-            offsets[w + 1]
-        )));
+        return Err((
+            w + 1,
+            format!(
+                "offsets decrease at element {}: {} then {}",
+                w + 1,
+                offsets[w],
+                offsets[w + 1]
+            ),
+        ));
     }
-    if let Some(&last) = offsets.last() {
-        if last as u64 > nnz {
-            return Err(bad(format!(
-                "the last offset {last} is past the {nnz} stored elements"
-            )));
-        }
+    let end = offsets.len().saturating_sub(1);
+    match offsets.last().map(|&last| (last, u64::try_from(last))) {
+        Some((last, Ok(l))) if l > nnz => Err((
+            end,
+            format!("the last offset {last} is past the {nnz} stored elements of `data`"),
+        )),
+        Some((last, _)) if u64::try_from(last) != Ok(nnz) => Err((
+            end,
+            format!("the last offset {last} leaves stored elements of the {nnz} in `data` out"),
+        )),
+        _ => Ok(()),
     }
-    Ok(Arc::new(offsets))
+}
+
+/// The error of element `k` of the 1-D `array`, naming its chunk.
+fn element_error(array: &ZarrArray, k: u64, source: ChunkError) -> Error {
+    let per = array.chunk_shape().first().copied().unwrap_or(1).max(1);
+    Error::chunk(
+        array.path(),
+        array.chunk_location(&[k / per]).to_string(),
+        source,
+    )
 }
 
 /// A sparse matrix's `indptr`, as what the compressed-dimension positions of the stored
@@ -226,19 +260,23 @@ pub(super) fn major_positions(
     Ok(Arc::new(Int64Array::from(out)))
 }
 
-/// The values of an integer array as i64 (`None` for a value that does not fit, a u64 past
+/// The values of an integer array as i64 (`Err(k)`: element `k` does not fit, a u64 past
 /// i64::MAX); `None` if the array is not of integers.
-fn as_i64(a: &dyn Array) -> Option<Vec<Option<i64>>> {
+fn as_i64(a: &dyn Array) -> Option<std::result::Result<Vec<i64>, usize>> {
     macro_rules! ints {
-        ($t:ty) => {
-            a.as_primitive::<$t>()
-                .values()
-                .iter()
-                .map(|v| i64::try_from(*v).ok())
-                .collect()
-        };
+        ($t:ty) => {{
+            let values = a.as_primitive::<$t>().values();
+            let mut out = Vec::with_capacity(values.len());
+            for (k, v) in values.iter().enumerate() {
+                match i64::try_from(*v) {
+                    Ok(v) => out.push(v),
+                    Err(_) => return Some(Err(k)),
+                }
+            }
+            out
+        }};
     }
-    Some(match a.data_type() {
+    Some(Ok(match a.data_type() {
         ArrowType::Int8 => ints!(Int8Type),
         ArrowType::Int16 => ints!(Int16Type),
         ArrowType::Int32 => ints!(Int32Type),
@@ -248,28 +286,42 @@ fn as_i64(a: &dyn Array) -> Option<Vec<Option<i64>>> {
         ArrowType::UInt32 => ints!(UInt32Type),
         ArrowType::UInt64 => ints!(UInt64Type),
         _ => return None,
-    })
+    }))
 }
 
-/// `indices` as Int64 positions along the other dimension, each checked against its size.
-pub(super) fn minor_positions(indices: ArrayRef, size: u64, path: &str) -> Result<ArrayRef> {
-    let values = as_i64(indices.as_ref()).ok_or_else(|| {
-        Error::InvalidArgument(format!("sparse matrix '{path}': indices are not integers"))
-    })?;
-    let mut out = Vec::with_capacity(values.len());
-    for v in values {
-        match v {
-            Some(v) if v >= 0 && (v as u64) < size => out.push(v),
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "sparse matrix '{path}': index {} is outside the {size} positions of its \
-                     dimension",
-                    other.map_or("past 2^63".to_string(), |v| v.to_string())
-                )))
-            }
-        }
+/// `indices`' stored elements `start ..` (`values`) as Int64 positions along the other
+/// dimension, each checked against its `size`: one outside is an error naming `indices` and
+/// its chunk.
+pub(super) fn minor_positions(
+    values: ArrayRef,
+    size: u64,
+    indices: &ZarrArray,
+    start: u64,
+) -> Result<ArrayRef> {
+    let not_integers = || {
+        Error::InvalidArgument(format!(
+            "sparse matrix '{}': indices are not integers",
+            indices.path()
+        ))
+    };
+    let outside = |k: usize, value: String| {
+        let k = start + k as u64;
+        element_error(
+            indices,
+            k,
+            ChunkError::Invalid(format!(
+                "index {value} of stored element {k} is outside the {size} positions of its \
+                 dimension"
+            )),
+        )
+    };
+    let positions = as_i64(values.as_ref())
+        .ok_or_else(not_integers)?
+        .map_err(|k| outside(k, "past 2^63".into()))?;
+    if let Some(k) = positions.iter().position(|&v| v < 0 || v as u64 >= size) {
+        return Err(outside(k, positions[k].to_string()));
     }
-    Ok(Arc::new(Int64Array::from(out)))
+    Ok(Arc::new(Int64Array::from(positions)))
 }
 
 #[cfg(test)]
@@ -312,15 +364,15 @@ mod tests {
     }
 
     #[test]
-    fn indices_are_checked() {
-        let ok: ArrayRef = Arc::new(arrow_array::Int32Array::from(vec![0, 4, 2]));
-        assert_eq!(
-            minor_positions(ok, 5, "m").unwrap().data_type(),
-            &ArrowType::Int64
-        );
-        let bad: ArrayRef = Arc::new(arrow_array::Int32Array::from(vec![0, 5]));
-        assert!(minor_positions(bad, 5, "m").is_err());
-        let negative: ArrayRef = Arc::new(arrow_array::Int32Array::from(vec![-1]));
-        assert!(minor_positions(negative, 5, "m").is_err());
+    fn indptr_is_checked() {
+        assert_eq!(check_indptr(&[0, 2, 2, 5, 6], 6), Ok(()));
+        assert_eq!(check_indptr(&[0], 0), Ok(()));
+        let at = |offsets: &[i64], nnz| check_indptr(offsets, nnz).unwrap_err().0;
+        assert_eq!(at(&[1, 2, 6], 6), 0);
+        // The issue's: `0,3,2,5,6` decreases at element 2.
+        assert_eq!(at(&[0, 3, 2, 5, 6], 6), 2);
+        assert_eq!(at(&[0, 2, 5], 6), 2);
+        assert_eq!(at(&[0, 2, 7], 6), 2);
+        assert_eq!(at(&[0, 2, -1], 6), 2);
     }
 }
