@@ -859,10 +859,38 @@ fn same_over(base: &str) {
     assert!(schema.contains("station_name"), "{schema}");
 }
 
+/// Parquet, CSV, JSON and Arrow files by location over a remote base, as datafusion-cli reads
+/// them: `FROM '<url>'` and `CREATE EXTERNAL TABLE … LOCATION '<url>'` give what the local files
+/// give.
+fn same_files_over(base: &str) {
+    let local = format!("{}/{FIXTURES}", root().display());
+    for (file, format) in [
+        ("obs.parquet", "PARQUET"),
+        ("obs.csv", "CSV"),
+        ("obs.json", "JSON"),
+        ("obs.arrow", "ARROW"),
+    ] {
+        let by_location = "SELECT cell_type, count(*) AS n, sum(n_genes) AS g \
+             FROM '{}/files/FILE' GROUP BY cell_type ORDER BY cell_type"
+            .replace("FILE", file);
+        let remote_out = ok(&["sql", "-f", "csv", &by_location.replace("{}", base)]);
+        let local_out = ok(&["sql", "-f", "csv", &by_location.replace("{}", &local)]);
+        assert_eq!(remote_out.lines().count(), 6, "{file}: {remote_out}");
+        assert_eq!(remote_out, local_out, "{file} over {base}");
+        let external = format!(
+            "CREATE EXTERNAL TABLE t STORED AS {format} LOCATION '{base}/files/{file}'; \
+             SELECT count(*) AS n, max(barcode) AS b FROM t"
+        );
+        let out = ok(&["sql", "-f", "csv", &external]);
+        assert_eq!(out, "n,b\n1000,cell-00999\n", "{file} over {base}");
+    }
+}
+
 #[test]
 fn sql_over_http() {
     if let Some(base) = remote("ZARROW_TEST_HTTP") {
         same_over(&base);
+        same_files_over(&base);
     }
 }
 
@@ -870,6 +898,7 @@ fn sql_over_http() {
 fn sql_over_s3() {
     if let Some(base) = remote("ZARROW_TEST_S3") {
         same_over(&base);
+        same_files_over(&base);
     }
 }
 

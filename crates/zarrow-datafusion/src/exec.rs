@@ -17,7 +17,7 @@ use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{internal_err, Statistics};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit, MemoryReservation};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -348,7 +348,9 @@ impl ExecutionPlan for ZarrScanExec {
             }
         }
         let consumer = MemoryConsumer::new(format!("ZarrScan[{partition}]"));
-        let memory = PoolReservation(consumer.register(context.memory_pool()));
+        let pool = context.memory_pool();
+        let bounded = !matches!(pool.memory_limit(), MemoryLimit::Infinite);
+        let memory = PoolReservation(consumer.register(pool), bounded);
         let ctx = ScanContext {
             metrics: metrics.clone(),
             memory: Some(Arc::new(memory)),
@@ -522,7 +524,7 @@ impl ExecutionPlan for ZarrScanExec {
 /// stream holds (stored bytes fetched ahead, columns read whole) is counted there, so a
 /// `--memory-limit` bounds it (see `zarrow::scan::ScanMemory`).
 #[derive(Debug)]
-struct PoolReservation(MemoryReservation);
+struct PoolReservation(MemoryReservation, bool);
 
 impl zarrow::scan::ScanMemory for PoolReservation {
     fn try_grow(&self, bytes: usize) -> std::result::Result<(), String> {
@@ -535,5 +537,12 @@ impl zarrow::scan::ScanMemory for PoolReservation {
     fn shrink(&self, bytes: usize) {
         // Never below zero (which would panic): a guard gives back only what it reserved.
         let _ = self.0.try_shrink(bytes);
+    }
+
+    /// DataFusion's `UnboundedMemoryPool` (the default runtime) only counts: the scan reads
+    /// ahead `concurrency` chunks. A finite pool, or one that does not say (custom pools),
+    /// is a limit.
+    fn is_bounded(&self) -> bool {
+        self.1
     }
 }

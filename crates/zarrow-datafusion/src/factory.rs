@@ -172,9 +172,10 @@ impl ZarrUrlTableFactory {
 impl UrlTableFactory for ZarrUrlTableFactory {
     async fn try_new(&self, url: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         if !is_zarr_location(url) {
-            if !self.bound.load(Ordering::Acquire) {
+            let Some(state) = self.session_state() else {
                 return Ok(None);
-            }
+            };
+            crate::remote_files::ensure_store(&state, url)?;
             return self.inner.try_new(url).await;
         }
         let table = match self.session_state() {

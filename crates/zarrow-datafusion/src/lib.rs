@@ -13,6 +13,7 @@
 //!  ZarrTableFactory (STORED AS ZARR)
 //!  ZarrUrlTableFactory (FROM 'x.zarr/node')   stores: the session's registered object store
 //!  ZarrConfig (SET zarrow.*)                  for a URL if there is one, else zarrow's own
+//!  remote_files: other formats' remote locations get zarrow's store on first use
 //! ```
 //!
 //! Start with [`zarr_session_context`], or [`SessionContextZarrExt::register_zarr`] on a
@@ -23,6 +24,7 @@ mod exec;
 mod factory;
 mod options;
 mod pruning;
+mod remote_files;
 mod session;
 mod table;
 

@@ -13,6 +13,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::factory::{ZarrTableFactory, ZarrUrlTableFactory};
 use crate::options::{ZarrConfig, ZarrTableOptions};
+use crate::remote_files::RemoteFiles;
 use crate::table::ZarrTable;
 
 /// Zarr on a [`SessionContext`], as `register_parquet` / `read_parquet` are for Parquet.
@@ -71,6 +72,10 @@ pub fn zarr_session_state_with_runtime(
         .with_runtime_env(runtime)
         .with_default_features()
         .build();
+    // DataFusion's file formats (PARQUET, CSV, …) open remote locations as datafusion-cli does.
+    for factory in state.table_factories_mut().values_mut() {
+        *factory = Arc::new(RemoteFiles(factory.clone()));
+    }
     state
         .table_factories_mut()
         .insert("ZARR".to_string(), Arc::new(ZarrTableFactory));

@@ -11,8 +11,9 @@
 //! steady consumer — not one that lets go between chunks and finds, when it asks again, that a
 //! spilling operator took the room meanwhile. The reservation goes when the stream does.
 //!
-//! Under a budget the scan reads one chunk of rows ahead (not `concurrency` of them), so it holds
-//! at most two chunks a stream. The chunk ahead, fetched while the current one is handed out,
+//! Under a bounded budget the scan reads one chunk of rows ahead (not `concurrency` of them), so
+//! it holds at most two chunks a stream; under an unbounded one (only counted) it reads ahead as
+//! far as `concurrency` allows. The chunk ahead, fetched while the current one is handed out,
 //! keeps its bytes unreserved if the budget is full and tries again when its turn comes, after
 //! the chunk before it gave its bytes back; only then is a full budget an error (the read-ahead
 //! never deadlocks on memory that only a later chunk could free).
@@ -28,6 +29,12 @@ pub trait ScanMemory: Send + Sync + std::fmt::Debug {
     fn try_grow(&self, bytes: usize) -> std::result::Result<(), String>;
     /// Give `bytes` back.
     fn shrink(&self, bytes: usize);
+    /// Whether the budget has a limit. Without one (DataFusion's unbounded pool) a scan reads
+    /// `concurrency` chunks ahead as it does with no budget at all; with one, one chunk of rows
+    /// ahead (see the module docs).
+    fn is_bounded(&self) -> bool {
+        true
+    }
 }
 
 /// One stream's use of a [`ScanMemory`]: bytes in use and bytes reserved (the most ever in use).

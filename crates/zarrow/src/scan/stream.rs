@@ -114,8 +114,8 @@ pub(super) fn open(
         .filter(|&&i| model.fetched_ahead(i).is_some())
         .count();
     let mut ahead = (read.options.concurrency / per_chunk.max(1)).max(1);
-    if ctx.memory.is_some() {
-        // Under a memory budget, one chunk of rows ahead of the one handed out: what the scan
+    if ctx.memory.as_ref().is_some_and(|m| m.is_bounded()) {
+        // Under a memory limit, one chunk of rows ahead of the one handed out: what the scan
         // holds stays two chunks whatever `concurrency` says (its column reads still run at
         // once), and leaves the rest of the budget to the query's other operators.
         ahead = ahead.min(2);
