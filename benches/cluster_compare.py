@@ -186,7 +186,8 @@ def main() -> None:
           f"{args.tasks_per_executor} concurrent tasks per executor, machine: {sc.cpu_model()}, "
           f"{os.cpu_count()} cores; median of {args.repeat}")
     print(sc.table(headers, rows, args.markdown))
-    results = {"rows": args.rows, "chunk": args.chunk, "partitions": args.partitions,
+    results = {"stamp": sc.machine_facts(args),
+               "rows": args.rows, "chunk": args.chunk, "partitions": args.partitions,
                "tasks_per_executor": args.tasks_per_executor, "times": times, "fetched": fetched}
     out = Path(stamp["root"]) / "cluster_compare_results.json"
     out.write_text(json.dumps(results, indent=2) + "\n")

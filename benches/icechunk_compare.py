@@ -107,7 +107,8 @@ def main() -> None:
           f"(each query its own zarrow process; {sc.cpu_model()}, {sc.os.cpu_count()} cores)")
     print(sc.table(["query", "what", "store", "repository", "repo/store"], rows, markdown=True))
     out = root / "icechunk_compare_results.json"
-    out.write_text(json.dumps({"rows": args.rows, "chunk": args.chunk, "times": times}, indent=1) + "\n")
+    out.write_text(json.dumps({"stamp": sc.machine_facts(args), "rows": args.rows,
+                               "chunk": args.chunk, "times": times}, indent=1) + "\n")
     sc.log(f"numbers in {out}")
 
 

@@ -9,6 +9,10 @@
   within 10 %: the FFI must cost nothing measurable).
 
     python benches/python_compare.py [--data DIR] [--repeat N] [--cli-ratios FILE] [--markdown]
+        [--json FILE]
+
+`--json FILE` writes every timing, the versions and the run's stamp (commit, machine, date) for
+`benches/report.py`.
 
 Run it in a venv with the release wheel (`maturin build --release`), datafusion 55, pyarrow
 and zarr installed, after `sql_compare.py` made the data (default: the 10M-row set).
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -58,6 +63,8 @@ def main() -> None:
     ap.add_argument("--cli-ratios", type=Path, default=None,
                     help="sql_compare.py's results JSON, for the CLI's zarr/Parquet ratios")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="also write every timing and the run's stamp to this file")
     args = ap.parse_args()
     group, parquet = args.data / "bench.zarr", args.data / "bench.parquet"
     label = group / "label"
@@ -71,6 +78,7 @@ def main() -> None:
     pctx = datafusion.SessionContext()
     pctx.register_parquet("t", str(parquet))
     results = {}
+    timings = {}
     for name, sql in QUERIES.items():
         z = zctx.sql(sql).to_arrow_table()
         p = pctx.sql(sql).to_arrow_table()
@@ -79,6 +87,7 @@ def main() -> None:
         zt = timed(lambda: zctx.sql(sql).to_arrow_table(), args.repeat)
         pt = timed(lambda: pctx.sql(sql).to_arrow_table(), args.repeat)
         results[name] = (med(zt), min(zt), med(pt), min(pt))
+        timings[name] = {"zarr": zt, "parquet": pt}
 
     cli = {}
     if args.cli_ratios and args.cli_ratios.is_file():
@@ -105,6 +114,22 @@ def main() -> None:
             name, f"{zm:.3f} (min {zmin:.3f})", f"{pm:.3f} (min {pmin:.3f})", f"{ratio:.2f}",
             f"{c:.2f}" if c else "-", f"{ratio / c:.2f}" if c else "-",
         ]))
+
+    if args.json:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import sql_compare  # its run stamp (it needs numpy and zarr, as this script does)
+
+        args.json.write_text(json.dumps({
+            "stamp": {**sql_compare.run_stamp(), "zarrow": zarrow.__version__,
+                      "datafusion_python": datafusion.__version__, "pyarrow": pa.__version__,
+                      "zarr_python": zarr.__version__},
+            "data": str(args.data), "rows": rows, "repeat": args.repeat,
+            "queries": QUERIES,
+            "label_read": {"zarr_python": zp, "zarrow": zr},
+            "results": timings,
+            "cli_ratios": cli,
+        }, indent=2) + "\n")
+        print(f"results: {args.json}")
 
 
 if __name__ == "__main__":

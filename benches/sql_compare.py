@@ -37,6 +37,7 @@ Prints a table (`--markdown`: also as markdown) and writes the numbers to
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -614,7 +615,9 @@ def report(args, facts: dict, results: dict, label: dict, rss_big: dict | None,
     return "\n".join(out), misses
 
 
-def machine_facts(args) -> dict:
+def run_stamp() -> dict:
+    """What every harness writes into its results file as `stamp` (benches/report.py prints it
+    above each table): the commit, the machine and the date of the run."""
     mem = "?"
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -625,15 +628,22 @@ def machine_facts(args) -> dict:
     git = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
                          capture_output=True, text=True).stdout.strip() or "?"
     return {
+        "git": git,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu": cpu_model(),
         "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "mem": mem,
         "os": f"{platform.system()} {platform.release()}",
+    }
+
+
+def machine_facts(args) -> dict:
+    return {
+        **run_stamp(),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "zarr_python": zarr.__version__,
         "zarrow": run_checked([str(args.zarrow), "--version"]).strip(),
-        "git": git,
     }
 
 
@@ -726,6 +736,7 @@ def main() -> None:
     print(text)
     out = args.data_dir / "sql_compare_results.json"
     out.write_text(json.dumps({
+        "stamp": facts["machine"],
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "queries": {qid: {"description": desc, "sql": sql} for qid, desc, sql, _ in QUERIES},
         "facts": facts,
