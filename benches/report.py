@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Render docs/benchmarks.md from the benchmark harnesses' result files.
+
+    python3 benches/report.py                  # benches/results/*.json -> docs/benchmarks.md
+    python3 benches/report.py --check          # exit 1 if docs/benchmarks.md is not what it renders
+    python3 benches/report.py --results DIR --out FILE
+
+Every figure on the page comes from a result file, and every table is stamped with the commit,
+machine and date its file records; each target is checked against the figures of the run that
+measured them. A result file is the JSON a harness writes (`sql_compare.py`,
+`cluster_compare.py`, `icechunk_compare.py`, `python_compare.py --json`), copied into
+`benches/results/` under a name that starts with the harness's (`sql_compare_results*.json`, …).
+With no result files the page says how to produce them and holds no figures. Standard library
+only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GIB = 1 << 30
+
+# Targets, as the harnesses state them (sql_compare.py, icechunk_compare.py, python_compare.py).
+SQL_RATIO_MAX = 1.25          # zarr / Parquet, every query
+LABEL_SPEEDUP_MIN = 20.0      # zarr-python / zarrow, full read of `label`
+RSS_MAX = GIB                 # GROUP BY peak RSS
+ICECHUNK_RATIO_MAX = 1.10     # repository / store
+PYTHON_VS_CLI_MAX = 1.10      # zarr/Parquet through datafusion-python over the CLI's
+
+HOW = """\
+## How the figures are made
+
+| harness | command (from the repository root; release builds) | result file |
+| --- | --- | --- |
+| SQL, zarr vs Parquet, and zarr-python | `.venv-zarr3/bin/python benches/sql_compare.py --markdown --rss-rows 20000000` | `target/bench-data/sql_compare_results.json` |
+| one process against a Ballista cluster | `.venv-zarr3/bin/python benches/cluster_compare.py --markdown` | `target/bench-data/r<rows>_c<chunk>/cluster_compare_results.json` |
+| Icechunk repository against the plain store | `.venv-icechunk/bin/python benches/icechunk_compare.py` | `target/bench-data/r<rows>_c<chunk>/icechunk_compare_results.json` |
+| Python package (in a venv with the release wheel) | `python benches/python_compare.py --cli-ratios target/bench-data/sql_compare_results.json --json target/bench-data/python_compare_results.json` | the `--json` file |
+
+Builds: `cargo build --release -p zarrow-cli -p zarrow-ballista -p zarrow-benches --bin zarrow
+--bin read_column --bin zarrow-scheduler --bin zarrow-executor`; the wheel with `maturin build
+--release --manifest-path crates/zarrow-python/Cargo.toml`; the venvs with `bash
+tests/fixtures/setup_venvs.sh` (with the argument `icechunk` for the Icechunk venv).
+[benches/README.md](../benches/README.md) describes each harness, its data and its method.
+
+To publish a run: copy its result file into `benches/results/` (keep the harness's name as the
+start of the file name, e.g. `sql_compare_results-<commit>.json`), run `python3
+benches/report.py`, and commit the result file with the page. `python3 benches/report.py
+--check` (run by `.ci/run`) fails when the page differs from what the result files give.
+
+Not on this page: the criterion chunk-decode benchmark (`cargo bench -p zarrow-benches --bench
+decode`; criterion's files record no commit or machine) and `benches/ab_builds.py`, which
+compares two builds and prints its figures only.
+"""
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def mib(n: float) -> str:
+    return f"{n / (1 << 20):,.0f} MiB"
+
+
+def md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |",
+           "| " + " | ".join("---" if i == 0 else "---:" for i in range(len(headers))) + " |"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def stamp_line(data: dict, path: Path) -> str:
+    s = data.get("stamp") or data.get("facts", {}).get("machine") or {}
+    machine = ", ".join(str(x) for x in (s.get("cpu"), f"{s['nproc']} CPUs" if s.get("nproc") else None,
+                                         s.get("mem"), s.get("os")) if x) or "machine not recorded"
+    versions = ", ".join(str(s[k]) if str(s[k]).startswith(k) else f"{k.replace('_', '-')} {s[k]}"
+                         for k in ("zarrow", "zarr_python", "datafusion_python", "pyarrow")
+                         if s.get(k))
+    return (f"*Run: commit `{s.get('git', 'not recorded')}`, {machine}, "
+            f"{s.get('date', 'date not recorded')}"
+            + (f"; {versions}" if versions else "") + f". File: `{rel(path)}`.*")
+
+
+def run_date(data: dict) -> str:
+    return (data.get("stamp") or {}).get("date", "")
+
+
+def rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "**MISSED**"
+
+
+def render_sql(data: dict) -> list[str]:
+    args = data.get("args", {})
+    queries = data.get("queries", {})
+    results = data["results"]
+    out = [f"{int(args.get('rows', 0)):,} rows, {int(args.get('chunk', 0)):,}-row chunks / row "
+           f"groups; median of {args.get('repeat', '?')} runs after a warm-up, each query its own "
+           "`zarrow sql` process.", ""]
+    rows, checks = [], []
+    for qid, r in results.items():
+        z, p = r["zarr"], r["parquet"]
+        ratio = med(z["seconds"]) / med(p["seconds"])
+        rows.append([f"{qid} {queries.get(qid, {}).get('description', '')}".strip(),
+                     f"{med(z['seconds']):.3f}", f"{med(p['seconds']):.3f}", f"{ratio:.2f}",
+                     mib(max(z["rss"])), mib(max(p["rss"]))])
+        checks.append((f"{qid} zarr/Parquet ≤ {SQL_RATIO_MAX}", f"{ratio:.2f}", ratio <= SQL_RATIO_MAX))
+    out += md_table(["query", "zarr (zarrow) s", "Parquet (DataFusion) s", "zarr/Parquet",
+                     "zarr peak RSS", "Parquet peak RSS"], rows)
+    out.append("")
+    control = data.get("q1_control")
+    if control:
+        cz, cp = med(control["zarr"]["seconds"]), med(control["parquet"]["seconds"])
+        out.append(f"q1 with `label` stored uncompressed (the control): zarr {cz:.3f} s, Parquet "
+                   f"{cp:.3f} s, ratio {cz / cp:.2f}.")
+        out.append("")
+    label = data.get("label_read")
+    if label:
+        zp, zr = med(label["zarr_python"]), med(label["zarrow_read"])
+        line = (f"`label` read whole: zarr-python {zp:.3f} s, zarrow {zr:.3f} s "
+                f"({zp / zr:.1f}×)")
+        if label.get("zarrow_export"):
+            line += f"; `zarrow export` of it as a whole process {med(label['zarrow_export']):.3f} s"
+        out += [line + ".", ""]
+        checks.append((f"zarr-python / zarrow on `label` ≥ {LABEL_SPEEDUP_MIN:.0f}×",
+                       f"{zp / zr:.1f}×", zp / zr >= LABEL_SPEEDUP_MIN))
+    if "q1" in results:
+        gb = max(results["q1"]["zarr"]["rss"])
+        checks.append((f"GROUP BY peak RSS < 1 GiB at {int(args.get('rows', 0)):,} rows", mib(gb),
+                       gb < RSS_MAX))
+    big = data.get("rss_rows")
+    if big:
+        b = max(big["rss"])
+        checks.append((f"GROUP BY peak RSS < 1 GiB at {int(args.get('rss_rows') or 0):,} rows",
+                       mib(b), b < RSS_MAX))
+    return out + render_checks(checks)
+
+
+def render_cluster(data: dict) -> list[str]:
+    times, fetched = data["times"], data.get("fetched", {})
+    setups = list(times)
+    qids = list(next(iter(times.values()))) if times else []
+    out = [f"{int(data.get('rows', 0)):,} rows, {int(data.get('chunk', 0)):,}-row chunks, "
+           f"{data.get('partitions', '?')} tasks per scan, {data.get('tasks_per_executor', '?')} "
+           "concurrent tasks per executor; every process on one machine (loopback), so the "
+           "cluster columns measure its overhead, not scaling. Median seconds.", ""]
+    rows = []
+    for qid in qids:
+        per = fetched.get("2 executors", {}).get(qid, [])
+        rows.append([qid, *[f"{med(times[s][qid]):.3f}" for s in setups],
+                     " / ".join(f"{mib(e['bytes'])} ({e['tasks']} tasks)" for e in per) or "—"])
+    out += md_table(["query", *setups, "fetched per executor (2 executors)"], rows)
+    return out + ["", "No target: this harness measures what a cluster costs.", ""]
+
+
+def render_icechunk(data: dict) -> list[str]:
+    times = data["times"]
+    out = [f"{int(data.get('rows', 0)):,} rows, {int(data.get('chunk', 0)):,}-row chunks; the "
+           "same chunks as a plain store and committed into a repository. Median seconds.", ""]
+    rows, checks = [], []
+    for qid, t in times.items():
+        s, r = med(t["store"]), med(t["repository"])
+        rows.append([qid, f"{s:.3f}", f"{r:.3f}", f"{r / s:.2f}"])
+        checks.append((f"{qid} repository/store ≤ {ICECHUNK_RATIO_MAX}", f"{r / s:.2f}",
+                       r / s <= ICECHUNK_RATIO_MAX))
+    out += md_table(["query", "store", "repository", "repository/store"], rows)
+    return out + [""] + render_checks(checks)
+
+
+def render_python(data: dict) -> list[str]:
+    cli = data.get("cli_ratios", {})
+    out = [f"{int(data.get('rows', 0)):,} rows; median of {data.get('repeat', '?')} after a "
+           "warm-up, in one Python process; zarr through `zarrow.ZarrTable` in datafusion-python "
+           "against `register_parquet` on the same data.", ""]
+    rows, checks = [], []
+    for qid, r in data["results"].items():
+        ratio = med(r["zarr"]) / med(r["parquet"])
+        c = cli.get(qid)
+        rows.append([qid, f"{med(r['zarr']):.3f}", f"{med(r['parquet']):.3f}", f"{ratio:.2f}",
+                     f"{c:.2f}" if c else "—"])
+        if c:
+            checks.append((f"{qid} within 10 % of the CLI's zarr/Parquet", f"{ratio / c:.2f}",
+                           ratio / c <= PYTHON_VS_CLI_MAX))
+    out += md_table(["query", "zarr s", "Parquet s", "zarr/Parquet", "CLI zarr/Parquet"], rows)
+    out.append("")
+    label = data.get("label_read")
+    if label:
+        zp, zr = med(label["zarr_python"]), med(label["zarrow"])
+        out += [f"`label` read whole: zarr-python {zp:.3f} s, `zarrow.read_table` {zr:.3f} s "
+                f"({zp / zr:.1f}×).", ""]
+        checks.append((f"zarr-python / zarrow.read_table ≥ {LABEL_SPEEDUP_MIN:.0f}×",
+                       f"{zp / zr:.1f}×", zp / zr >= LABEL_SPEEDUP_MIN))
+    return out + render_checks(checks)
+
+
+def render_checks(checks: list[tuple[str, str, bool]]) -> list[str]:
+    if not checks:
+        return []
+    rows = [[what, got, verdict(ok)] for what, got, ok in checks]
+    return ["Targets, checked on this run's figures:", ""] + md_table(["target", "this run", "verdict"], rows) + [""]
+
+
+HARNESSES = [
+    ("sql_compare", "SQL: zarr vs Parquet, and zarr-python (`sql_compare.py`)", render_sql),
+    ("python_compare", "Python package (`python_compare.py`)", render_python),
+    ("icechunk_compare", "Icechunk repository vs plain store (`icechunk_compare.py`)", render_icechunk),
+    ("cluster_compare", "One process vs a Ballista cluster (`cluster_compare.py`)", render_cluster),
+]
+
+
+def render(results_dir: Path) -> str:
+    out = ["# Benchmarks", "",
+           "<!-- Generated by benches/report.py from the result files in benches/results/. "
+           "Do not edit: change the script or add a result file, then run "
+           "`python3 benches/report.py`. -->", "",
+           "Every figure here comes from a result file a harness wrote; each table names the "
+           "commit, machine and date of its run, and each target is checked against the figures "
+           "of the same run.", ""]
+    files = sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []
+    shown = 0
+    for prefix, title, fn in HARNESSES:
+        runs = [(f, json.loads(f.read_text())) for f in files if f.name.startswith(prefix)]
+        runs.sort(key=lambda r: (run_date(r[1]), r[0].name), reverse=True)  # newest first
+        for path, data in runs:
+            out += [f"## {title}", "", stamp_line(data, path), ""]
+            out += fn(data)
+            shown += 1
+    unknown = [f.name for f in files if not any(f.name.startswith(p) for p, _, _ in HARNESSES)]
+    if unknown:
+        raise SystemExit(f"report.py: result files of no known harness: {', '.join(unknown)}")
+    if not shown:
+        out += [f"No result files are checked in (`{rel(results_dir)}/` holds none), so this page "
+                "has no figures yet. The next section says how to produce them.", ""]
+    out.append(HOW)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", type=Path, default=REPO / "benches/results",
+                    help="the directory of result files (default benches/results)")
+    ap.add_argument("--out", type=Path, default=REPO / "docs/benchmarks.md",
+                    help="the page to write (default docs/benchmarks.md)")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 if the page differs from what it would be")
+    args = ap.parse_args()
+    page = render(args.results)
+    if args.check:
+        current = args.out.read_text() if args.out.is_file() else ""
+        if current != page:
+            sys.exit(f"{rel(args.out)} is not what benches/report.py renders from "
+                     f"{rel(args.results)}: run python3 benches/report.py")
+        print(f"{rel(args.out)} is up to date")
+        return
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(page)
+    print(f"wrote {rel(args.out)}")
+
+
+if __name__ == "__main__":
+    main()
