@@ -19,8 +19,8 @@ and release builds (`cargo build --release -p zarrow-cli -p zarrow-ballista`):
    line each task logs), per query.
 
 The executors share this machine's cores with each other and with the scheduler and the client,
-so on a small machine the cluster measures its overhead, not its scaling: the README's
-"Scaling out" says how to read the numbers.
+so on a small machine the cluster measures its overhead, not its scaling (docs/scaling-out.md
+says what limits a cluster).
 """
 
 from __future__ import annotations
