@@ -996,7 +996,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             &out[..],
-            b"\x04\0\0\0\x03\0\0\0a\"b\x03\0\0\01.5\x02\0\0\0-2\x04\0\0\0true"
+            b"\x04\0\0\0\x03\0\0\0a\"b\x03\0\0\x001.5\x02\0\0\0-2\x04\0\0\0true"
         );
         // An item that is a list is named; bytes after the list are an error.
         let e = j
