@@ -17,20 +17,29 @@
 //! chunk is looked up in the session's manifest: an inline one is sliced from it, one in the
 //! repository's chunk files is read through zarrow's own object store at the repository's
 //! root (icechunk's `get` streams it in small pieces), a virtual one through icechunk, from
-//! authorized containers only (`virtual_chunks`).
+//! authorized containers only (`virtual_chunks`, matched on whole path segments). A chunk the
+//! manifest does not list is `NotFound` (the fill value), on every read path.
+//!
+//! Repositories are untrusted input, and icechunk can panic on some corrupt ones (an unknown
+//! node type in a snapshot): every call into it runs under `catch_unwind`, and a panic comes
+//! out as a [`RepositoryPanic`] naming the repository and the key being read.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::ops::Range;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
-use icechunk::format::manifest::ChunkPayload;
+use futures::FutureExt;
+use icechunk::format::manifest::{ChunkPayload, VirtualReferenceErrorKind};
 use icechunk::format::{ByteRange, ChunkIndices, Path as NodePath, SnapshotId};
 use icechunk::repository::VersionInfo;
+use icechunk::session::{SessionError, SessionErrorKind};
 use icechunk::store::{ListDirItem, StoreErrorKind};
 use icechunk::{Repository, Storage, Store};
 use object_store::path::Path;
@@ -183,29 +192,65 @@ struct Opened {
     files: Option<(Arc<dyn ObjectStore>, Path)>,
 }
 
-/// A chunk key's node path and chunk coordinates (`obs/x/c/0/1` → `/obs/x`, [0, 1]); `None`
-/// for a metadata key.
+/// A chunk key's node path and chunk coordinates (`obs/x/c/0/1` → `/obs/x`, [0, 1]; `x/c`,
+/// the one chunk of a zero-dimensional array → `/x`, []); `None` for a metadata key.
 fn chunk_of(key: &str) -> Option<(NodePath, ChunkIndices)> {
-    let (node, coords) = if let Some(coords) = key.strip_prefix("c/") {
-        ("", coords)
+    let (node, coords) = if key == "c" {
+        ("", None)
+    } else if let Some(node) = key.strip_suffix("/c") {
+        (node, None)
+    } else if let Some(coords) = key.strip_prefix("c/") {
+        ("", Some(coords))
     } else {
-        key.rsplit_once("/c/")?
+        let (node, coords) = key.rsplit_once("/c/")?;
+        (node, Some(coords))
     };
-    let coords: Vec<u32> = coords
-        .split('/')
-        .map(|c| c.parse().ok())
-        .collect::<Option<_>>()?;
+    let coords: Vec<u32> = match coords {
+        None => Vec::new(),
+        Some(coords) => coords
+            .split('/')
+            .map(|c| c.parse().ok())
+            .collect::<Option<_>>()?,
+    };
     let path = NodePath::try_from(format!("/{node}").as_str()).ok()?;
     Some((path, ChunkIndices(coords)))
 }
 
 impl Opened {
-    /// How a chunk is stored (`Ok(None)`: not a chunk key, or not one the session knows).
-    async fn payload(&self, key: &str) -> Option<ChunkPayload> {
-        let (path, coords) = chunk_of(key)?;
+    /// How a chunk is stored; `None`: the manifest lists no such chunk (it was never written).
+    async fn payload(
+        &self,
+        path: &NodePath,
+        coords: &ChunkIndices,
+    ) -> Result<Option<ChunkPayload>, SessionError> {
         let session = self.store.session();
         let session = session.read().await;
-        session.get_chunk_ref(&path, &coords).await.ok().flatten()
+        session.get_chunk_ref(path, coords).await
+    }
+}
+
+/// A panic inside icechunk while reading a repository (icechunk-format panics on some corrupt
+/// repositories, e.g. a snapshot naming a node type it does not know), as the error of that
+/// read: the source of the `object_store` error zarrow reports for the key.
+#[derive(Debug, thiserror::Error)]
+#[error("Icechunk repository {repository}: icechunk panicked {reading}: {message}")]
+pub struct RepositoryPanic {
+    /// The repository's location, as given.
+    pub repository: String,
+    /// What was being read (`reading 'labels/zarr.json'`, `listing 'obs'`).
+    pub reading: String,
+    /// The panic's message.
+    pub message: String,
+}
+
+/// The text of a panic's payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_string()
     }
 }
 
@@ -339,7 +384,7 @@ impl RepositoryObjectStore {
                 .config()
                 .virtual_chunk_containers()
                 .map(|c| c.url_prefix().to_string())
-                .filter(|prefix| wanted.iter().any(|w| *w == "*" || prefix.starts_with(w)))
+                .filter(|prefix| wanted.iter().any(|w| authorizes(w, prefix)))
                 .map(|prefix| (prefix, None))
                 .collect();
             if !authorized.is_empty() {
@@ -391,6 +436,23 @@ impl RepositoryObjectStore {
     }
 }
 
+/// Whether the entry `wanted` of the option `virtual_chunks` authorizes the container
+/// `url_prefix`: `*`, or a URL prefix matched on whole path segments — `file:///data/x` is
+/// `file:///data/x/…` and not `file:///data/x_evil/`; an entry ending in `/` matches as it
+/// is; an empty entry matches nothing.
+fn authorizes(wanted: &str, url_prefix: &str) -> bool {
+    if wanted == "*" {
+        return true;
+    }
+    if wanted.is_empty() {
+        return false;
+    }
+    match url_prefix.strip_prefix(wanted) {
+        None => false,
+        Some(rest) => wanted.ends_with('/') || rest.is_empty() || rest.starts_with('/'),
+    }
+}
+
 /// A branch, else a tag, else a snapshot id.
 async fn resolve(repo: &Repository, reference: &str) -> Result<VersionInfo, String> {
     if repo.lookup_branch(reference).await.is_ok() {
@@ -437,6 +499,41 @@ fn store_error(location: &Path, key: &str, e: icechunk::store::StoreError) -> ob
             path: location.to_string(),
             source: e.kind().to_string().into(),
         },
+        StoreErrorKind::SessionError(kind) => session_error_kind(key, kind),
+        kind => generic(format!("Icechunk key '{key}': {kind}")),
+    }
+}
+
+/// A session error as object_store's: a node that is not there is `NotFound`.
+fn session_error(location: &Path, key: &str, e: SessionError) -> object_store::Error {
+    match e.kind() {
+        SessionErrorKind::NodeNotFound { .. } => object_store::Error::NotFound {
+            path: location.to_string(),
+            source: e.kind().to_string().into(),
+        },
+        kind => session_error_kind(key, kind),
+    }
+}
+
+/// A session error naming the key; a virtual chunk refused says how zarrow authorizes it
+/// (icechunk's own text points to its Python API).
+fn session_error_kind(key: &str, kind: &SessionErrorKind) -> object_store::Error {
+    match kind {
+        SessionErrorKind::VirtualReferenceError(
+            VirtualReferenceErrorKind::UnauthorizedVirtualChunkContainer { url_prefix, .. },
+        ) => generic(format!(
+            "Icechunk key '{key}': a virtual chunk in the container {url_prefix}, which the \
+             option virtual_chunks does not authorize (virtual_chunks '{url_prefix}' reads \
+             from it, '*' from every container the repository declares)"
+        )),
+        SessionErrorKind::VirtualReferenceError(
+            VirtualReferenceErrorKind::NoContainerForUrl(url)
+            | VirtualReferenceErrorKind::NoContainerForName(url),
+        ) => generic(format!(
+            "Icechunk key '{key}': a virtual chunk at {url}, in no container the repository \
+             declares (zarrow reads virtual chunks only from declared containers that the \
+             option virtual_chunks names)"
+        )),
         kind => generic(format!("Icechunk key '{key}': {kind}")),
     }
 }
@@ -471,10 +568,101 @@ impl ObjectStore for RepositoryObjectStore {
         location: &Path,
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
+        self.guarded(
+            || format!("reading '{}'", self.key_of(location)),
+            self.get_unguarded(location, options),
+        )
+        .await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        locations.map(|_| Err(read_only())).boxed()
+    }
+
+    fn list(&self, _prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        // zarrow lists one level at a time (`list_with_delimiter`).
+        futures::stream::once(async { Err(read_only()) }).boxed()
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        let listing = || {
+            format!(
+                "listing '{}'",
+                self.key_of(&prefix.cloned().unwrap_or_default())
+            )
+        };
+        self.guarded(listing, self.list_unguarded(prefix)).await
+    }
+
+    async fn copy_opts(
+        &self,
+        _from: &Path,
+        _to: &Path,
+        _options: CopyOptions,
+    ) -> object_store::Result<()> {
+        Err(read_only())
+    }
+}
+
+impl RepositoryObjectStore {
+    /// The repository key of an object path, once the repository is open (the path until then).
+    fn key_of(&self, location: &Path) -> String {
+        match self.opened.get() {
+            Some(opened) => opened.key(location),
+            None => location.to_string(),
+        }
+    }
+
+    /// Run `read` (which opens the repository if need be and calls into icechunk), a panic in
+    /// it becoming a [`RepositoryPanic`] about `reading`. The futures hold icechunk's session
+    /// and caches, which are not `UnwindSafe`; after a panic they are only read again, and a
+    /// read that panics again is caught again.
+    async fn guarded<T>(
+        &self,
+        reading: impl FnOnce() -> String,
+        read: impl Future<Output = object_store::Result<T>>,
+    ) -> object_store::Result<T> {
+        match AssertUnwindSafe(read).catch_unwind().await {
+            Ok(result) => result,
+            Err(payload) => Err(object_store::Error::Generic {
+                store: "icechunk",
+                source: Box::new(RepositoryPanic {
+                    repository: self.display.clone(),
+                    reading: reading(),
+                    message: panic_message(payload.as_ref()),
+                }),
+            }),
+        }
+    }
+
+    async fn get_unguarded(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
         let opened = self.opened().await?;
         let key = opened.key(location);
         let err = |e| store_error(location, &key, e);
-        let payload = opened.payload(&key).await;
+        // A chunk the manifest does not list was never written (zarr-python writes no chunk
+        // equal to the fill value): `NotFound`, as in any store — icechunk's `getsize` would
+        // call it 0 bytes long.
+        let payload = match chunk_of(&key) {
+            Some((path, coords)) => Some(
+                opened
+                    .payload(&path, &coords)
+                    .await
+                    .map_err(|e| session_error(location, &key, e))?
+                    .ok_or_else(|| object_store::Error::NotFound {
+                        path: location.to_string(),
+                        source: format!("Icechunk key '{key}': no such chunk in the manifest")
+                            .into(),
+                    })?,
+            ),
+            None => None,
+        };
         let size = match &payload {
             Some(p) => p.length(),
             None => opened.store.getsize(&key).await.map_err(err)?,
@@ -540,19 +728,7 @@ impl ObjectStore for RepositoryObjectStore {
         })
     }
 
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        locations.map(|_| Err(read_only())).boxed()
-    }
-
-    fn list(&self, _prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        // zarrow lists one level at a time (`list_with_delimiter`).
-        futures::stream::once(async { Err(read_only()) }).boxed()
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+    async fn list_unguarded(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
         let opened = self.opened().await?;
         let base = prefix.cloned().unwrap_or_default();
         let key = opened.key(&base);
@@ -580,15 +756,6 @@ impl ObjectStore for RepositoryObjectStore {
             }
         }
         Ok(result)
-    }
-
-    async fn copy_opts(
-        &self,
-        _from: &Path,
-        _to: &Path,
-        _options: CopyOptions,
-    ) -> object_store::Result<()> {
-        Err(read_only())
     }
 }
 
@@ -652,5 +819,44 @@ mod tests {
         assert!(RepositoryLocation::parse("icechunk+file:///x@/y")
             .unwrap()
             .is_err());
+    }
+
+    #[test]
+    fn virtual_chunk_prefixes_match_whole_segments() {
+        let container = "file:///data/x/";
+        for wanted in [
+            "*",
+            "file:///data/x",
+            "file:///data/x/",
+            "file:///data",
+            "file:///",
+        ] {
+            assert!(authorizes(wanted, container), "{wanted}");
+        }
+        for wanted in [
+            "",
+            "file:///data/x/y",
+            "file:///data/x_",
+            "file:///da",
+            "s3://data/x",
+        ] {
+            assert!(!authorizes(wanted, container), "{wanted}");
+        }
+        assert!(!authorizes("file:///data/x", "file:///data/x_evil/"));
+        assert!(!authorizes("file:///data/x_e", "file:///data/x_evil/"));
+        assert!(authorizes("s3://bucket", "s3://bucket/prefix/"));
+        assert!(!authorizes("s3://bucket", "s3://bucket-evil/"));
+    }
+
+    #[test]
+    fn chunk_keys() {
+        let key = |k: &str| chunk_of(k).map(|(p, c)| (p.to_string(), c.0));
+        assert_eq!(key("obs/x/c/0/1"), Some(("/obs/x".into(), vec![0, 1])));
+        assert_eq!(key("c/3"), Some(("/".into(), vec![3])));
+        // the one chunk of a zero-dimensional array
+        assert_eq!(key("c"), Some(("/".into(), vec![])));
+        assert_eq!(key("a/b/c"), Some(("/a/b".into(), vec![])));
+        assert_eq!(key("a/zarr.json"), None);
+        assert_eq!(key("a/c/x"), None);
     }
 }
