@@ -20,7 +20,7 @@ cd "$(dirname "$0")"
 RUNS=${RUNS:-10000000}
 SANITIZER=${SANITIZER:-none}
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(metadata decode_chunk open_store)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(metadata decode_chunk open_store icechunk)
 python3 seeds.py
 cargo +nightly fuzz build -O --debug-assertions -s "$SANITIZER"
 mkdir -p logs

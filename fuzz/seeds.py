@@ -10,11 +10,17 @@ xarray, anndata and zarrs — see tests/fixtures/README.md).
   `[key length u8][key][value length u16 LE][value]` that fuzz_targets/open_store.rs reads.
 - decode_chunk: chunk files of the fixtures' string arrays, behind the selector bytes of their
   codec (v3 `vlen-utf8` + zstd, v2 `vlen-utf8` + blosc/zstd where the fixture says so).
+- icechunk: every snapshot and manifest of the Icechunk fixture repositories, as the flatbuffer
+  behind the selector byte that picks the file of `unwritten.icechunk` it replaces (see
+  fuzz_targets/icechunk.rs), and once more with its header (selector bit 7). Decompressing
+  needs the `zstd` command; without it these seeds are left out.
 """
 import hashlib
 import json
 import os
 import pathlib
+import shutil
+import subprocess
 
 ROOT = pathlib.Path(__file__).resolve().parent
 FIXTURES = ROOT.parent / "tests" / "fixtures" / "data"
@@ -80,6 +86,24 @@ def chunk_seeds(store):
                     write("decode_chunk", bytes([selector, n, codec]) + chunk.read_bytes())
 
 
+ICECHUNK_HEADER = 39
+
+
+def icechunk_seeds():
+    if shutil.which("zstd") is None:
+        print("icechunk: no `zstd` command, no seeds")
+        return
+    for repo in sorted(FIXTURES.glob("*.icechunk")):
+        for kind, bit in (("snapshots", 0), ("manifests", 1)):
+            for index, path in enumerate(sorted((repo / kind).iterdir())):
+                data = path.read_bytes()
+                body = subprocess.run(["zstd", "-dcq"], input=data[ICECHUNK_HEADER:],
+                                      capture_output=True, check=True).stdout
+                selector = bit | ((index & 0x3F) << 1)
+                write("icechunk", bytes([selector]) + body)
+                write("icechunk", bytes([selector | 0x80]) + data[:ICECHUNK_HEADER] + body)
+
+
 def main():
     for store in sorted(FIXTURES.glob("*.zarr")):
         metadata_seeds(store)
@@ -88,7 +112,8 @@ def main():
             seed = store_seed(node)
             if seed:
                 write("open_store", seed)
-    for target in ("metadata", "open_store", "decode_chunk"):
+    icechunk_seeds()
+    for target in ("metadata", "open_store", "decode_chunk", "icechunk"):
         print(target, len(list((CORPUS / target).glob("*"))), "seeds")
 
 
