@@ -344,7 +344,9 @@ async fn sparse(
     put("zarr.json".into(), serde_json::to_vec(&group).unwrap()).await;
     let nnz = indices.len() as u64;
     let data: Vec<f32> = (0..nnz).map(|k| k as f32 + 0.5).collect();
-    let arrays: [(&str, &str, Vec<Vec<u8>>, u64, u64); 3] = [
+    /// An array's name, type, items (little-endian), length and chunk length.
+    type Stored<'a> = (&'a str, &'a str, Vec<Vec<u8>>, u64, u64);
+    let arrays: [Stored; 3] = [
         (
             "indptr",
             "int64",
