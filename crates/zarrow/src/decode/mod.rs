@@ -48,13 +48,14 @@ pub fn take_decompress_time() -> std::time::Duration {
 
 /// The limit of each bytes-to-bytes step's output, in the chain's (encode) order: `max` for
 /// the last to decode (the first listed), then carried back through each step's input bound
-/// (checksums add their bytes, filters that change the element type scale it).
-pub(crate) fn step_bounds(chain: &CodecChain, max: usize) -> Vec<usize> {
+/// (checksums add their bytes, filters that change the element type scale it — `json2`'s
+/// text up to six times its strings), none past `cap`.
+pub(crate) fn step_bounds(chain: &CodecChain, max: usize, cap: usize) -> Vec<usize> {
     let mut bounds = Vec::with_capacity(chain.bytes_to_bytes.len());
-    let mut bound = max;
+    let mut bound = max.min(cap);
     for codec in &chain.bytes_to_bytes {
         bounds.push(bound);
-        bound = codec.input_bound(bound);
+        bound = codec.input_bound(bound).min(cap);
     }
     bounds
 }
@@ -66,21 +67,22 @@ pub(crate) fn decode_bytes(
     buf: Bytes,
     max: usize,
 ) -> Result<Bytes, ChunkError> {
-    decode_chunk_bytes(chain, buf, max, None)
+    decode_chunk_bytes(chain, buf, max, usize::MAX, None)
 }
 
-/// [`decode_bytes`] for a chunk of `elements` elements, when known: the object codecs
-/// (`json2`) stop at a list holding more.
+/// [`decode_bytes`] for a chunk of `elements` elements, when known (the object codecs,
+/// `json2`, stop at a list holding more), no step producing more than `cap` bytes.
 pub(crate) fn decode_chunk_bytes(
     chain: &CodecChain,
     mut buf: Bytes,
     max: usize,
+    cap: usize,
     elements: Option<usize>,
 ) -> Result<Bytes, ChunkError> {
     for (codec, bound) in chain
         .bytes_to_bytes
         .iter()
-        .zip(step_bounds(chain, max))
+        .zip(step_bounds(chain, max, cap))
         .rev()
     {
         buf = decompressing(|| codec.decode_elements(buf, bound, elements))?;
@@ -126,6 +128,17 @@ pub(crate) fn decoded_bound(
     bound.min(opts.max_chunk_bytes)
 }
 
+/// The most bytes any bytes-to-bytes step of a chunk of `data_type` produces: for a
+/// variable-length type [`ZarrReadOptions::max_chunk_bytes`] (the decoded chunk's own bound
+/// is at most that, and the steps before it — `json2`'s text — are held to it as well); a
+/// fixed-size chunk's steps are bounded by its elements' size alone.
+pub(crate) fn step_cap(data_type: &DataType, opts: &ZarrReadOptions) -> usize {
+    match data_type.fixed_size() {
+        Some(_) => usize::MAX,
+        None => opts.max_chunk_bytes,
+    }
+}
+
 fn vlen_target(data_type: &DataType, opts: &ZarrReadOptions) -> VlenTarget {
     VlenTarget {
         utf8: matches!(data_type, DataType::String),
@@ -158,7 +171,8 @@ pub fn decode_chunk(
         }
     }
     let max = decoded_bound(chain, data_type, n, opts);
-    let buf = decode_chunk_bytes(chain, stored, max, Some(n))?;
+    let cap = step_cap(data_type, opts);
+    let buf = decode_chunk_bytes(chain, stored, max, cap, Some(n))?;
     match &chain.array_to_bytes {
         ArrayToBytes::Bytes { endian } => {
             fixed::decode_fixed(buf, data_type, *endian, n, opts.string_type)

@@ -157,7 +157,7 @@ impl ChunkRows {
     ) -> Result<Result<Self, Bytes>, ChunkError> {
         let kind = match (&chain.array_to_bytes, data_type.fixed_size()) {
             (ArrayToBytes::Bytes { endian }, Some(size)) => Kind::Fixed {
-                source: Source::new(chain, stored, size.saturating_mul(n), n)?,
+                source: Source::new(chain, stored, size.saturating_mul(n), usize::MAX, n)?,
                 data_type: data_type.clone(),
                 endian: *endian,
                 strings: opts.string_type,
@@ -165,7 +165,8 @@ impl ChunkRows {
             },
             (ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes, _) => {
                 let max = super::decoded_bound(chain, data_type, n, opts);
-                let mut source = Source::new(chain, stored, max, n)?;
+                let cap = super::step_cap(data_type, opts);
+                let mut source = Source::new(chain, stored, max, cap, n)?;
                 let count = source.take_bytes(4, "the item count header")?;
                 let count = u32::from_le_bytes([count[0], count[1], count[2], count[3]]);
                 if count as usize != n {
@@ -309,10 +310,17 @@ const MIN_READ: usize = 16 * 1024;
 const MAX_READ: usize = 256 * 1024;
 
 impl Source {
-    /// The source of `stored`, a chunk of `n` elements decoding to at most `max` bytes, through
-    /// `chain`'s bytes-to-bytes codecs: the last one to decode (the first listed) is read as a
-    /// stream where it can be, every other is decoded whole.
-    fn new(chain: &CodecChain, stored: Bytes, max: usize, n: usize) -> Result<Self, ChunkError> {
+    /// The source of `stored`, a chunk of `n` elements decoding to at most `max` bytes (no
+    /// step to more than `cap`), through `chain`'s bytes-to-bytes codecs: the last one to
+    /// decode (the first listed) is read as a stream where it can be, every other is decoded
+    /// whole.
+    fn new(
+        chain: &CodecChain,
+        stored: Bytes,
+        max: usize,
+        cap: usize,
+        n: usize,
+    ) -> Result<Self, ChunkError> {
         let Some((last, inner)) = chain.bytes_to_bytes.split_first() else {
             return Ok(Source::Whole {
                 buf: stored,
@@ -320,7 +328,7 @@ impl Source {
             });
         };
         let mut buf = stored;
-        let bounds = super::step_bounds(chain, max);
+        let bounds = super::step_bounds(chain, max, cap);
         for (codec, bound) in inner.iter().zip(&bounds[1..]).rev() {
             buf = super::decompressing(|| codec.decode_elements(buf, *bound, Some(n)))?;
         }
