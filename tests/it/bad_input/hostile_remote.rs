@@ -33,6 +33,8 @@ enum Answer {
     /// `Content-Length: declared`, then `body` in two writes 100 ms apart, then the
     /// connection closed.
     Claiming { declared: u64, body: Vec<u8> },
+    /// To any GET, `206 Partial Content`: the last `tail.len()` bytes of an object of `total`.
+    Tail { total: u64, tail: Vec<u8> },
 }
 
 /// A loopback HTTP server answering `answers` (path → answer; 404 elsewhere), on threads of
@@ -86,6 +88,20 @@ fn answer(mut socket: TcpStream, answers: &HashMap<String, Answer>) {
             }
             out.extend_from_slice(b"0\r\n\r\n");
             socket.write_all(&out)
+        }
+        ("GET", Some(Answer::Tail { total, tail })) => {
+            let first = total - tail.len() as u64;
+            socket
+                .write_all(
+                    format!(
+                        "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{}/{total}\r\n\
+                         Content-Length: {}\r\nConnection: close\r\n\r\n",
+                        total - 1,
+                        tail.len()
+                    )
+                    .as_bytes(),
+                )
+                .and_then(|()| socket.write_all(tail))
         }
         ("GET", Some(Answer::Claiming { declared, body })) => {
             let (a, b) = body.split_at(body.len() / 2);
@@ -307,6 +323,42 @@ async fn a_body_is_not_allocated_at_its_announced_length() {
         stderr.contains("c/0") && !stderr.contains("memory allocation"),
         "{stderr}"
     );
+}
+
+/// Item 11: a shard whose index gives an inner chunk of 4 int32 3 GiB (inside a shard the
+/// server says is 3 GiB and 16 bytes) is refused before the inner chunk is asked for.
+#[tokio::test]
+async fn an_inner_chunk_over_what_it_may_hold_is_refused_before_it_is_read() {
+    let mut meta: serde_json::Value =
+        serde_json::from_slice(&array_json("int32", 4, 4, json!(0))).unwrap();
+    let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});
+    meta["codecs"] = json!([{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [4], "codecs": [bytes], "index_codecs": [bytes], "index_location": "end",
+    }}]);
+    let inner = 3u64 << 30;
+    let index: Vec<u8> = [0u64, inner].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let base = serve(HashMap::from([
+        (
+            "/h/zarr.json".to_string(),
+            Answer::Plain(serde_json::to_vec(&meta).unwrap()),
+        ),
+        (
+            "/h/c/0".to_string(),
+            Answer::Tail {
+                total: inner + 16,
+                tail: index,
+            },
+        ),
+    ]));
+    let array = open_remote(&base, "h").await.unwrap();
+    let err = array
+        .read_chunk(&[0], &ZarrReadOptions::default())
+        .await
+        .unwrap_err();
+    match chunk_error(err, "h", "c/0 (inner chunk 0)") {
+        ChunkError::TooLarge(m) => assert!(m.contains(&inner.to_string()), "{m}"),
+        other => panic!("{other:?}"),
+    }
 }
 
 fn which(tool: &str) -> Result<std::path::PathBuf, ()> {
