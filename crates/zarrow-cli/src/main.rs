@@ -1,10 +1,12 @@
 //! The `zarrow` command: SQL over Zarr stores, table schemas, hierarchy trees and exports.
 //!
 //! ```text
-//! zarrow sql [--format table|csv|json|ndjson] [--output FILE] "<SQL>[; <SQL> …]"
+//! zarrow sql [--format table|csv|json|ndjson|markdown] [--output FILE] "<SQL>[; <SQL> …]"
+//! zarrow sql [-f FILE.sql …]      # files; without a query: SQL piped on stdin, or the shell
 //! zarrow schema <location>
 //! zarrow tree <location>
 //! zarrow export <location> --output FILE [--format arrow|arrow-stream|parquet|csv|ndjson] [--query SQL]
+//! zarrow completions bash|zsh|fish
 //! ```
 //!
 //! Thin over the two libraries: `tree` uses only the core crate, the others go through a
@@ -12,10 +14,13 @@
 //! and exit with status 1.
 
 mod export;
+mod hints;
 mod memory;
 mod output;
 mod schema;
+mod shell;
 mod sql;
+mod statements;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -30,9 +35,19 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// zarrow's version and the DataFusion and Arrow it is built with.
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{} (DataFusion {}, Arrow {})",
+        env!("CARGO_PKG_VERSION"),
+        datafusion::DATAFUSION_VERSION,
+        arrow::ARROW_VERSION
+    )
+});
+
 /// SQL over Zarr stores, table schemas, hierarchy trees and exports.
 #[derive(Debug, Parser)]
-#[command(name = "zarrow", version, about, long_about = None)]
+#[command(name = "zarrow", version = VERSION.as_str(), about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -53,6 +68,11 @@ enum Command {
     Tree(TreeArgs),
     /// Write the table at a location (or a query's result) to a file, batch by batch.
     Export(ExportArgs),
+    /// Print a shell completion script, e.g. `zarrow completions bash > /etc/bash_completion.d/zarrow`.
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Table options shared by the commands that build tables.
@@ -110,11 +130,17 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
 
 #[derive(Debug, Args)]
 struct SqlArgs {
-    /// One or more SQL statements separated by `;`.
-    #[arg(value_name = "SQL")]
-    sql: String,
+    /// One or more SQL statements separated by `;`. Without it (and without `--file`), SQL
+    /// piped on standard input is run; on a terminal an interactive shell opens (statements end
+    /// with `;`; `\d` lists the tables, `\d NAME` describes one, `\q` quits).
+    #[arg(value_name = "SQL", conflicts_with = "file")]
+    sql: Option<String>,
+    /// Run the statements of this file (`-` for standard input); repeatable, in order, in one
+    /// session. The first failing statement stops the command, its line named.
+    #[arg(long, short = 'f', value_name = "FILE")]
+    file: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = output::SqlFormat::Table)]
+    #[arg(long, value_enum, default_value_t = output::SqlFormat::Table)]
     format: output::SqlFormat,
     /// Write to this file instead of standard output.
     #[arg(long, value_name = "FILE")]
@@ -166,7 +192,7 @@ struct ExportArgs {
     output: PathBuf,
     /// Output format; default from the file extension (.arrow/.feather/.ipc, .arrows,
     /// .parquet, .csv, .ndjson/.jsonl).
-    #[arg(long, short = 'f', value_enum)]
+    #[arg(long, value_enum)]
     format: Option<export::ExportFormat>,
     /// Export this query's result instead of the whole table; the table at the location is `t`
     /// (e.g. `SELECT * FROM t WHERE cell_type = 'B'`).
@@ -237,19 +263,31 @@ fn run(cli: Cli) -> Result<()> {
                 out.flush().map_err(anyhow::Error::from)
             }
             Command::Export(a) => export::run(a).await,
+            Command::Completions { shell } => {
+                use clap::CommandFactory;
+                let mut out = std::io::stdout().lock();
+                clap_complete::generate(shell, &mut Cli::command(), "zarrow", &mut out);
+                out.flush().map_err(anyhow::Error::from)
+            }
         }
     })
 }
 
-/// `error: <message>` then `  caused by: <cause>` for each cause that adds something.
-fn report(e: &anyhow::Error) {
+/// `error: <message>` then `  caused by: <cause>` for each cause that adds something, then
+/// `  hint: …` where a common mistake is likely (see `hints`).
+pub(crate) fn report(e: &anyhow::Error) {
     let mut stderr = std::io::stderr().lock();
-    for (i, line) in error_lines(e).iter().enumerate() {
+    let lines = error_lines(e);
+    for (i, line) in lines.iter().enumerate() {
+        let line = hints::tidy(line);
         let _ = if i == 0 {
             writeln!(stderr, "error: {line}")
         } else {
             writeln!(stderr, "  caused by: {line}")
         };
+    }
+    for hint in hints::hints(&lines.join("\n")) {
+        let _ = writeln!(stderr, "  hint: {hint}");
     }
 }
 

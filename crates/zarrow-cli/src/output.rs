@@ -22,6 +22,16 @@ pub(crate) enum SqlFormat {
     Json,
     /// One JSON object per line.
     Ndjson,
+    /// A GitHub Markdown table (`|` in values written `\|`), to paste into an issue.
+    Markdown,
+}
+
+impl SqlFormat {
+    /// Rows are written as batches arrive (the table format waits for all of them, to size its
+    /// columns).
+    pub(crate) fn streams(self) -> bool {
+        self != SqlFormat::Table
+    }
 }
 
 /// A destination: standard output, a character device written in place (`/dev/null`,
@@ -268,6 +278,8 @@ pub(crate) enum ResultWriter<'a, W: Write> {
     Json(arrow::json::Writer<&'a mut W, arrow::json::writer::JsonArray>),
     /// JSON lines.
     Ndjson(arrow::json::Writer<&'a mut W, arrow::json::writer::LineDelimited>),
+    /// A Markdown table: its header until written, the rows written so far.
+    Markdown(&'a mut W, Option<String>, usize),
 }
 
 impl<'a, W: Write> ResultWriter<'a, W> {
@@ -294,6 +306,16 @@ impl<'a, W: Write> ResultWriter<'a, W> {
                     .with_explicit_nulls(true)
                     .build::<_, arrow::json::writer::LineDelimited>(out),
             ),
+            SqlFormat::Markdown => {
+                let names: Vec<String> = schema
+                    .fields()
+                    .iter()
+                    .map(|f| markdown_cell(f.name()))
+                    .collect();
+                let rule = vec!["---"; names.len()];
+                let header = format!("| {} |\n|{}|", names.join(" | "), rule.join("|"));
+                ResultWriter::Markdown(out, Some(header), 0)
+            }
         }
     }
 
@@ -313,6 +335,35 @@ impl<'a, W: Write> ResultWriter<'a, W> {
             ResultWriter::Ndjson(w) => {
                 check_displayable(std::slice::from_ref(batch))?;
                 w.write(batch).context("cannot write NDJSON")?
+            }
+            ResultWriter::Markdown(out, header, first_row) => {
+                if let Some(header) = header.take() {
+                    writeln!(out, "{header}")?;
+                }
+                let options = FormatOptions::default().with_null("");
+                let schema = batch.schema();
+                let formatters = batch
+                    .columns()
+                    .iter()
+                    .zip(schema.fields())
+                    .map(|(c, f)| {
+                        ArrayFormatter::try_new(c.as_ref(), &options)
+                            .with_context(|| format!("cannot format column '{}'", f.name()))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let mut line = String::new();
+                for row in 0..batch.num_rows() {
+                    line.clear();
+                    line.push('|');
+                    for (formatter, field) in formatters.iter().zip(schema.fields()) {
+                        let value = cell(formatter, field.name(), *first_row + row)?;
+                        line.push(' ');
+                        line.push_str(&markdown_cell(&value));
+                        line.push_str(" |");
+                    }
+                    writeln!(out, "{line}")?;
+                }
+                *first_row += batch.num_rows();
             }
         }
         Ok(())
@@ -343,6 +394,11 @@ impl<'a, W: Write> ResultWriter<'a, W> {
                 writeln!(w.get_mut())?;
             }
             ResultWriter::Ndjson(mut w) => w.finish().context("cannot write NDJSON")?,
+            ResultWriter::Markdown(out, header, _) => {
+                if let Some(header) = header {
+                    writeln!(out, "{header}")?;
+                }
+            }
         }
         Ok(())
     }
@@ -369,13 +425,7 @@ fn check_displayable(batches: &[RecordBatch]) -> Result<()> {
             let formatter = ArrayFormatter::try_new(column.as_ref(), &options)
                 .with_context(|| format!("cannot format column '{}'", field.name()))?;
             for row in 0..batch.num_rows() {
-                formatter.value(row).try_to_string().with_context(|| {
-                    format!(
-                        "cannot format column '{}' at row {}",
-                        field.name(),
-                        first_row + row
-                    )
-                })?;
+                cell(&formatter, field.name(), first_row + row)?;
             }
         }
         first_row += batch.num_rows();
@@ -383,30 +433,68 @@ fn check_displayable(batches: &[RecordBatch]) -> Result<()> {
     Ok(())
 }
 
-/// Progress on stderr (`N rows`), only when stderr is a terminal, at most 5 times a second.
+/// One value as text; an error names the column and the row.
+fn cell(formatter: &ArrayFormatter<'_>, column: &str, row: usize) -> Result<String> {
+    formatter
+        .value(row)
+        .try_to_string()
+        .with_context(|| format!("cannot format column '{column}' at row {row}"))
+}
+
+/// Text for a Markdown table cell: `|` escaped, line breaks as `<br>`.
+fn markdown_cell(text: &str) -> String {
+    text.replace('|', "\\|")
+        .replace("\r\n", "<br>")
+        .replace(['\n', '\r'], "<br>")
+}
+
+/// Progress on stderr (`N rows`), only when stderr is a terminal, at most 5 times a second, and
+/// not before `delay` has passed.
 pub(crate) struct Progress {
     enabled: bool,
     rows: u64,
+    started: Instant,
+    delay: Duration,
     last: Instant,
     label: &'static str,
+    /// Something was drawn.
+    drawn: bool,
 }
 
 impl Progress {
     /// Progress for `label` ("exported", …).
     pub(crate) fn new(label: &'static str) -> Self {
+        Self::after(label, Duration::ZERO)
+    }
+
+    /// Progress for `label` that shows only once `delay` has passed (a long scan).
+    pub(crate) fn after(label: &'static str, delay: Duration) -> Self {
+        let now = Instant::now();
         Progress {
             enabled: std::io::stderr().is_terminal(),
             rows: 0,
-            last: Instant::now(),
+            started: now,
+            delay,
+            last: now,
             label,
+            drawn: false,
         }
     }
 
     /// Count rows; redraw if due.
     pub(crate) fn add(&mut self, rows: usize) {
-        self.rows += rows as u64;
-        if self.enabled && self.last.elapsed() >= Duration::from_millis(200) {
+        self.set(self.rows + rows as u64);
+    }
+
+    /// The rows so far; redraw if due.
+    pub(crate) fn set(&mut self, rows: u64) {
+        self.rows = rows;
+        if self.enabled
+            && self.started.elapsed() >= self.delay
+            && self.last.elapsed() >= Duration::from_millis(200)
+        {
             self.last = Instant::now();
+            self.drawn = true;
             eprint!("\r{} {} rows", self.label, self.rows);
         }
     }
@@ -415,6 +503,13 @@ impl Progress {
     pub(crate) fn finish(&self, to: &str) {
         if self.enabled {
             eprintln!("\r{} {} rows to {to}", self.label, self.rows);
+        }
+    }
+
+    /// Erase the line, if one was drawn.
+    pub(crate) fn clear(&self) {
+        if self.drawn {
+            eprint!("\r\x1b[K");
         }
     }
 }

@@ -367,7 +367,7 @@ fn sql_json_format() {
     // an empty result is an empty array
     let out = ok(&[
         "sql",
-        "-f",
+        "--format",
         "json",
         "SELECT * FROM 'data/pbmc_sample.zarr/obs' WHERE false",
     ]);
@@ -421,7 +421,7 @@ fn sql_several_statements() {
     let out = ok(&["sql", &sql]);
     assert_eq!(out.matches("+-").count(), 6, "two tables:\n{out}");
 
-    let out = ok(&["sql", "-f", "csv", &sql]);
+    let out = ok(&["sql", "--format", "csv", &sql]);
     assert_eq!(out, "n\n2000\n\ngene_symbol\nMT-ATP6\nMT-CO1\nMT-CO2\n");
 }
 
@@ -429,14 +429,14 @@ fn sql_several_statements() {
 fn sql_settings_and_options() {
     let out = ok(&[
         "sql",
-        "-f",
+        "--format",
         "csv",
         "SET zarrow.string_type = 'view'; SELECT arrow_typeof(batch) AS t FROM 'data/pbmc_sample.zarr/obs' LIMIT 1",
     ]);
     assert_eq!(out, "t\nUtf8View\n");
     let out = ok(&[
         "sql",
-        "-f",
+        "--format",
         "csv",
         "--string-type",
         "large_utf8",
@@ -451,7 +451,7 @@ fn sql_output_file() {
     let path = dir.path().join("types.csv");
     let out = ok(&[
         "sql",
-        "-f",
+        "--format",
         "csv",
         "--output",
         path.to_str().unwrap(),
@@ -467,7 +467,7 @@ fn sql_over_fixtures() {
     // zarrs.vlen strings, every string encoding of zarr-python, an xarray group, an AnnData store
     let out = ok(&[
         "sql",
-        "-f",
+        "--format",
         "csv",
         &format!(
             "SELECT count(*) AS n FROM '{}'",
@@ -477,7 +477,7 @@ fn sql_over_fixtures() {
     assert_eq!(out, "n\n35\n");
     let out = ok(&[
         "sql",
-        "-f",
+        "--format",
         "ndjson",
         &format!(
             "SELECT * FROM '{}' ORDER BY time, station",
@@ -489,7 +489,7 @@ fn sql_over_fixtures() {
     assert!(rows[0].get("temperature").is_some(), "{out}");
     let out = ok(&[
         "sql",
-        "-f",
+        "--format",
         "json",
         &format!("SELECT cell_type, count(*) AS n FROM '{}' GROUP BY cell_type ORDER BY cell_type NULLS LAST", fixture("anndata_v3.zarr/obs")),
     ]);
@@ -509,7 +509,7 @@ fn sql_over_fixtures() {
         .to_string();
     let out = ok(&[
         "sql",
-        "-f",
+        "--format",
         "csv",
         &format!(
             "SELECT count(*) AS n FROM '{}/{first_array}'",
@@ -553,7 +553,7 @@ fn export(dir: &Path, file: &str, extra: &[&str]) -> PathBuf {
 #[test]
 fn export_ipc_file_and_stream() {
     let dir = tempfile::tempdir().unwrap();
-    let expected = ok(&["sql", "-f", "ndjson", &same_query()]);
+    let expected = ok(&["sql", "--format", "ndjson", &same_query()]);
     assert_eq!(expected.lines().count(), 1000);
 
     let path = export(dir.path(), "b.arrow", &[]);
@@ -580,7 +580,7 @@ fn export_ipc_file_and_stream() {
 #[test]
 fn export_parquet() {
     let dir = tempfile::tempdir().unwrap();
-    let expected = ok(&["sql", "-f", "ndjson", &same_query()]);
+    let expected = ok(&["sql", "--format", "ndjson", &same_query()]);
     let path = export(dir.path(), "b.parquet", &[]);
     let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap())
         .unwrap()
@@ -591,7 +591,7 @@ fn export_parquet() {
     // and DataFusion reads it back through the same session
     let out = ok(&[
         "sql",
-        "-f",
+        "--format",
         "csv",
         &format!(
             "SELECT count(*) AS n, count(n_genes) AS g FROM '{}'",
@@ -611,11 +611,11 @@ fn export_csv_and_ndjson() {
     let path = export(dir.path(), "b.csv", &[]);
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
-        ok(&["sql", "-f", "csv", &same_query()])
+        ok(&["sql", "--format", "csv", &same_query()])
     );
     let path = export(dir.path(), "b.ndjson", &[]);
     let text = std::fs::read_to_string(&path).unwrap();
-    assert_eq!(text, ok(&["sql", "-f", "ndjson", &same_query()]));
+    assert_eq!(text, ok(&["sql", "--format", "ndjson", &same_query()]));
     assert_eq!(json_lines(&text).len(), 1000);
     let path = export(dir.path(), "b.jsonl", &[]);
     assert_eq!(
@@ -649,7 +649,7 @@ fn export_whole_table_in_order() {
         .collect();
     let expected = ok(&[
         "sql",
-        "-f",
+        "--format",
         "csv",
         "SELECT barcode FROM 'data/pbmc_sample.zarr/obs/barcode' ORDER BY dim_0",
     ]);
@@ -716,7 +716,7 @@ fn closed_stdout_is_not_an_error() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zarrow"))
         .args([
             "sql",
-            "-f",
+            "--format",
             "csv",
             "SELECT * FROM 'data/pbmc_sample.zarr/X'",
         ])
@@ -873,15 +873,15 @@ fn same_files_over(base: &str) {
         let by_location = "SELECT cell_type, count(*) AS n, sum(n_genes) AS g \
              FROM '{}/files/FILE' GROUP BY cell_type ORDER BY cell_type"
             .replace("FILE", file);
-        let remote_out = ok(&["sql", "-f", "csv", &by_location.replace("{}", base)]);
-        let local_out = ok(&["sql", "-f", "csv", &by_location.replace("{}", &local)]);
+        let remote_out = ok(&["sql", "--format", "csv", &by_location.replace("{}", base)]);
+        let local_out = ok(&["sql", "--format", "csv", &by_location.replace("{}", &local)]);
         assert_eq!(remote_out.lines().count(), 6, "{file}: {remote_out}");
         assert_eq!(remote_out, local_out, "{file} over {base}");
         let external = format!(
             "CREATE EXTERNAL TABLE t STORED AS {format} LOCATION '{base}/files/{file}'; \
              SELECT count(*) AS n, max(barcode) AS b FROM t"
         );
-        let out = ok(&["sql", "-f", "csv", &external]);
+        let out = ok(&["sql", "--format", "csv", &external]);
         assert_eq!(out, "n,b\n1000,cell-00999\n", "{file} over {base}");
     }
 }
@@ -977,7 +977,7 @@ fn memory_limit_bounds_scans_and_sorts_spill() {
     assert!(err.contains("ZarrScan["), "{err}");
     assert!(err.contains("big.zarr"), "{err}");
     // With room for it, the same query answers.
-    let out = ok(&["sql", "--memory-limit", "64M", "-f", "csv", &sql]);
+    let out = ok(&["sql", "--memory-limit", "64M", "--format", "csv", &sql]);
     assert!(out.lines().nth(1).unwrap().starts_with("4194304,"), "{out}");
     // A sort bigger than the limit (32 MiB of values under 40 MiB, sorting needing about twice
     // the data) spills — fair pool: the scan's reservation, 8 MiB for a chunk and one read
@@ -992,7 +992,7 @@ fn memory_limit_bounds_scans_and_sorts_spill() {
         "40M",
         "--mem-pool-type",
         "fair",
-        "-f",
+        "--format",
         "csv",
         "--output",
         sorted.to_str().unwrap(),
@@ -1091,7 +1091,7 @@ fn a_failing_command_leaves_its_output_path_alone() {
     fails(&["sql", "--output", kept_s, "SELECT * FROM no_such_table"]);
     fails(&[
         "sql",
-        "-f",
+        "--format",
         "csv",
         "--output",
         kept_s,
@@ -1120,7 +1120,7 @@ fn a_failing_command_leaves_its_output_path_alone() {
     // Success replaces the file, keeping its permissions.
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o640)).unwrap();
-    ok(&["sql", "-f", "csv", "--output", kept_s, BY_TYPE]);
+    ok(&["sql", "--format", "csv", "--output", kept_s, BY_TYPE]);
     let text = std::fs::read_to_string(&kept).unwrap();
     assert!(text.starts_with("cell_type,cells\n"), "{text}");
     let mode = std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777;
@@ -1143,7 +1143,7 @@ fn outputs_that_are_not_files_are_refused_or_written_in_place() {
         "no/such.zarr",
         "--output",
         "/dev/null",
-        "-f",
+        "--format",
         "csv",
     ]);
     let meta = std::fs::metadata("/dev/null").expect("/dev/null still exists");
@@ -1182,7 +1182,7 @@ fn an_output_inside_the_store_being_read_is_refused() {
         store.join("out.parquet"),
     ] {
         let out_s = output.to_str().unwrap();
-        let err = fails(&["export", obs_s, "--output", out_s, "-f", "csv"]);
+        let err = fails(&["export", obs_s, "--output", out_s, "--format", "csv"]);
         assert!(err.contains("inside the store"), "{err}");
         let sql = format!("SELECT * FROM '{obs_s}'");
         let err = fails(&["sql", "--output", out_s, &sql]);
@@ -1241,4 +1241,286 @@ fn names_longer_than_the_formatter_allows_are_shortened() {
             "{args:?}: {out}"
         );
     }
+}
+
+// ------------------------------------------------------------- files, stdin and the shell
+
+/// Run with `stdin` piped in.
+fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zarrow"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run zarrow");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn sql_files_and_stdin_name_the_failing_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = dir.path().join("setup.sql");
+    std::fs::write(
+        &setup,
+        format!(
+            "-- the obs table\nCREATE EXTERNAL TABLE obs\n  STORED AS ZARR LOCATION '{OBS}';\n"
+        ),
+    )
+    .unwrap();
+    let query = dir.path().join("query.sql");
+    std::fs::write(
+        &query,
+        "SELECT count(*) AS n FROM obs;\n\n/* a ; in a comment */\nSELECT 'a;b' AS s;\n",
+    )
+    .unwrap();
+    // -f is --file, repeatable, one session: the table made by the first file is in the second
+    let out = ok(&[
+        "sql",
+        "--format",
+        "csv",
+        "-f",
+        setup.to_str().unwrap(),
+        "--file",
+        query.to_str().unwrap(),
+    ]);
+    assert_eq!(out, "n\n2000\n\ns\na;b\n");
+
+    // the first failing statement stops the command; the error names its line and file
+    let bad = dir.path().join("bad.sql");
+    std::fs::write(
+        &bad,
+        "SELECT 1 AS one;\n\nSELECT nope\n  FROM obs;\nSELECT 2 AS two;\n",
+    )
+    .unwrap();
+    let out = run(&[
+        "sql",
+        "--format",
+        "csv",
+        "-f",
+        setup.to_str().unwrap(),
+        "-f",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout, "one\n1\n", "statements before the failure ran");
+    assert!(
+        stderr.starts_with("error: statement 2 of 3, at line 3 of '") && stderr.contains("bad.sql"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nope"), "{stderr}");
+
+    // SQL piped on stdin runs and prints; a failure names its line of standard input
+    let out = run_with_stdin(
+        &["sql", "--format", "csv"],
+        "SELECT 1 AS a;\nSELECT 2 AS b,\n  3 AS c;\n",
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a\n1\n\nb,c\n2,3\n");
+    let out = run_with_stdin(&["sql"], "SELECT 1;\n\n\nSELECT * FROM missing_table;\n");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: statement 2 of 2, at line 4 of standard input, failed"),
+        "{stderr}"
+    );
+    // `-f -` is standard input too
+    let out = run_with_stdin(&["sql", "--format", "csv", "-f", "-"], "SELECT 7 AS x");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "x\n7\n");
+    // nothing to run is an error
+    let out = run_with_stdin(&["sql"], "-- nothing\n");
+    assert_eq!(out.status.code(), Some(1));
+    // a query and a file together are refused
+    fails(&["sql", "-f", setup.to_str().unwrap(), "SELECT 1"]);
+}
+
+#[test]
+fn sql_backslash_commands() {
+    let sql = format!(
+        "CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION '{OBS}'; \\d; \\d obs\n\\q\nSELECT 1"
+    );
+    let out = ok(&["sql", "--format", "csv", &sql]);
+    let (tables, columns) = out.split_once("\n\n").unwrap();
+    assert_eq!(
+        tables,
+        "table_schema,table_name,table_type\npublic,obs,Base"
+    );
+    assert!(
+        columns
+            .starts_with("column_name,data_type,is_nullable\nbarcode,Utf8,YES\ndim_0,Int64,NO\n"),
+        "{columns}"
+    );
+    assert!(columns.contains("cell_type,"), "{columns}");
+    // \q stopped before the last statement
+    assert!(!out.contains("Int64(1)"), "{out}");
+    let err = fails(&["sql", "\\d nosuch"]);
+    assert!(err.contains("nosuch") && err.contains("\\d"), "{err}");
+    let err = fails(&["sql", "\\x"]);
+    assert!(err.contains("unknown command"), "{err}");
+}
+
+#[test]
+fn sql_markdown_format() {
+    let out = ok(&[
+        "sql",
+        "--format",
+        "markdown",
+        "SELECT 'a|b' AS \"x|y\", CAST(NULL AS INT) AS n, 3 AS z; SELECT 1 AS one WHERE false",
+    ]);
+    assert_eq!(
+        out,
+        "| x\\|y | n | z |\n|---|---|---|\n| a\\|b |  | 3 |\n\n| one |\n|---|\n"
+    );
+    let out = ok(&["sql", "--format", "markdown", BY_TYPE]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "| cell_type | cells |");
+    assert_eq!(lines[2], "| CD4 T | 596 |");
+    assert_eq!(lines.len(), 2 + 9, "{out}");
+}
+
+#[test]
+fn version_and_completions() {
+    let out = ok(&["--version"]);
+    assert!(
+        out.starts_with("zarrow ") && out.contains("DataFusion 5") && out.contains("Arrow 5"),
+        "{out}"
+    );
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef zarrow"),
+        ("fish", "complete -c zarrow"),
+    ] {
+        let out = ok(&["completions", shell]);
+        assert!(out.contains(marker), "{shell}: {out}");
+        assert!(out.contains("--memory-limit"), "{shell}");
+    }
+    fails(&["completions", "cmd.exe"]);
+}
+
+#[test]
+fn errors_give_hints_for_common_mistakes() {
+    let err = fails(&[
+        "sql",
+        "SELECT \"Cell_Type\" FROM 'data/pbmc_sample.zarr/obs'",
+    ]);
+    assert_eq!(err.lines().count(), 2, "one line and a hint: {err}");
+    assert!(
+        err.lines()
+            .nth(1)
+            .unwrap()
+            .contains("hint: the column is cell_type"),
+        "{err}"
+    );
+    let uns = fixture("anndata_uns_v3.zarr/uns");
+    let err = fails(&["sql", &format!("SELECT * FROM '{uns}'")]);
+    assert!(
+        err.contains(&format!(
+            "hint: '{uns}' is a group of groups (rank_genes_groups)"
+        )) && err.contains(&format!("SELECT * FROM '{uns}/rank_genes_groups'")),
+        "{err}"
+    );
+    let err = fails(&["sql", &format!("CREATE EXTERNAL TABLE t LOCATION '{OBS}'")]);
+    assert!(
+        err.contains("hint: ") && err.contains("STORED AS ZARR"),
+        "{err}"
+    );
+    let err = fails(&[
+        "sql",
+        &format!("CREATE EXTERNAL TABLE t STORED AS PARQUET LOCATION '{OBS}'; SELECT * FROM t"),
+    ]);
+    assert!(
+        err.contains("hint: for a zarr location use STORED AS ZARR"),
+        "{err}"
+    );
+    let err = fails(&["sql", "SELECT * FROM pbmc_sample.zarr"]);
+    assert!(
+        err.contains(
+            "hint: 'pbmc_sample.zarr' looks like a zarr location: SELECT … FROM 'pbmc_sample.zarr'"
+        ),
+        "{err}"
+    );
+    let err = fails(&["sql", "SELECT * FROM data/pbmc_sample.zarr/obs"]);
+    assert!(
+        err.contains("hint: a location goes in single quotes"),
+        "{err}"
+    );
+}
+
+/// The shell, driven in a pseudo-terminal: multi-line statements, `\d`, tab completion of a
+/// keyword and a table, an error that does not end the shell, Ctrl-C cancelling a running
+/// query (the shell stays), history saved under `$XDG_DATA_HOME`, `\q`.
+#[test]
+fn shell_in_a_pseudo_terminal() {
+    use expectrl::{ControlCode, Eof, Expect, Regex, Session};
+    let data = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zarrow"));
+    cmd.arg("sql")
+        .current_dir(root())
+        .env("XDG_DATA_HOME", data.path())
+        .env("TERM", "xterm");
+    let mut shell = match Session::spawn(cmd) {
+        Ok(s) => s,
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("CI=true but no pseudo-terminal: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping: cannot open a pseudo-terminal: {e}");
+            return;
+        }
+    };
+    shell.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
+    let prompt = "zarrow> ";
+    shell.expect(prompt).unwrap();
+    // a statement over two lines
+    shell
+        .send_line("CREATE EXTERNAL TABLE pbmc_obs STORED AS ZARR")
+        .unwrap();
+    shell.send_line(format!("  LOCATION '{OBS}';")).unwrap();
+    shell.expect(prompt).unwrap();
+    // tab completes `sele` to `select` and `pbmc` to `pbmc_obs`
+    shell.send("sele\t count(*) AS n FROM pbmc\t;\r").unwrap();
+    shell.expect(Regex(r"\| 2000 +\|")).unwrap();
+    shell.expect(prompt).unwrap();
+    shell.send_line("\\d").unwrap();
+    shell
+        .expect(Regex(r"\| public +\| pbmc_obs +\| Base"))
+        .unwrap();
+    shell.send_line("\\d pbmc_obs").unwrap();
+    shell.expect(Regex(r"\| cell_type +\| Dictionary")).unwrap();
+    shell.expect(prompt).unwrap();
+    // an error is printed, the shell goes on
+    shell.send_line("SELECT nope FROM pbmc_obs;").unwrap();
+    shell.expect("error: ").unwrap();
+    shell.expect(prompt).unwrap();
+    // Ctrl-C cancels a query that would run for hours, not the shell
+    shell
+        .send_line("SELECT sum(value) FROM range(100000000000);")
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    shell.send(ControlCode::EndOfText).unwrap();
+    shell.expect("error: cancelled").unwrap();
+    shell.expect(prompt).unwrap();
+    shell.send_line("SELECT 41 + 1 AS answer;").unwrap();
+    shell.expect(Regex(r"\| 42 +\|")).unwrap();
+    shell.expect(prompt).unwrap();
+    shell.send_line("\\q").unwrap();
+    shell.expect(Eof).unwrap();
+    let status = shell.get_process().wait().unwrap();
+    assert!(
+        matches!(status, expectrl::process::unix::WaitStatus::Exited(_, 0)),
+        "{status:?}"
+    );
+    let history = std::fs::read_to_string(data.path().join("zarrow/history")).unwrap();
+    assert!(history.contains("SELECT 41 + 1 AS answer;"), "{history}");
 }
