@@ -34,6 +34,7 @@ class ZarrTable:
         decode_cf: bool | None = None,
         arrays: list[str] | None = None,
         storage_options: dict[str, str] | None = None,
+        ref: str | None = None,
     ) -> None: ...
     @property
     def location(self) -> str: ...
@@ -87,6 +88,7 @@ def scan(
     decode_cf: bool | None = None,
     arrays: list[str] | None = None,
     storage_options: dict[str, str] | None = None,
+    ref: str | None = None,
 ) -> ZarrStream:
     """Read the table at ``location`` as a stream of Arrow record batches."""
 
