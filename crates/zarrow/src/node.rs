@@ -185,19 +185,19 @@ impl ZarrGroup {
             )
             .await
             {
-                Err(Error::NodeNotFound { .. }) => match declared {
+                Err(Error::NodeNotFound { .. }) => {
                     // The first column a dataframe names that is not there ends the listing
                     // (anndata fails to read it too): a hostile `column-order` of n names that
-                    // are not members costs one store lookup, not n.
-                    Some(attribute) => {
+                    // are not members costs one store lookup, not n. Elsewhere: a directory
+                    // that is not a zarr node.
+                    if let Some(attribute) = declared {
                         return Err(Error::metadata(
                             &self.path,
                             attribute,
                             format!("names the column '{name}', which the group does not hold"),
-                        ))
+                        ));
                     }
-                    None => {} // a directory that is not a zarr node
-                },
+                }
                 opened => out.push((name, opened)),
             }
         }
