@@ -55,7 +55,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run SQL statements and print each result.
+    /// Run SQL statements and print each result; without a query, an interactive shell.
+    ///
+    /// The statements come from the argument, `-f FILE` (repeatable), SQL piped on standard
+    /// input, or, on a terminal, a shell (`\d`, `\d NAME`, `\q`, history, tab completion,
+    /// Ctrl-C cancels the running statement).
     ///
     /// Zarr arrays and groups can be queried by location (`SELECT * FROM 'data/pbmc.zarr/obs'`)
     /// or registered with `CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '…'`; Parquet, CSV,

@@ -499,15 +499,19 @@ impl Progress {
         }
     }
 
-    /// The final count and where the rows went, with a newline.
-    pub(crate) fn finish(&self, to: &str) {
+    /// The final count and where the rows went, with a newline (the line stays).
+    pub(crate) fn finish(&mut self, to: &str) {
         if self.enabled {
             eprintln!("\r{} {} rows to {to}", self.label, self.rows);
         }
+        self.drawn = false;
     }
+}
 
-    /// Erase the line, if one was drawn.
-    pub(crate) fn clear(&self) {
+/// A progress line not finished is erased: what is printed next (a result, an error, the
+/// prompt after a cancelled statement) starts on a clean line.
+impl Drop for Progress {
+    fn drop(&mut self) {
         if self.drawn {
             eprint!("\r\x1b[K");
         }

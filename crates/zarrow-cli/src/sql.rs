@@ -239,21 +239,21 @@ impl Runner {
             let batch = batch.map_err(context)?;
             if has_columns {
                 if streams && batch.num_rows() > 0 {
-                    // rows are printing: the progress line would be in their way
-                    if let Some(p) = progress.take() {
-                        p.clear();
-                    }
+                    // rows are printing: the progress line (erased when dropped) is in their way
+                    progress = None;
                 }
                 writer.write(&batch)?;
             }
         }
-        if let Some(p) = progress.take() {
-            p.clear();
-        }
+        drop(progress);
         if has_columns {
             writer.finish()?;
             self.printed += 1;
+        } else {
+            drop(writer);
         }
+        // the result before what its scans did
+        self.sink.flush().context("cannot write the output")?;
         if self.verbose {
             print_scans(physical.as_ref());
         }
