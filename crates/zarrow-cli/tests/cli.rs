@@ -801,7 +801,7 @@ fn errors_are_clean() {
     // A value that cannot be shown (a timestamp past chrono's range) fails the command in
     // every text format, naming the column, instead of printing "ERROR: …" into the cell.
     let huge = "SELECT arrow_cast(9223372036854775807, 'Timestamp(Second, None)') AS t";
-    for format in ["table", "csv", "json", "ndjson"] {
+    for format in ["table", "csv", "json", "ndjson", "markdown"] {
         let err = fails(&["sql", "--format", format, huge]);
         assert!(err.contains("9223372036854775807"), "{format}: {err}");
     }
