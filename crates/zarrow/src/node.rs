@@ -8,7 +8,7 @@
 //! `values`/`mask`), as anndata itself reads them, else from listing the store.
 
 use futures::future::BoxFuture;
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt};
 
 use crate::array::ZarrArray;
 use crate::metadata::{self, GroupMetadata, NodeMetadata};
@@ -178,18 +178,21 @@ impl ZarrGroup {
             }
             None => (self.store.list_children("").await?, None),
         };
-        for name in names {
-            match Node::open_store(
-                self.store.child(&name),
-                &metadata::join_path(&self.path, &name),
-            )
-            .await
-            {
+        // Children are opened a few at a time (a store's round trips overlap), in order.
+        let mut opened = futures::stream::iter(names)
+            .map(|name| async move {
+                let path = metadata::join_path(&self.path, &name);
+                let node = Node::open_store(self.store.child(&name), &path).await;
+                (name, node)
+            })
+            .buffered(OPEN_CONCURRENCY);
+        while let Some((name, node)) = opened.next().await {
+            match node {
                 Err(Error::NodeNotFound { .. }) => {
                     // The first column a dataframe names that is not there ends the listing
                     // (anndata fails to read it too): a hostile `column-order` of n names that
-                    // are not members costs one store lookup, not n. Elsewhere: a directory
-                    // that is not a zarr node.
+                    // are not members costs OPEN_CONCURRENCY store lookups at most, not n.
+                    // Elsewhere: a directory that is not a zarr node.
                     if let Some(attribute) = declared {
                         return Err(Error::metadata(
                             &self.path,
@@ -256,6 +259,9 @@ impl ZarrGroup {
         .boxed()
     }
 }
+
+/// How many children of a group are opened at once.
+const OPEN_CONCURRENCY: usize = 16;
 
 /// The children an AnnData element declares in its attributes.
 struct Declared {
