@@ -483,11 +483,11 @@ impl Progress {
 
     /// Count rows; redraw if due.
     pub(crate) fn add(&mut self, rows: usize) {
-        self.set(self.rows + rows as u64);
+        self.set(self.rows + rows as u64, "");
     }
 
-    /// The rows so far; redraw if due.
-    pub(crate) fn set(&mut self, rows: u64) {
+    /// The rows so far, and what to say after them (`, 3/40 chunks`); redraw if due.
+    pub(crate) fn set(&mut self, rows: u64, detail: &str) {
         self.rows = rows;
         if self.enabled
             && self.started.elapsed() >= self.delay
@@ -495,7 +495,7 @@ impl Progress {
         {
             self.last = Instant::now();
             self.drawn = true;
-            eprint!("\r{} {} rows", self.label, self.rows);
+            eprint!("\r{} {} rows{detail}\x1b[K", self.label, self.rows);
         }
     }
 

@@ -218,7 +218,7 @@ impl Runner {
         let mut progress =
             (!scans.is_empty()).then(|| Progress::after("scanned", Duration::from_secs(1)));
         let mut tick = tokio::time::interval(Duration::from_millis(200));
-        let scanned = || scans.iter().map(|s| s.scan_counts().rows_out).sum::<u64>();
+        let planned: u64 = scans.iter().map(|s| s.chunks_read()).sum();
         let has_columns = !schema.fields().is_empty();
         if has_columns {
             self.begin_result()?;
@@ -230,7 +230,9 @@ impl Runner {
                 batch = stream.next() => batch,
                 _ = tick.tick() => {
                     if let Some(p) = progress.as_mut() {
-                        p.set(scanned());
+                        let counts = scans.iter().map(|s| s.scan_counts());
+                        let (rows, chunks) = counts.fold((0, 0), |(r, c), n| (r + n.rows_out, c + n.chunks_read));
+                        p.set(rows, &format!(", {chunks}/{planned} chunks"));
                     }
                     continue;
                 }

@@ -1487,7 +1487,13 @@ fn shell_in_a_pseudo_terminal() {
     shell
         .send_line("CREATE EXTERNAL TABLE pbmc_obs STORED AS ZARR")
         .unwrap();
-    shell.send_line(format!("  LOCATION '{OBS}';")).unwrap();
+    // Each line is sent at a fresh prompt, after the output of what came before: a prompt
+    // also shows when the editor redraws the statement it accepts, and a line typed ahead
+    // while a statement runs reaches the editor with `\n` for Enter (a newline, not accept).
+    shell
+        .send_line(format!("  LOCATION '{OBS}'; SELECT 'ready' AS created;"))
+        .unwrap();
+    shell.expect("| ready").unwrap();
     shell.expect(prompt).unwrap();
     // tab completes `sele` to `select` and `pbmc` to `pbmc_obs`
     shell.send("sele\t count(*) AS n FROM pbmc\t;\r").unwrap();
@@ -1497,6 +1503,7 @@ fn shell_in_a_pseudo_terminal() {
     shell
         .expect(Regex(r"\| public +\| pbmc_obs +\| Base"))
         .unwrap();
+    shell.expect(prompt).unwrap();
     shell.send_line("\\d pbmc_obs").unwrap();
     shell.expect(Regex(r"\| cell_type +\| Dictionary")).unwrap();
     shell.expect(prompt).unwrap();
@@ -1509,7 +1516,7 @@ fn shell_in_a_pseudo_terminal() {
     shell
         .send_line("SELECT sum(r.value) FROM pbmc_obs CROSS JOIN range(100000000000) AS r;")
         .unwrap();
-    shell.expect("scanned 2000 rows").unwrap();
+    shell.expect("scanned 2000 rows, 1/1 chunks").unwrap();
     shell.send(ControlCode::EndOfText).unwrap();
     shell.expect("\r\x1b[Kerror: cancelled").unwrap();
     shell.expect(prompt).unwrap();
