@@ -7,7 +7,9 @@ xarray, anndata and zarrs — see tests/fixtures/README.md).
 - metadata: every metadata document of the fixtures, prefixed by the byte that picks its parser
   (v2 `.zarray`/`.zgroup` followed by NUL and their `.zattrs`).
 - open_store: each node of each fixture store whose files fit in 48 KiB, as the entries
-  `[key length u8][key][value length u16 LE][value]` that fuzz_targets/open_store.rs reads.
+  `[key length u8][key][value length u16 LE][value]` that fuzz_targets/open_store.rs reads
+  (among them tensorstore's nested shards, `tensorstore_nested.zarr`, and json2 chunks of
+  `numcodecs_v{2,3}.zarr`).
 - decode_chunk: chunk files of the fixtures' string arrays, behind the selector bytes of their
   codec (v3 `vlen-utf8` + zstd, v2 `vlen-utf8` + blosc/zstd where the fixture says so).
 - icechunk: every snapshot and manifest of the Icechunk fixture repositories, as the flatbuffer
