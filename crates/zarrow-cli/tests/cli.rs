@@ -1488,8 +1488,9 @@ fn shell_in_a_pseudo_terminal() {
         .send_line("CREATE EXTERNAL TABLE pbmc_obs STORED AS ZARR")
         .unwrap();
     // Each line is sent at a fresh prompt, after the output of what came before: a prompt
-    // also shows when the editor redraws the statement it accepts, and a line typed ahead
-    // while a statement runs reaches the editor with `\n` for Enter (a newline, not accept).
+    // also shows when the editor redraws the statement it accepts, and before each prompt
+    // rustyline asks the terminal where the cursor is and reads the answer from the input for
+    // 100 ms (a character typed ahead then is taken for it and lost).
     shell
         .send_line(format!("  LOCATION '{OBS}'; SELECT 'ready' AS created;"))
         .unwrap();
