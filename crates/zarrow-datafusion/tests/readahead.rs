@@ -1,7 +1,8 @@
 //! Read-ahead in SQL scans: each partition keeps `concurrency` chunk reads in flight when the
-//! session's memory pool is unbounded, and one chunk of rows ahead under a memory limit. The
-//! store hangs every chunk GET, so what is in flight once the scans have started is exactly
-//! the read-ahead.
+//! session's memory pool is unbounded, and under a memory limit one chunk of rows ahead, whose
+//! request waits until the budget grants what a chunk takes. The store hangs every chunk GET
+//! (or counts them), so what is in flight once the scans have started is exactly the
+//! read-ahead.
 
 mod common;
 
@@ -92,7 +93,76 @@ async fn an_unbounded_pool_keeps_concurrency_reads_in_flight_per_partition() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_memory_limit_keeps_one_chunk_of_rows_ahead() {
-    // 2 partitions × (the chunk being handed out + one ahead)
-    assert_eq!(in_flight_for(Some(64 << 20)).await, 4);
+async fn a_memory_limit_sends_no_request_before_its_reservation() {
+    // 2 partitions × the first chunk: the chunk ahead reserves what the first took before its
+    // request, and the first never arrives.
+    assert_eq!(in_flight_for(Some(64 << 20)).await, 2);
+}
+
+/// A budget of `limit` bytes.
+#[derive(Debug)]
+struct Limit(usize, std::sync::atomic::AtomicUsize);
+
+impl zarrow::scan::ScanMemory for Limit {
+    fn try_grow(&self, bytes: usize) -> Result<(), String> {
+        let now = self.1.load(Ordering::SeqCst);
+        if now + bytes > self.0 {
+            return Err(format!("{bytes} bytes more than the {} left", self.0 - now));
+        }
+        self.1.fetch_add(bytes, Ordering::SeqCst);
+        Ok(())
+    }
+    fn shrink(&self, bytes: usize) {
+        self.1.fetch_sub(bytes, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chunk_ahead_is_not_requested_until_the_budget_has_room_for_it() {
+    // 4 chunks of 100,000 int64 (800 kB stored each) under a budget of 1.5 chunks: while the
+    // first chunk is being handed out, the second must not be fetched (it would be held
+    // outside the budget); once the first is handed out it is, and the scan is whole.
+    let mem = Arc::new(InMemory::new());
+    let plain = ZarrStore::new(mem.clone(), Path::from("s"));
+    let values = arrow::array::Int64Array::from_iter_values(0..400_000);
+    let options = ZarrWriteOptions {
+        chunk_shape: Some(vec![100_000]),
+        write_empty_chunks: true,
+        ..Default::default()
+    };
+    zarrow::write_array(&plain, "v", &values, &[400_000], &options)
+        .await
+        .unwrap();
+    let store = Arc::new(CountingStore::new(mem));
+    let zarr = ZarrStore::new(store.clone(), Path::from("s")).child("v");
+    let node = zarrow::Node::open_store(zarr, "v").await.unwrap();
+    let model = Arc::new(
+        zarrow::TableModel::from_node(node, zarrow::TableOptions::default())
+            .await
+            .unwrap(),
+    );
+    let limit = Arc::new(Limit(1_200_000, 0.into()));
+    let ctx = zarrow::ScanContext {
+        memory: Some(limit.clone()),
+        ..Default::default()
+    };
+    let before = store.gets.load(Ordering::SeqCst);
+    let mut stream = zarrow::ZarrScan::new(&model)
+        .stream(model.clone(), ctx)
+        .unwrap();
+    let first = stream.next().await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        store.gets.load(Ordering::SeqCst) - before,
+        1,
+        "the chunk ahead was requested while the budget had no room for it"
+    );
+    assert!(limit.1.load(Ordering::SeqCst) <= 1_200_000);
+    let mut rows = first.num_rows();
+    while let Some(batch) = stream.next().await {
+        rows += batch.unwrap().num_rows();
+        assert!(limit.1.load(Ordering::SeqCst) <= 1_200_000);
+    }
+    assert_eq!(rows, 400_000);
+    assert_eq!(store.gets.load(Ordering::SeqCst) - before, 4);
 }

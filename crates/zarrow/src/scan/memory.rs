@@ -13,10 +13,12 @@
 //!
 //! Under a bounded budget the scan reads one chunk of rows ahead (not `concurrency` of them), so
 //! it holds at most two chunks a stream; under an unbounded one (only counted) it reads ahead as
-//! far as `concurrency` allows. The chunk ahead, fetched while the current one is handed out,
-//! keeps its bytes unreserved if the budget is full and tries again when its turn comes, after
-//! the chunk before it gave its bytes back; only then is a full budget an error (the read-ahead
-//! never deadlocks on memory that only a later chunk could free).
+//! far as `concurrency` allows. A chunk ahead holds, before its request is sent, as much as the
+//! largest chunk so far took ([`Held::reserve_ahead`]); if the budget has no room the request
+//! waits until the chunks before it have been handed out and tries again, and only then is a
+//! full budget an error (the read-ahead never deadlocks on memory that only a later chunk could
+//! free). A chunk larger than the estimate holds the rest when it arrives, or when its turn
+//! comes.
 
 use std::sync::{Arc, Mutex};
 
@@ -43,6 +45,18 @@ pub(crate) struct Budget {
     memory: Arc<dyn ScanMemory>,
     /// (in use, reserved)
     state: Mutex<(usize, usize)>,
+    /// What a chunk's fetch waits on before its request (see [`Held::reserve_ahead`]).
+    progress: tokio::sync::watch::Sender<Progress>,
+}
+
+/// How far a stream has got: the estimate a chunk's fetch reserves before its request, and how
+/// many chunks have been handed out.
+#[derive(Debug, Default, Clone, Copy)]
+struct Progress {
+    /// The most stored bytes of a chunk fetched so far (`None` until the first arrives).
+    largest: Option<usize>,
+    /// Chunks handed out (their [`Held`] dropped).
+    handed_out: usize,
 }
 
 impl Budget {
@@ -50,6 +64,7 @@ impl Budget {
         Arc::new(Budget {
             memory,
             state: Mutex::new((0, 0)),
+            progress: tokio::sync::watch::Sender::new(Progress::default()),
         })
     }
 
@@ -82,7 +97,8 @@ impl Drop for Budget {
     }
 }
 
-/// Bytes of a stream's [`Budget`] in use for one chunk, released on drop.
+/// Bytes of a stream's [`Budget`] in use for one chunk, released on drop (which counts the
+/// chunk as handed out).
 #[derive(Debug, Default)]
 pub(crate) struct Held {
     budget: Option<Arc<Budget>>,
@@ -93,6 +109,60 @@ impl Held {
     /// Nothing held yet, of `budget` (no budget: every reservation succeeds).
     pub(crate) fn new(budget: Option<Arc<Budget>>) -> Self {
         Held { budget, bytes: 0 }
+    }
+
+    /// Before the request for the stored bytes of chunk number `index` of the stream, under a
+    /// bounded budget: hold as much as the largest chunk fetched so far took. The first chunk goes without (nothing is
+    /// known yet), the others wait for its size. If the budget has no room, the request waits
+    /// until every chunk before this one has been handed out and tries once more; only then is
+    /// a full budget an error. So read-ahead never holds bytes the budget did not grant, and
+    /// never deadlocks on memory only a later chunk could free. Returns what was held.
+    pub(crate) async fn reserve_ahead(
+        &mut self,
+        index: usize,
+        what: &(dyn Fn() -> String + Sync),
+    ) -> Result<usize> {
+        let Some(budget) = self.budget.clone() else {
+            return Ok(0);
+        };
+        // The first chunk has no estimate; a budget without a limit only counts.
+        if index == 0 || !budget.memory.is_bounded() {
+            return Ok(0);
+        }
+        let mut progress = budget.progress.subscribe();
+        let estimate = match progress.wait_for(|p| p.largest.is_some()).await {
+            Ok(p) => p.largest.unwrap_or(0),
+            Err(_) => 0,
+        };
+        if self.grow(estimate, what).is_err() {
+            let _ = progress.wait_for(|p| p.handed_out >= index).await;
+            self.grow(estimate, what)?;
+        }
+        Ok(estimate)
+    }
+
+    /// After the fetch: `stored` bytes arrived where `reserved` were held. Gives back what
+    /// was held over, or holds the rest; `Ok(n)`: `n` bytes could not be held now (the
+    /// caller holds them when the chunk's turn comes).
+    pub(crate) fn settle(&mut self, reserved: usize, stored: usize) -> usize {
+        if let Some(budget) = &self.budget {
+            budget.progress.send_modify(|p| {
+                p.largest = Some(p.largest.unwrap_or(0).max(stored));
+            });
+        }
+        if stored <= reserved {
+            let over = reserved - stored;
+            if let Some(budget) = &self.budget {
+                budget.release(over);
+            }
+            self.bytes -= over.min(self.bytes);
+            return 0;
+        }
+        let rest = stored - reserved;
+        match self.grow(rest, &String::new) {
+            Ok(()) => 0,
+            Err(_) => rest,
+        }
     }
 
     /// Hold `bytes` more for `what` (named in the error).
@@ -119,6 +189,7 @@ impl Drop for Held {
     fn drop(&mut self) {
         if let Some(budget) = &self.budget {
             budget.release(self.bytes);
+            budget.progress.send_modify(|p| p.handed_out += 1);
         }
     }
 }

@@ -125,20 +125,21 @@ pub(super) fn open(
         (model.clone(), projection.clone(), read.metrics.clone());
     let out_schema = schema.clone();
     let inner = futures::stream::iter(plan)
-        .map(move |planned| {
+        .enumerate()
+        .map(move |(index, planned)| {
             let (this, projection) = (fetcher.clone(), fetch_projection.clone());
             let (metrics, memory) = (fetch_metrics.clone(), memory.clone());
             in_background(async move {
                 let (coords, take) = planned?;
-                let fetched = this.fetch_aligned(&coords, &projection, &metrics).await?;
-                // Reserve the stored bytes now if the budget has room; else when the chunk's
-                // turn comes (see memory.rs).
-                let stored: usize = fetched.iter().flatten().flatten().map(|b| b.len()).sum();
+                // Hold what the chunk will likely take before asking the store for it; what
+                // it takes beyond that, now if the budget has room, else when the chunk's turn
+                // comes (see memory.rs).
                 let mut held = Held::new(memory);
-                let unreserved = match held.grow(stored, &|| String::new()) {
-                    Ok(()) => 0,
-                    Err(_) => stored,
-                };
+                let what = || format!("reading chunk {coords:?} of '{}'", this.location());
+                let reserved = held.reserve_ahead(index, &what).await?;
+                let fetched = this.fetch_aligned(&coords, &projection, &metrics).await?;
+                let stored: usize = fetched.iter().flatten().flatten().map(|b| b.len()).sum();
+                let unreserved = held.settle(reserved, stored);
                 Ok((coords, take, fetched, held, unreserved))
             })
         })
