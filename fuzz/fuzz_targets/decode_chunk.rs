@@ -17,25 +17,85 @@ use zarrow::{StringType, ZarrReadOptions};
 
 /// (dtype, filters, compressor) of v2 arrays with numcodecs filters and checksums.
 const V2_FILTERS: &[(&str, &str, &str)] = &[
-    (r#""<i8""#, r#"[{"id": "delta", "dtype": "<i8", "astype": "<i2"}]"#, "null"),
-    (r#"">i4""#, r#"[{"id": "delta", "dtype": ">i4"}]"#, r#"{"id": "lzma"}"#),
+    (
+        r#""<i8""#,
+        r#"[{"id": "delta", "dtype": "<i8", "astype": "<i2"}]"#,
+        "null",
+    ),
+    (
+        r#"">i4""#,
+        r#"[{"id": "delta", "dtype": ">i4"}]"#,
+        r#"{"id": "lzma"}"#,
+    ),
     (r#""<f4""#, r#"[{"id": "delta", "dtype": "<f4"}]"#, "null"),
-    (r#""<f8""#, r#"[{"id": "fixedscaleoffset", "offset": 2, "scale": 10, "dtype": "<f8", "astype": "<i4"}]"#, "null"),
-    (r#""<f8""#, r#"[{"id": "quantize", "digits": 2, "dtype": "<f8", "astype": "<f4"}]"#, "null"),
-    (r#""<f8""#, r#"[{"id": "astype", "encode_dtype": "<f2", "decode_dtype": "<f8"}]"#, "null"),
+    (
+        r#""<f8""#,
+        r#"[{"id": "fixedscaleoffset", "offset": 2, "scale": 10, "dtype": "<f8", "astype": "<i4"}]"#,
+        "null",
+    ),
+    (
+        r#""<f8""#,
+        r#"[{"id": "quantize", "digits": 2, "dtype": "<f8", "astype": "<f4"}]"#,
+        "null",
+    ),
+    (
+        r#""<f8""#,
+        r#"[{"id": "astype", "encode_dtype": "<f2", "decode_dtype": "<f8"}]"#,
+        "null",
+    ),
     (r#""|b1""#, r#"[{"id": "packbits"}]"#, "null"),
-    (r#""|O""#, r#"[{"id": "categorize", "labels": ["a", "bb", "ü"], "dtype": "|O", "astype": "|u1"}]"#, "null"),
-    (r#""<U2""#, r#"[{"id": "categorize", "labels": ["a", "bb", "üü"], "dtype": "<U2", "astype": "<u2"}]"#, "null"),
-    (r#""|O""#, r#"[{"id": "json2", "encoding": "utf-8"}]"#, "null"),
+    (
+        r#""|O""#,
+        r#"[{"id": "categorize", "labels": ["a", "bb", "ü"], "dtype": "|O", "astype": "|u1"}]"#,
+        "null",
+    ),
+    (
+        r#""<U2""#,
+        r#"[{"id": "categorize", "labels": ["a", "bb", "üü"], "dtype": "<U2", "astype": "<u2"}]"#,
+        "null",
+    ),
+    (
+        r#""|O""#,
+        r#"[{"id": "json2", "encoding": "utf-8"}]"#,
+        "null",
+    ),
     // json2 behind compressors: the JSON list decoded within the chunk's bound, parsed as a
     // stream that stops at the element count (byte 1).
-    (r#""|O""#, r#"[{"id": "json2", "encoding": "utf-8"}]"#, r#"{"id": "zlib", "level": 1}"#),
-    (r#""|O""#, r#"[{"id": "json2", "encoding": "utf-8"}]"#, r#"{"id": "bz2", "level": 1}"#),
-    (r#""<f8""#, r#"[{"id": "shuffle", "elementsize": 8}, {"id": "crc32"}]"#, r#"{"id": "zlib", "level": 1}"#),
-    (r#""<i4""#, r#"[{"id": "adler32", "location": "end"}]"#, r#"{"id": "lzma"}"#),
-    (r#""<i4""#, r#"[{"id": "fletcher32"}, {"id": "bitround", "keepbits": 3}]"#, "null"),
-    (r#"[["a", "<i4"], ["s", "<U3"], ["p", [["x", ">f8"], ["ok", "|b1"]]], ["b", "|S2"]]"#, "[]", "null"),
-    (r#"[["t", "<M8[s]"], ["v", ">f4"]]"#, r#"[{"id": "shuffle", "elementsize": 12}]"#, r#"{"id": "zstd", "level": 1}"#),
+    (
+        r#""|O""#,
+        r#"[{"id": "json2", "encoding": "utf-8"}]"#,
+        r#"{"id": "zlib", "level": 1}"#,
+    ),
+    (
+        r#""|O""#,
+        r#"[{"id": "json2", "encoding": "utf-8"}]"#,
+        r#"{"id": "bz2", "level": 1}"#,
+    ),
+    (
+        r#""<f8""#,
+        r#"[{"id": "shuffle", "elementsize": 8}, {"id": "crc32"}]"#,
+        r#"{"id": "zlib", "level": 1}"#,
+    ),
+    (
+        r#""<i4""#,
+        r#"[{"id": "adler32", "location": "end"}]"#,
+        r#"{"id": "lzma"}"#,
+    ),
+    (
+        r#""<i4""#,
+        r#"[{"id": "fletcher32"}, {"id": "bitround", "keepbits": 3}]"#,
+        "null",
+    ),
+    (
+        r#"[["a", "<i4"], ["s", "<U3"], ["p", [["x", ">f8"], ["ok", "|b1"]]], ["b", "|S2"]]"#,
+        "[]",
+        "null",
+    ),
+    (
+        r#"[["t", "<M8[s]"], ["v", ">f4"]]"#,
+        r#"[{"id": "shuffle", "elementsize": 12}]"#,
+        r#"{"id": "zstd", "level": 1}"#,
+    ),
 ];
 
 fuzz_target!(|input: &[u8]| {
@@ -52,16 +112,29 @@ fuzz_target!(|input: &[u8]| {
             index_codecs: CodecChain::plain(),
             data_codecs: CodecChain::plain(),
             index_u64: selector % 8 == 4,
-            index_location: if selector & 0x10 == 0 { IndexLocation::Start } else { IndexLocation::End },
+            index_location: if selector & 0x10 == 0 {
+                IndexLocation::Start
+            } else {
+                IndexLocation::End
+            },
         })),
-        _ => ArrayToBytes::Bytes { endian: Some(if selector & 0x10 == 0 { Endian::Little } else { Endian::Big }) },
+        _ => ArrayToBytes::Bytes {
+            endian: Some(if selector & 0x10 == 0 {
+                Endian::Little
+            } else {
+                Endian::Big
+            }),
+        },
     };
     let data_type = match (selector % 8, selector >> 6) {
         (1, _) => DataType::Bytes,
         (6 | 7, 0) => DataType::FixedUtf32 { length_bytes: 8 },
         (6 | 7, 1) => DataType::NullTerminatedBytes { length_bytes: 3 },
         (6 | 7, 2) => DataType::Int32,
-        (6 | 7, _) => DataType::DateTime64 { unit: zarrow::metadata::NpTimeUnit::Day, scale_factor: 1 },
+        (6 | 7, _) => DataType::DateTime64 {
+            unit: zarrow::metadata::NpTimeUnit::Day,
+            scale_factor: 1,
+        },
         _ => DataType::String,
     };
     // Byte 2 picks the compression in front of the decoder: each of zarrow's codecs, blosc
@@ -81,7 +154,10 @@ fuzz_target!(|input: &[u8]| {
     let bytes_to_bytes = match codec % 16 {
         1 => vec![BytesToBytes::Gzip { level: 1 }],
         2 => vec![BytesToBytes::Zlib { level: 1 }],
-        3 => vec![BytesToBytes::Zstd { level: 0, checksum: false }],
+        3 => vec![BytesToBytes::Zstd {
+            level: 0,
+            checksum: false,
+        }],
         4 => vec![blosc(BloscCompressor::BloscLz)],
         5 => vec![blosc(BloscCompressor::Lz4)],
         6 => vec![blosc(BloscCompressor::Zlib)],
@@ -89,11 +165,27 @@ fuzz_target!(|input: &[u8]| {
         8 => vec![BytesToBytes::Lz4 { acceleration: 1 }],
         9 => vec![BytesToBytes::Bz2 { level: 1 }],
         10 => vec![BytesToBytes::Crc32c],
-        11 => vec![BytesToBytes::Zstd { level: 0, checksum: false }, BytesToBytes::Crc32c],
-        12 => vec![BytesToBytes::Gzip { level: 1 }, BytesToBytes::Zstd { level: 0, checksum: false }],
+        11 => vec![
+            BytesToBytes::Zstd {
+                level: 0,
+                checksum: false,
+            },
+            BytesToBytes::Crc32c,
+        ],
+        12 => vec![
+            BytesToBytes::Gzip { level: 1 },
+            BytesToBytes::Zstd {
+                level: 0,
+                checksum: false,
+            },
+        ],
         _ => vec![],
     };
-    let mut chain = CodecChain { array_to_array: vec![], array_to_bytes, bytes_to_bytes };
+    let mut chain = CodecChain {
+        array_to_array: vec![],
+        array_to_bytes,
+        bytes_to_bytes,
+    };
     let mut data_type = data_type;
     // 13-15: a v2 numcodecs filter chain (or a structured dtype) picked by the high bits,
     // parsed as zarr-python 2 writes it.
@@ -102,11 +194,16 @@ fuzz_target!(|input: &[u8]| {
         let dtype: serde_json::Value = serde_json::from_str(dtype).unwrap();
         let (dt, endian) = match &dtype {
             serde_json::Value::String(s) => zarrow::data_type::parse_v2_dtype(s).unwrap(),
-            other => (zarrow::data_type::parse_v2_structured(other).unwrap(), Endian::Little),
+            other => (
+                zarrow::data_type::parse_v2_structured(other).unwrap(),
+                Endian::Little,
+            ),
         };
         let filters: serde_json::Value = serde_json::from_str(filters).unwrap();
         let compressor: serde_json::Value = serde_json::from_str(compressor).unwrap();
-        chain = zarrow::codec::parse_v2_chain(&dt, endian, false, 1, Some(&filters), Some(&compressor)).unwrap();
+        chain =
+            zarrow::codec::parse_v2_chain(&dt, endian, false, 1, Some(&filters), Some(&compressor))
+                .unwrap();
         data_type = dt;
     }
     let string_type = match selector >> 6 {
@@ -117,7 +214,9 @@ fuzz_target!(|input: &[u8]| {
     let mut opts = ZarrReadOptions::default().with_string_type(string_type);
     opts.max_chunk_bytes = 1 << 20;
     // Whatever decodes must be a valid Arrow array, checked in full.
-    if let Ok(array) = zarrow::decode::decode_chunk(&chain, &data_type, n, Bytes::copy_from_slice(data), &opts) {
+    if let Ok(array) =
+        zarrow::decode::decode_chunk(&chain, &data_type, n, Bytes::copy_from_slice(data), &opts)
+    {
         if let Err(e) = arrow_array::Array::to_data(&array).validate_full() {
             panic!("decoded an invalid array: {e}");
         }

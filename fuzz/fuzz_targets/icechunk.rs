@@ -17,13 +17,15 @@
 //! whole). `fuzz/seeds.py` writes every snapshot and manifest of the fixture in both forms.
 #![no_main]
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+#[path = "shared/read_table.rs"]
+mod shared;
 
-use futures::TryStreamExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
 use libfuzzer_sys::fuzz_target;
 use zarrow::codec::BytesToBytes;
-use zarrow::{Node, ScanContext, TableModel, TableOptions, ZarrScan, ZarrStore};
+use zarrow::{Node, ZarrStore};
 
 /// The binary header of an Icechunk metadata file.
 const HEADER_LEN: usize = 39;
@@ -122,31 +124,6 @@ fn replacement(repo: &Repository, input: &[u8]) -> Option<(PathBuf, Vec<u8>)> {
     Some((path.clone(), file))
 }
 
-async fn read_table(node: Node) {
-    let mut options = TableOptions::default();
-    options.read.max_chunk_bytes = 16 << 20;
-    options.read.concurrency = 2;
-    let Ok(model) = TableModel::from_node(node, options).await else {
-        return;
-    };
-    let mut scan = ZarrScan::new(&model);
-    scan.limit = Some(4096);
-    scan.batch_size = 1024;
-    let Ok(stream) = scan.stream(Arc::new(model), ScanContext::default()) else {
-        return;
-    };
-    let _ = stream
-        .try_for_each(|batch| {
-            for column in batch.columns() {
-                if let Err(e) = column.to_data().validate_full() {
-                    panic!("read an invalid array: {e}");
-                }
-            }
-            futures::future::ready(Ok(()))
-        })
-        .await;
-}
-
 /// Open the repository at `version`, walk it and read the root's children as tables.
 async fn read_version(dir: &Path, version: &str) {
     let location = format!("icechunk+file://{}@{version}", dir.display());
@@ -163,7 +140,7 @@ async fn read_version(dir: &Path, version: &str) {
     };
     for (_, child) in children.into_iter().take(16) {
         if let Ok(child) = child {
-            read_table(child).await;
+            shared::read_table(child, false).await;
         }
     }
 }

@@ -21,7 +21,9 @@ fn exercise_array(meta: &ArrayMetadata) {
         let _ = meta.dimension_name(d);
     }
     let opts = ZarrReadOptions::default();
-    let _ = meta.data_type.arrow_type(opts.string_type, opts.binary_type());
+    let _ = meta
+        .data_type
+        .arrow_type(opts.string_type, opts.binary_type());
     let _ = meta.data_type.name();
     let _ = zarrow::decode::fill_array(&meta.data_type, &meta.fill_value, 3, &opts);
 }

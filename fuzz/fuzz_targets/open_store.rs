@@ -9,13 +9,15 @@
 //! out. `fuzz/seeds.py` turns the fixture stores into such entries.
 #![no_main]
 
+#[path = "shared/read_table.rs"]
+mod shared;
+
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use futures::TryStreamExt;
 use libfuzzer_sys::fuzz_target;
 use object_store::memory::InMemory;
-use zarrow::{Node, ScanContext, TableModel, TableOptions, ZarrScan, ZarrStore};
+use zarrow::{Node, ZarrStore};
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -44,32 +46,6 @@ fn entries(mut input: &[u8]) -> Vec<(String, Bytes)> {
     out
 }
 
-async fn read_table(node: Node) {
-    let mut options = TableOptions::default();
-    options.read.max_chunk_bytes = 16 << 20;
-    options.read.concurrency = 2;
-    options.decode_cf = true;
-    let Ok(model) = TableModel::from_node(node, options).await else {
-        return;
-    };
-    let mut scan = ZarrScan::new(&model);
-    scan.limit = Some(4096);
-    scan.batch_size = 1024;
-    let Ok(stream) = scan.stream(Arc::new(model), ScanContext::default()) else {
-        return;
-    };
-    let _ = stream
-        .try_for_each(|batch| {
-            for column in batch.columns() {
-                if let Err(e) = column.to_data().validate_full() {
-                    panic!("read an invalid array: {e}");
-                }
-            }
-            futures::future::ready(Ok(()))
-        })
-        .await;
-}
-
 fuzz_target!(|input: &[u8]| {
     let entries = entries(input);
     if entries.is_empty() {
@@ -92,12 +68,12 @@ fuzz_target!(|input: &[u8]| {
             Node::Group(group) => group.children().await.unwrap_or_default(),
             Node::Array(_) => Vec::new(),
         };
-        read_table(root).await;
+        shared::read_table(root, true).await;
         // children that do not open are listed with their reason (the tree above); the rest
         // are read
         for (_, child) in children.into_iter().take(8) {
             if let Ok(child) = child {
-                read_table(child).await;
+                shared::read_table(child, true).await;
             }
         }
     });
