@@ -9,8 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::CountingStore;
-use datafusion::physical_plan::execute_stream;
+use common::{hung_query, CountingStore};
 use datafusion::prelude::SessionConfig;
 use futures::StreamExt;
 use object_store::local::LocalFileSystem;
@@ -96,16 +95,12 @@ async fn dropped_query_stops_its_fetches() {
     // Several partitions, so DataFusion spawns tasks of its own (repartition, merge).
     let ctx = zarr_session_context(SessionConfig::new().with_target_partitions(4));
     ctx.register_table("t", Arc::new(table)).unwrap();
-    let plan = ctx
-        .sql("SELECT string_2d, count(*) FROM t GROUP BY string_2d")
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap();
-    let mut stream = execute_stream(plan, ctx.task_ctx()).unwrap();
-    let first = tokio::time::timeout(Duration::from_millis(500), stream.next()).await;
-    assert!(first.is_err(), "a hung chunk produced a batch");
+    let stream = hung_query(
+        &ctx,
+        "SELECT string_2d, count(*) FROM t GROUP BY string_2d",
+        Duration::from_millis(500),
+    )
+    .await;
     assert!(store.in_flight.load(Ordering::SeqCst) >= 2);
     assert!(alive() > baseline);
     drop(stream);

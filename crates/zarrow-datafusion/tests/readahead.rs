@@ -11,9 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::Int32Array;
-use common::CountingStore;
+use common::{hung_query, CountingStore};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::physical_plan::execute_stream;
 use datafusion::prelude::SessionConfig;
 use futures::StreamExt;
 use object_store::memory::InMemory;
@@ -71,16 +70,7 @@ async fn in_flight_for(memory_limit: Option<usize>) -> usize {
     let ctx = zarr_session_context_with_runtime(config, runtime.build_arc().unwrap());
     ctx.sql("SET zarrow.concurrency = 8").await.unwrap();
     ctx.register_table("t", Arc::new(table)).unwrap();
-    let plan = ctx
-        .sql("SELECT max(v) FROM t")
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap();
-    let mut stream = execute_stream(plan, ctx.task_ctx()).unwrap();
-    let first = tokio::time::timeout(Duration::from_millis(200), stream.next()).await;
-    assert!(first.is_err(), "a hung chunk produced a batch");
+    let stream = hung_query(&ctx, "SELECT max(v) FROM t", Duration::from_millis(200)).await;
     let n = steady_in_flight(&store).await;
     drop(stream);
     n

@@ -6,7 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::execute_stream;
+use datafusion::prelude::SessionContext;
 use futures::stream::BoxStream;
+use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
@@ -117,4 +121,24 @@ impl ObjectStore for CountingStore {
     ) -> object_store::Result<()> {
         self.inner.copy_opts(from, to, options).await
     }
+}
+
+/// Start `sql` over a store whose chunk GETs hang: its stream, after checking that no batch
+/// comes within `wait` (so its fetches are in flight).
+pub async fn hung_query(
+    ctx: &SessionContext,
+    sql: &str,
+    wait: std::time::Duration,
+) -> SendableRecordBatchStream {
+    let plan = ctx
+        .sql(sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    let mut stream = execute_stream(plan, ctx.task_ctx()).unwrap();
+    let first = tokio::time::timeout(wait, stream.next()).await;
+    assert!(first.is_err(), "a hung chunk produced a batch");
+    stream
 }
