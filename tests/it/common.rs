@@ -295,3 +295,23 @@ pub async fn explain(ctx: &datafusion::prelude::SessionContext, sql: &str) -> St
         .unwrap()
         .to_string()
 }
+
+/// Run `command` (the `run_scan` binary, or a wrapper that starts it) with the serialized scan
+/// `json` on its standard input; its output.
+pub fn run_scan_with(mut command: std::process::Command, json: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(json.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}

@@ -4,8 +4,7 @@
 //! process of its own (`run_scan`) — giving the same batches. Plus: the sync reader inside a
 //! runtime, reader and SQL naming columns alike, and grids too large to list.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
@@ -16,7 +15,7 @@ use zarrow::{
     ZarrRecordBatchStreamBuilder, ZarrScan,
 };
 
-use crate::common::data_dir;
+use crate::common::{data_dir, run_scan_with};
 
 /// Every node of every fixture store that opens as a table.
 async fn fixture_tables() -> Vec<(String, Arc<TableModel>)> {
@@ -51,19 +50,7 @@ async fn collect(builder: ZarrRecordBatchStreamBuilder) -> Vec<RecordBatch> {
 
 /// The batches of a serialized scan, run by the `run_scan` binary.
 fn in_another_process(json: &str) -> Vec<RecordBatch> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_run_scan"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(json.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run_scan_with(Command::new(env!("CARGO_BIN_EXE_run_scan")), json);
     assert!(
         out.status.success(),
         "run_scan failed: {}",

@@ -297,23 +297,13 @@ async fn a_body_is_not_allocated_at_its_announced_length() {
         .unwrap();
     let json = ZarrScan::new(&model).to_json().unwrap();
     let out = tokio::task::spawn_blocking(move || {
-        let mut child = std::process::Command::new(prlimit)
+        let mut command = std::process::Command::new(prlimit);
+        command
             .arg(format!("--as={}", 1u64 << 30))
             .arg("--")
             .arg(env!("CARGO_BIN_EXE_run_scan"))
-            .env("MALLOC_ARENA_MAX", "2")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(json.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+            .env("MALLOC_ARENA_MAX", "2");
+        crate::common::run_scan_with(command, &json)
     })
     .await
     .unwrap();

@@ -40,6 +40,30 @@ impl Fixture {
         self.put(key, serde_json::to_vec(&v).unwrap()).await;
     }
 
+    /// The first `rows` values of column `column` of the table at `node`, as text.
+    async fn column_text(&self, node: &str, column: &str, rows: usize) -> Vec<String> {
+        let node = Node::open_store(self.store.child(node), node)
+            .await
+            .unwrap();
+        let model = Arc::new(
+            zarrow::TableModel::from_node(node, zarrow::TableOptions::default())
+                .await
+                .unwrap(),
+        );
+        use futures::TryStreamExt;
+        let batches: Vec<_> = zarrow::ZarrScan::new(&model)
+            .stream(model.clone(), zarrow::ScanContext::default())
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        let column = batches[0].column_by_name(column).unwrap();
+        let text =
+            arrow::util::display::ArrayFormatter::try_new(column.as_ref(), &Default::default())
+                .unwrap();
+        (0..rows).map(|i| text.value(i).to_string()).collect()
+    }
+
     async fn open(&self, path: &str) -> zarrow::Result<ZarrArray> {
         match Node::open_store(self.store.child(path), path).await? {
             Node::Array(a) => Ok(a),
@@ -560,7 +584,6 @@ async fn unstored_chunks_are_filled_a_batch_at_a_time() {
 
 #[tokio::test]
 async fn categories_are_read_as_far_as_codes_reach() {
-    use futures::TryStreamExt;
     // An AnnData dataframe whose categorical column claims 2^40 categories (none stored):
     // int8 codes reach 128 of them, and only those are read.
     let f = Fixture::new();
@@ -601,27 +624,7 @@ async fn categories_are_read_as_far_as_codes_reach() {
         array(1 << 40, "string", json!("B")),
     )
     .await;
-    let node = Node::open_store(f.store.child("obs"), "obs").await.unwrap();
-    let model = Arc::new(
-        zarrow::TableModel::from_node(node, zarrow::TableOptions::default())
-            .await
-            .unwrap(),
-    );
-    let batches: Vec<_> = zarrow::ZarrScan::new(&model)
-        .stream(model.clone(), zarrow::ScanContext::default())
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    let column = batches[0].column_by_name("cell_type").unwrap();
-    let text = arrow::util::display::ArrayFormatter::try_new(column.as_ref(), &Default::default())
-        .unwrap();
-    assert_eq!(
-        (0..4)
-            .map(|i| text.value(i).to_string())
-            .collect::<Vec<_>>(),
-        ["B"; 4]
-    );
+    assert_eq!(f.column_text("obs", "cell_type", 4).await, ["B"; 4]);
 }
 
 #[tokio::test]
