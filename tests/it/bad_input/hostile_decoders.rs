@@ -291,20 +291,9 @@ async fn json2_stops_at_the_element_count() {
 
     let long = format!(r#"[{} "|O", [4]]"#, r#""a","#.repeat(200_000));
     f.put("j/0", zlib.encode(long.as_bytes()).unwrap()).await;
-    let array = f.open("j").await.unwrap();
-    let err = array
-        .read_chunk(&[0], &ZarrReadOptions::default())
-        .await
-        .unwrap_err();
-    let msg = err.to_string();
-    match err {
-        Error::Chunk {
-            array,
-            chunk,
-            source: ChunkError::TooLarge(m),
-        } => {
-            assert_eq!((array.as_str(), chunk.as_str()), ("j", "0"), "{msg}");
-            assert!(m.contains("json2") && m.contains("4 elements"), "{msg}");
+    match f.chunk_error("j", "0").await {
+        ChunkError::TooLarge(m) => {
+            assert!(m.contains("json2") && m.contains("4 elements"), "{m}")
         }
         other => panic!("expected json2's refusal, got {other}"),
     }

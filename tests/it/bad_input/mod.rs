@@ -40,16 +40,21 @@ impl Fixture {
         self.put(key, serde_json::to_vec(&v).unwrap()).await;
     }
 
-    /// The first `rows` values of column `column` of the table at `node`, as text.
-    async fn column_text(&self, node: &str, column: &str, rows: usize) -> Vec<String> {
+    /// The table at `node`, with the default options.
+    async fn model(&self, node: &str) -> Arc<zarrow::TableModel> {
         let node = Node::open_store(self.store.child(node), node)
             .await
             .unwrap();
-        let model = Arc::new(
+        Arc::new(
             zarrow::TableModel::from_node(node, zarrow::TableOptions::default())
                 .await
                 .unwrap(),
-        );
+        )
+    }
+
+    /// The first `rows` values of column `column` of the table at `node`, as text.
+    async fn column_text(&self, node: &str, column: &str, rows: usize) -> Vec<String> {
+        let model = self.model(node).await;
         use futures::TryStreamExt;
         let batches: Vec<_> = zarrow::ZarrScan::new(&model)
             .stream(model.clone(), zarrow::ScanContext::default())
@@ -559,14 +564,7 @@ async fn unstored_chunks_are_filled_a_batch_at_a_time() {
     meta["chunk_grid"]["configuration"]["chunk_shape"] = json!([(1u64 << 32) - 1]);
     meta["fill_value"] = json!(1.5);
     f.put_json("huge/zarr.json", meta).await;
-    let node = Node::open_store(f.store.child("huge"), "huge")
-        .await
-        .unwrap();
-    let model = Arc::new(
-        zarrow::TableModel::from_node(node, zarrow::TableOptions::default())
-            .await
-            .unwrap(),
-    );
+    let model = f.model("huge").await;
     let mut scan = zarrow::ZarrScan::new(&model);
     scan.batch_size = 1000;
     let mut stream = scan.stream(model, zarrow::ScanContext::default()).unwrap();
