@@ -3,14 +3,15 @@
 # workspace's target dir, so DataFusion's build is the one `cargo test` made), install it into
 # a fresh venv with the test requirements, run pytest against the installed wheel.
 #   bash crates/zarrow-python/ci.sh            (from tests/run-all.sh, servers started)
-# Env: PYTHON (default python3), ZARROW_CLI (the Rust CLI the answers are compared with).
+# Env: PYTHON (default python3), ZARROW_CLI (the Rust CLI the answers are compared with),
+# ZARROW_WHEELS / ZARROW_TEST_VENV (where the wheel and the test venv go; default under target/).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 BUILD_VENV="$ROOT/.venv-maturin"
-TEST_VENV="$ROOT/target/venv-zarrow-wheel"
-WHEELS="$ROOT/target/wheels"
+TEST_VENV="${ZARROW_TEST_VENV:-$ROOT/target/venv-zarrow-wheel}"
+WHEELS="${ZARROW_WHEELS:-$ROOT/target/wheels}"
 
 # maturin itself, once (a stamp of its pin).
 MATURIN_PIN="maturin==1.16.0"
@@ -54,7 +55,7 @@ cd "$TEST_VENV"
 # A datafusion-python of another major version next to the wheel (xarray-sql pins 54): the
 # FFI structs differ, so registering must raise zarrow.ZarrowError naming both versions, and
 # the interpreter must go on. (The registry has no datafusion 56 yet.)
-MISMATCH_VENV="$ROOT/target/venv-zarrow-datafusion54"
+MISMATCH_VENV="${ZARROW_TEST_VENV:-$ROOT/target/venv-zarrow-wheel}-datafusion54"
 rm -rf "$MISMATCH_VENV"
 "$PYTHON" -m venv "$MISMATCH_VENV"
 "$MISMATCH_VENV/bin/pip" install --quiet --disable-pip-version-check "datafusion==54.1.0" \
