@@ -40,10 +40,11 @@ HOW = """\
 | SQL, zarr vs Parquet, and zarr-python | `.venv-zarr3/bin/python benches/sql_compare.py --markdown --rss-rows 20000000` | `target/bench-data/sql_compare_results.json` |
 | one process against a Ballista cluster | `.venv-zarr3/bin/python benches/cluster_compare.py --markdown` | `target/bench-data/r<rows>_c<chunk>/cluster_compare_results.json` |
 | Icechunk repository against the plain store | `.venv-icechunk/bin/python benches/icechunk_compare.py` | `target/bench-data/r<rows>_c<chunk>/icechunk_compare_results.json` |
+| a remote store at 0, 20 and 80 ms RTT (nginx + `delay_proxy`) | `.venv-zarr3/bin/python benches/remote_compare.py` | `target/bench-data/remote_compare_results.json` |
 | Python package (in a venv with the release wheel) | `python benches/python_compare.py --cli-ratios target/bench-data/sql_compare_results.json --json target/bench-data/python_compare_results.json` | the `--json` file |
 
 Builds: `cargo build --release -p zarrow-cli -p zarrow-ballista -p zarrow-benches --bin zarrow
---bin read_column --bin zarrow-scheduler --bin zarrow-executor`; the wheel with `maturin build
+--bin read_column --bin delay_proxy --bin zarrow-scheduler --bin zarrow-executor`; the wheel with `maturin build
 --release --manifest-path crates/zarrow-python/Cargo.toml`; the venvs with `bash
 tests/fixtures/setup_venvs.sh` (with the argument `icechunk` for the Icechunk venv).
 [benches/README.md](../benches/README.md) describes each harness, its data and its method.
@@ -204,6 +205,34 @@ def render_python(data: dict) -> list[str]:
     return out + render_checks(checks)
 
 
+def render_remote(data: dict) -> list[str]:
+    tuned = data.get("tuned", {})
+    out = [f"{int(data.get('rows', 0)):,} rows over loopback HTTP ({data.get('server', '?')}) behind a "
+           f"delay proxy; median seconds of {data.get('repeat', '?')} runs after a warm-up, each its "
+           "own process. *tuned*: `concurrency` "
+           f"{tuned.get('concurrency', '?')}, `target_partitions` {tuned.get('target_partitions', '?')}; "
+           "Parquet: DataFusion at its best `target_partitions`; requests from the server's log.", ""]
+    for chunks, by_rtt in data["results"].items():
+        rows = []
+        for rtt, r in by_rtt.items():
+            for task in ("q1", "q2", "label"):
+                z, t = r["zarrow"][task], r["zarrow_tuned"][task]
+                p = r["parquet"].get(task)
+                zp = r.get("zarr_python", {}) if task == "label" else {}
+                cells = [f"{rtt} ms", task, f"{med(z['seconds']):.3f}", f"{med(t['seconds']):.3f}",
+                         f"{med(p['seconds']):.3f} (tp {p['target_partitions']})" if p else "—"]
+                cells += [f"{med(zp[h]['seconds']):.3f}" if "seconds" in zp.get(h, {}) else "—"
+                          for h in ("fsspec", "obstore")]
+                cells.append(str(z.get("requests")) if z.get("requests") is not None else "—")
+                rows.append(cells)
+        out += [f"{chunks} chunks per column "
+                f"({int(data['layouts'][chunks]['chunk']):,} rows each):", ""]
+        out += md_table(["RTT", "task", "zarrow", "zarrow tuned", "Parquet", "zarr-python fsspec",
+                         "zarr-python obstore", "requests (zarrow)"], rows) + [""]
+    checks = [(c["target"], c["value"], c["ok"]) for c in data.get("checks", [])]
+    return out + render_checks(checks)
+
+
 def render_checks(checks: list[tuple[str, str, bool]]) -> list[str]:
     if not checks:
         return []
@@ -216,6 +245,8 @@ HARNESSES = [
     ("python_compare", "Python package (`python_compare.py`)", render_python),
     ("icechunk_compare", "Icechunk repository vs plain store (`icechunk_compare.py`)", render_icechunk),
     ("cluster_compare", "One process vs a Ballista cluster (`cluster_compare.py`)", render_cluster),
+    ("remote_compare", "Remote store with latency: zarr vs Parquet and zarr-python (`remote_compare.py`)",
+     render_remote),
 ]
 
 

@@ -33,7 +33,12 @@ step "Python package: the wheel built by maturin, installed in a fresh venv, pyt
 bash crates/zarrow-python/ci.sh
 
 step "benchmark harness, tiny data (debug build; checks it runs and both sides agree)"
-cargo build -q -p zarrow-cli -p zarrow-benches --bin zarrow --bin read_column
+cargo build -q -p zarrow-cli -p zarrow-benches --bin zarrow --bin read_column --bin delay_proxy
 .venv-zarr3/bin/python benches/sql_compare.py --rows 300000 --chunk 100000 --repeat 1 \
     --zarrow target/debug/zarrow --read-column target/debug/read_column \
     --data-dir target/bench-data-smoke >/dev/null
+# the remote harness: the same data over loopback HTTP behind the delay proxy at 0 and 20 ms
+# (nginx if installed, else the tests' Python server), zarr-python with fsspec and obstore
+.venv-zarr3/bin/python benches/remote_compare.py --rows 300000 --chunks 3 --rtt 0 20 --repeat 1 \
+    --parquet-partitions 2 --zarrow target/debug/zarrow --proxy target/debug/delay_proxy \
+    --data-dir target/bench-data-smoke --json target/bench-data-smoke/remote_compare_results.json >/dev/null

@@ -1,0 +1,396 @@
+#!/usr/bin/env python3
+"""zarrow over a remote store with latency, against DataFusion on Parquet and zarr-python.
+
+A static HTTP server (nginx from the system's packages; the tests' Python server if nginx is
+missing, which the result file then says) serves sql_compare.py's benchmark data; a delay proxy
+(`benches/src/bin/delay_proxy.rs`: every segment forwarded half a round trip later in each
+direction, a handshake's round trip per connection) puts 0, 20 or 80 ms of RTT between it and
+the clients. Run from the repository root, after release builds of the CLI and the proxy:
+
+    cargo build --release -p zarrow-cli -p zarrow-benches --bin zarrow --bin delay_proxy
+    .venv-zarr3/bin/python benches/remote_compare.py               # 10M rows; 10 and 100 chunks
+
+Per RTT and layout it times, each as its own process, median of `--repeat` after a warm-up:
+- zarrow `sql` over `http://…/bench.zarr`: q1 (GROUP BY label) and q2 (id LIKE), at the
+  defaults and tuned (`--tuned`: more read-ahead and partitions);
+- zarrow `export` of the `label` column whole (Arrow IPC to /dev/null), defaults and tuned;
+- DataFusion on the Parquet twin over the same server (zarrow's CLI, `FROM 'http://…parquet'`),
+  at each `target_partitions` of `--parquet-partitions`, keeping the best;
+- zarr-python 3 reading `label` whole, with fsspec (aiohttp) and with obstore, in a venv of the
+  harness's own (`target/venv-bench-remote`, made on first use from requirements-remote.txt).
+It counts the requests and bytes each run cost from nginx's access log, checks the answers agree,
+and writes `<data-dir>/remote_compare_results.json` (copy it into benches/results/ to publish;
+benches/report.py renders it with the targets checked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sql_compare as sc  # noqa: E402  (the data generator, the process timer, the stamp)
+
+REPO = sc.REPO
+VENV = REPO / "target/venv-bench-remote"
+REQUIREMENTS = REPO / "benches/requirements-remote.txt"
+
+# Targets (issue: reads over high-latency object stores), at 100 chunks and zarrow's defaults.
+AT_20_VS_0_MAX = 1.15      # zarrow at 20 ms / zarrow at 0 ms
+AT_80_VS_0_MAX = 1.5       # zarrow at 80 ms / zarrow at 0 ms
+ZARR_PYTHON_MIN = 10.0     # zarr-python / zarrow, the column read whole, at 20 ms
+
+QUERIES = [q for q in sc.QUERIES if q[0] in ("q1", "q2")]
+
+# zarr-python reading one array whole over HTTP; prints the element count and the last value.
+ZARR_PYTHON = r"""
+import sys, warnings
+warnings.simplefilter("ignore")
+import zarr
+url, how = sys.argv[1], sys.argv[2]
+if how == "fsspec":
+    a = zarr.open_array(url, mode="r")
+else:
+    from obstore.store import HTTPStore
+    from zarr.storage import ObjectStore
+    base, _, path = url.rpartition("/")
+    a = zarr.open_array(ObjectStore(HTTPStore.from_url(base, client_options={"allow_http": True}), read_only=True), path=path, mode="r")
+v = a[:]
+print(len(v), v[-1])
+"""
+
+
+def log(msg: str) -> None:
+    sc.log(msg)
+
+
+def wait_file(path: Path, proc: subprocess.Popen, what: str) -> str:
+    for _ in range(200):
+        if path.is_file() and path.read_text().strip():
+            return path.read_text().strip()
+        if proc.poll() is not None:
+            sys.exit(f"{what} exited ({proc.returncode}) before it was ready")
+        time.sleep(0.05)
+    sys.exit(f"{what} did not start")
+
+
+class Server:
+    """nginx (or the tests' Python server) on loopback over `root`, with a request log."""
+
+    def __init__(self, root: Path, state: Path, force_python: bool) -> None:
+        self.state = state
+        self.log_path = state / "access.log"
+        self.log_path.write_text("")
+        nginx = shutil.which("nginx") or (Path("/usr/sbin/nginx") if Path("/usr/sbin/nginx").exists() else None)
+        if nginx and not force_python:
+            port = free_port()
+            conf = state / "nginx.conf"
+            conf.write_text(f"""
+worker_processes 2;
+daemon off;
+pid {state}/nginx.pid;
+error_log {state}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    log_format bench '$request_method $uri $status $bytes_sent';
+    client_body_temp_path {state}/body;
+    proxy_temp_path {state}/proxy;
+    fastcgi_temp_path {state}/fastcgi;
+    uwsgi_temp_path {state}/uwsgi;
+    scgi_temp_path {state}/scgi;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 100000;
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+        access_log {self.log_path} bench;
+        location / {{ autoindex off; }}
+    }}
+}}
+""")
+            self.proc = subprocess.Popen([str(nginx), "-p", str(state), "-c", str(conf)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.kind = "nginx " + subprocess.run([str(nginx), "-v"], capture_output=True,
+                                                  text=True).stderr.strip().split("/")[-1]
+            self.port = port
+            for _ in range(100):
+                try:
+                    import urllib.request
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
+                except Exception as e:  # 403/404 mean it answers
+                    if getattr(e, "code", None):
+                        break
+                    time.sleep(0.05)
+                    continue
+                break
+        else:
+            port_file = state / "http.port"
+            port_file.unlink(missing_ok=True)
+            self.proc = subprocess.Popen([sys.executable, str(REPO / "tests/remote/http_server.py"),
+                                          str(root), str(port_file)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.port = int(wait_file(port_file, self.proc, "the Python HTTP server"))
+            self.kind = "python http_server.py (no request log)"
+            self.log_path = None
+
+    def mark(self) -> int:
+        return self.log_path.stat().st_size if self.log_path else 0
+
+    def since(self, mark: int) -> tuple[int | None, int | None]:
+        """(requests, bytes sent) logged after `mark`."""
+        if not self.log_path:
+            return None, None
+        with open(self.log_path) as f:
+            f.seek(mark)
+            lines = [l.split() for l in f if l.strip()]
+        return len(lines), sum(int(l[3]) for l in lines if len(l) >= 4 and l[3].isdigit())
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait()
+
+
+class Proxy:
+    def __init__(self, binary: Path, upstream_port: int, rtt_ms: float, state: Path) -> None:
+        port_file = state / f"proxy-{rtt_ms}.port"
+        port_file.unlink(missing_ok=True)
+        self.proc = subprocess.Popen([str(binary), str(port_file), f"127.0.0.1:{upstream_port}",
+                                      str(rtt_ms)])
+        self.port = int(wait_file(port_file, self.proc, "delay_proxy"))
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def free_port() -> int:
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def ensure_venv() -> Path:
+    """A venv with zarr-python 3, fsspec/aiohttp and obstore; rebuilt when the pins change."""
+    python = VENV / "bin/python"
+    want = REQUIREMENTS.read_text()
+    stamp = VENV / ".requirements"
+    if not (python.is_file() and stamp.is_file() and stamp.read_text() == want):
+        log(f"creating {VENV} from {REQUIREMENTS.name}")
+        shutil.rmtree(VENV, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                        "-r", str(REQUIREMENTS)], check=True)
+        stamp.write_text(want)
+    return python
+
+
+def run(server: Server, cmd: list[str]) -> dict:
+    mark = server.mark()
+    seconds, rss, out = sc.timed(cmd)
+    time.sleep(0.05)  # nginx writes its log line after the response
+    requests, sent = server.since(mark)
+    return {"seconds": seconds, "rss": rss, "requests": requests, "bytes": sent, "out": out}
+
+
+def measure(server: Server, cmd: list[str], repeat: int, rows: int | None = None) -> dict:
+    """Warm-up, then `repeat` timed runs that must agree; with `rows`, the output is zarr-python's
+    "<count> <last>" and the count must be `rows`."""
+    run(server, cmd)  # warm-up: connections, the page cache, nginx's open-file cache
+    runs = [run(server, cmd) for _ in range(repeat)]
+    if rows is not None:
+        counts = {r["out"].split()[0] for r in runs}
+        if counts != {str(rows)}:
+            sys.exit(f"{cmd}: read {counts} elements, expected {rows}")
+    outs = {tuple(sc.canonical(r["out"])) for r in runs}
+    if len(outs) != 1:
+        sys.exit(f"{cmd}: the runs disagree")
+    return {
+        "seconds": [r["seconds"] for r in runs],
+        "rss": [r["rss"] for r in runs],
+        "requests": runs[-1]["requests"],
+        "bytes": runs[-1]["bytes"],
+        "answer": list(outs.pop()),
+    }
+
+
+def zarrow_sql(args, sql: str, tuned: bool) -> list[str]:
+    cmd = [str(args.zarrow), "sql", "--format", "csv"]
+    if tuned:
+        cmd += ["--option", f"concurrency={args.tuned_concurrency}"]
+        sql = f"SET datafusion.execution.target_partitions = {args.tuned_partitions}; {sql}"
+    return cmd + [sql]
+
+
+def bench_layout(args, server: Server, proxy_port: int, rel: str, py: Path | None) -> dict:
+    base = f"http://127.0.0.1:{proxy_port}/{rel}"
+    zarr_url, parquet_url = f"{base}/bench.zarr", f"{base}/bench.parquet"
+    out: dict = {"zarrow": {}, "zarrow_tuned": {}, "parquet": {}, "zarr_python": {}}
+    for qid, _, sql, _ in QUERIES:
+        for key, tuned in (("zarrow", False), ("zarrow_tuned", True)):
+            out[key][qid] = measure(server, zarrow_sql(args, sql.replace("FROM t", f"FROM '{zarr_url}'"), tuned),
+                                    args.repeat)
+        best = None
+        for partitions in args.parquet_partitions:
+            q = (f"SET datafusion.execution.target_partitions = {partitions}; "
+                 + sql.replace("FROM t", f"FROM '{parquet_url}'"))
+            m = measure(server, [str(args.zarrow), "sql", "--format", "csv", q], args.repeat)
+            m["target_partitions"] = partitions
+            if best is None or statistics.median(m["seconds"]) < statistics.median(best["seconds"]):
+                best = m
+        out["parquet"][qid] = best
+        if best["answer"] != out["zarrow"][qid]["answer"]:
+            sys.exit(f"{qid}: zarr and Parquet answers differ over {base}")
+    label = f"{zarr_url}/label"
+    for key, tuned in (("zarrow", False), ("zarrow_tuned", True)):
+        cmd = [str(args.zarrow), "export", label, "--format", "arrow-stream", "--output", "/dev/null"]
+        if tuned:
+            cmd += ["--option", f"concurrency={args.tuned_concurrency}"]
+        out[key]["label"] = measure(server, cmd, args.repeat)
+    if py:
+        for how in ("fsspec", "obstore"):
+            cmd = [str(py), "-c", ZARR_PYTHON, label, how]
+            try:
+                out["zarr_python"][how] = measure(server, cmd, args.zarr_python_repeat, args.rows)
+            except SystemExit as e:
+                log(f"zarr-python with {how}: {e}")
+                out["zarr_python"][how] = {"error": str(e)[:500]}
+    return out
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def checks(results: dict) -> list[dict]:
+    """The targets, on this run's figures (100-chunk layout, zarrow's defaults)."""
+    out = []
+    layout = results.get("100")
+    if not layout:
+        return out
+    for rtt, limit in (("20", AT_20_VS_0_MAX), ("80", AT_80_VS_0_MAX)):
+        if rtt not in layout or "0" not in layout:
+            continue
+        for task in ("q1", "q2", "label"):
+            r = med(layout[rtt]["zarrow"][task]["seconds"]) / med(layout["0"]["zarrow"][task]["seconds"])
+            out.append({"target": f"{task} at {rtt} ms ≤ {limit}× its 0 ms time", "value": f"{r:.2f}×",
+                        "ok": r <= limit})
+    if "20" in layout:
+        at20 = layout["20"]
+        for task in ("q1", "q2"):
+            z, p = med(at20["zarrow"][task]["seconds"]), med(at20["parquet"][task]["seconds"])
+            out.append({"target": f"{task} at 20 ms ≤ DataFusion on Parquet (best target_partitions "
+                                  f"{at20['parquet'][task]['target_partitions']})",
+                        "value": f"{z / p:.2f}×", "ok": z <= p})
+        zl = med(at20["zarrow"]["label"]["seconds"])
+        for how, m in at20["zarr_python"].items():
+            if "seconds" in m:
+                r = med(m["seconds"]) / zl
+                out.append({"target": f"zarr-python ({how}) ≥ {ZARR_PYTHON_MIN:.0f}× zarrow, label at 20 ms",
+                            "value": f"{r:.1f}×", "ok": r >= ZARR_PYTHON_MIN})
+    return out
+
+
+def print_table(results: dict) -> None:
+    for layout, by_rtt in results.items():
+        print(f"\n{layout} chunks")
+        print(f"{'rtt':>4} {'task':6} {'zarrow':>8} {'tuned':>8} {'parquet':>8} {'fsspec':>8} {'obstore':>8}  requests")
+        for rtt, r in by_rtt.items():
+            for task in ("q1", "q2", "label"):
+                cells = [med(r["zarrow"][task]["seconds"]), med(r["zarrow_tuned"][task]["seconds"])]
+                p = r["parquet"].get(task)
+                zp = [r["zarr_python"].get(h, {}) for h in ("fsspec", "obstore")] if task == "label" else [{}, {}]
+                row = [f"{c:8.3f}" for c in cells]
+                row.append(f"{med(p['seconds']):8.3f}" if p else f"{'-':>8}")
+                row += [f"{med(z['seconds']):8.3f}" if "seconds" in z else f"{'-':>8}" for z in zp]
+                print(f"{rtt:>4} {task:6} {' '.join(row)}  {r['zarrow'][task]['requests']}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--chunks", type=int, nargs="+", default=[10, 100],
+                    help="layouts, as chunks per column (default 10 and 100)")
+    ap.add_argument("--rtt", type=float, nargs="+", default=[0, 20, 80], help="round trips in ms")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--zarr-python-repeat", type=int, default=1)
+    ap.add_argument("--parquet-partitions", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    ap.add_argument("--tuned-concurrency", type=int, default=64)
+    ap.add_argument("--tuned-partitions", type=int, default=8)
+    ap.add_argument("--zarrow", type=Path, default=REPO / "target/release/zarrow")
+    ap.add_argument("--proxy", type=Path, default=REPO / "target/release/delay_proxy")
+    ap.add_argument("--data-dir", type=Path, default=REPO / "target/bench-data")
+    ap.add_argument("--no-zarr-python", action="store_true", help="skip zarr-python (and its venv)")
+    ap.add_argument("--python-server", action="store_true", help="the tests' server, not nginx")
+    ap.add_argument("--json", type=Path, default=None, help="results file (default in --data-dir)")
+    args = ap.parse_args()
+    for binary in (args.zarrow, args.proxy):
+        if not binary.is_file():
+            sys.exit(f"{binary} not found: cargo build --release -p zarrow-cli -p zarrow-benches "
+                     "--bin zarrow --bin delay_proxy")
+    sc.warn_if_stale(args.zarrow)
+    args.control = False
+    py = None if args.no_zarr_python else ensure_venv()
+    state = Path(tempfile.mkdtemp(prefix="remote_compare-"))
+    server = Server(args.data_dir.resolve(), state, args.python_server)
+    log(f"server: {server.kind} on 127.0.0.1:{server.port}")
+    results: dict = {}
+    layouts = {}
+    try:
+        for chunks in args.chunks:
+            args.chunk = -(-args.rows // chunks)
+            stamp = sc.ensure_data(args, args.rows, parquet=True)
+            layouts[str(chunks)] = {"chunk": args.chunk, "path": Path(stamp["root"]).name}
+        for chunks, layout in layouts.items():
+            results[chunks] = {}
+            for rtt in args.rtt:
+                proxy = Proxy(args.proxy, server.port, rtt, state)
+                try:
+                    log(f"{chunks} chunks at {rtt:g} ms")
+                    results[chunks][f"{rtt:g}"] = bench_layout(args, server, proxy.port, layout["path"], py)
+                finally:
+                    proxy.stop()
+    finally:
+        server.stop()
+        shutil.rmtree(state, ignore_errors=True)
+    found = checks(results)
+    data = {
+        "stamp": {**sc.run_stamp(), "zarrow": sc.run_checked([str(args.zarrow), "--version"]).strip()},
+        "rows": args.rows,
+        "layouts": layouts,
+        "server": server.kind,
+        "proxy": "benches/src/bin/delay_proxy.rs (half the RTT each way per segment, one RTT per connection)",
+        "repeat": args.repeat,
+        "tuned": {"concurrency": args.tuned_concurrency, "target_partitions": args.tuned_partitions},
+        "results": results,
+        "checks": found,
+    }
+    for layout in results.values():  # answers are checked above; keep the file small
+        for r in layout.values():
+            for side in r.values():
+                for m in side.values():
+                    m.pop("answer", None)
+    path = args.json or args.data_dir / "remote_compare_results.json"
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    print_table(results)
+    for c in found:
+        print(f"{'met   ' if c['ok'] else 'MISSED'} {c['target']}: {c['value']}")
+    print(f"\nresults: {path}")
+
+
+if __name__ == "__main__":
+    main()
