@@ -254,6 +254,19 @@ def bench_layout(args, server: Server, proxy_port: int, rel: str, py: Path | Non
         out["parquet"][qid] = best
         if best["answer"] != out["zarrow"][qid]["answer"]:
             sys.exit(f"{qid}: zarr and Parquet answers differ over {base}")
+    if args.sweep and rel == args.sweep_layout:
+        # the default `concurrency`, chosen by these figures: q1 and the column read at each
+        # value, the session's other settings at their defaults
+        out["sweep"] = {}
+        q1 = QUERIES[0][2].replace("FROM t", f"FROM '{zarr_url}'")
+        for c in args.sweep:
+            out["sweep"][str(c)] = {
+                "q1": measure(server, [str(args.zarrow), "sql", "--format", "csv", "--option",
+                                       f"concurrency={c}", q1], args.repeat),
+                "label": measure(server, [str(args.zarrow), "export", f"{zarr_url}/label", "--format",
+                                          "arrow-stream", "--output", "/dev/null", "--option",
+                                          f"concurrency={c}"], args.repeat),
+            }
     label = f"{zarr_url}/label"
     for key, tuned in (("zarrow", False), ("zarrow_tuned", True)):
         cmd = [str(args.zarrow), "export", label, "--format", "arrow-stream", "--output", "/dev/null"]
@@ -331,6 +344,8 @@ def main() -> None:
     ap.add_argument("--parquet-partitions", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     ap.add_argument("--tuned-concurrency", type=int, default=64)
     ap.add_argument("--tuned-partitions", type=int, default=8)
+    ap.add_argument("--sweep", type=int, nargs="*", default=[4, 8, 16, 32, 64],
+                    help="concurrency values timed on the largest layout (none: skip)")
     ap.add_argument("--zarrow", type=Path, default=REPO / "target/release/zarrow")
     ap.add_argument("--proxy", type=Path, default=REPO / "target/release/delay_proxy")
     ap.add_argument("--data-dir", type=Path, default=REPO / "target/bench-data")
@@ -355,6 +370,7 @@ def main() -> None:
             args.chunk = -(-args.rows // chunks)
             stamp = sc.ensure_data(args, args.rows, parquet=True)
             layouts[str(chunks)] = {"chunk": args.chunk, "path": Path(stamp["root"]).name}
+        args.sweep_layout = layouts[str(max(args.chunks))]["path"]
         for chunks, layout in layouts.items():
             results[chunks] = {}
             for rtt in args.rtt:
@@ -384,6 +400,9 @@ def main() -> None:
             for side in r.values():
                 for m in side.values():
                     m.pop("answer", None)
+                    for inner in m.values():
+                        if isinstance(inner, dict):
+                            inner.pop("answer", None)
     path = args.json or args.data_dir / "remote_compare_results.json"
     path.write_text(json.dumps(data, indent=1) + "\n")
     print_table(results)

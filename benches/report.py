@@ -225,6 +225,16 @@ def render_remote(data: dict) -> list[str]:
                           for h in ("fsspec", "obstore")]
                 cells.append(str(z.get("requests")) if z.get("requests") is not None else "—")
                 rows.append(cells)
+        sweep = {rtt: r["sweep"] for rtt, r in by_rtt.items() if r.get("sweep")}
+        if sweep:
+            values = list(next(iter(sweep.values())))
+            srows = []
+            for task in ("q1", "label"):
+                for rtt, sw in sweep.items():
+                    srows.append([task, f"{rtt} ms"] + [f"{med(sw[c][task]['seconds']):.3f}" for c in values])
+            out += [f"{chunks} chunks per column, `concurrency` swept (other settings at their defaults), "
+                    "median seconds:", ""]
+            out += md_table(["task", "RTT"] + [f"concurrency {c}" for c in values], srows) + [""]
         out += [f"{chunks} chunks per column "
                 f"({int(data['layouts'][chunks]['chunk']):,} rows each):", ""]
         out += md_table(["RTT", "task", "zarrow", "zarrow tuned", "Parquet", "zarr-python fsspec",
