@@ -41,6 +41,7 @@ HOW = """\
 | one process against a Ballista cluster | `.venv-zarr3/bin/python benches/cluster_compare.py --markdown` | `target/bench-data/r<rows>_c<chunk>/cluster_compare_results.json` |
 | Icechunk repository against the plain store | `.venv-icechunk/bin/python benches/icechunk_compare.py` | `target/bench-data/r<rows>_c<chunk>/icechunk_compare_results.json` |
 | a remote store at 0, 20 and 80 ms RTT (nginx + `delay_proxy`) | `.venv-zarr3/bin/python benches/remote_compare.py` | `target/bench-data/remote_compare_results.json` |
+| the sizes of the CLI and the Python extension | `python3 benches/sizes.py --datafusion-python target/venv-zarrow-wheel --json target/sizes_results.json` | the `--json` file |
 | Python package (in a venv with the release wheel) | `python benches/python_compare.py --cli-ratios target/bench-data/sql_compare_results.json --json target/bench-data/python_compare_results.json` | the `--json` file |
 
 Builds: `cargo build --release -p zarrow-cli -p zarrow-ballista -p zarrow-benches --bin zarrow
@@ -243,6 +244,32 @@ def render_remote(data: dict) -> list[str]:
     return out + render_checks(checks)
 
 
+def render_sizes(data: dict) -> list[str]:
+    mb = lambda n: f"{n / 1e6:.1f} MB"  # noqa: E731
+    dfp = data["datafusion_python"]
+    profile = ", ".join(f"`{k} = {json.dumps(v)}`" for k, v in data.get("release_profile", {}).items()
+                        if not isinstance(v, dict)) or "cargo's defaults"
+    out = [f"Release profile: {profile}. Sizes as installed, and stripped of symbols.", ""]
+    rows = []
+    if "before_zarrow" in data:
+        b = data["before_zarrow"]
+        rows.append(["`zarrow` binary, the build before", mb(b["bytes"]), mb(b["stripped"])])
+    rows.append(["`zarrow` binary", mb(data["zarrow"]["bytes"]), mb(data["zarrow"]["stripped"])])
+    rows.append(["Python extension `_zarrow`", mb(data["extension"]["bytes"]), mb(data["extension"]["stripped"])])
+    if "wheel" in data:
+        w = data["wheel"]
+        rows.append(["the wheel (compressed)", mb(w["bytes"]), "—"])
+    rows.append([f"datafusion-python {dfp.get('version', '')} extension", mb(dfp["bytes"]), mb(dfp["stripped"])])
+    out += md_table(["artifact", "size", "stripped"], rows) + [""]
+    checks = [
+        ("`zarrow` binary ≤ datafusion-python's extension", mb(data["zarrow"]["bytes"]),
+         data["zarrow"]["bytes"] <= dfp["bytes"]),
+        ("Python extension ≤ datafusion-python's extension", mb(data["extension"]["bytes"]),
+         data["extension"]["bytes"] <= dfp["bytes"]),
+    ]
+    return out + render_checks(checks)
+
+
 def render_checks(checks: list[tuple[str, str, bool]]) -> list[str]:
     if not checks:
         return []
@@ -255,6 +282,7 @@ HARNESSES = [
     ("python_compare", "Python package (`python_compare.py`)", render_python),
     ("icechunk_compare", "Icechunk repository vs plain store (`icechunk_compare.py`)", render_icechunk),
     ("cluster_compare", "One process vs a Ballista cluster (`cluster_compare.py`)", render_cluster),
+    ("sizes", "Artifact sizes (`sizes.py`)", render_sizes),
     ("remote_compare", "Remote store with latency: zarr vs Parquet and zarr-python (`remote_compare.py`)",
      render_remote),
 ]
