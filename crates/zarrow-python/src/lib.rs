@@ -14,6 +14,7 @@
 
 mod errors;
 mod options;
+mod plan;
 mod runtime;
 mod stream;
 mod table;

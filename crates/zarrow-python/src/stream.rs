@@ -11,17 +11,15 @@ use arrow::datatypes::{Schema, SchemaRef};
 use arrow::error::ArrowError;
 use arrow::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow::ffi_stream::FFI_ArrowArrayStream;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 use zarrow::writer::{Compression, VlenEncoding};
-use zarrow::{
-    Node, ScanContext, TableModel, ZarrRecordBatchStream, ZarrRecordBatchStreamBuilder, ZarrScan,
-    ZarrWriteOptions,
-};
+use zarrow::{Node, TableModel, ZarrWriteOptions};
 
 use crate::errors::{to_py, ZarrowError};
 use crate::options::TableKwargs;
+use crate::plan::{Batches, ScanCounters, ScanPlan, ScanRequest};
 use crate::runtime::{block_on, runtime};
 
 /// A schema as an `arrow_schema` PyCapsule.
@@ -38,7 +36,7 @@ pub(crate) fn schema_capsule<'py>(
 /// the module's runtime (called from the consumer's thread, without the GIL).
 struct BlockingReader {
     schema: SchemaRef,
-    stream: ZarrRecordBatchStream,
+    stream: Batches,
 }
 
 impl Iterator for BlockingReader {
@@ -62,21 +60,16 @@ impl RecordBatchReader for BlockingReader {
 
 /// Where a `ZarrStream` is: planned (nothing read yet), streaming, or read.
 enum State {
-    Planned {
-        scan: Box<ZarrScan>,
-        model: Arc<TableModel>,
-    },
-    Streaming(ZarrRecordBatchStream),
+    Planned(Box<ScanPlan>),
+    Streaming(Batches),
     Done,
 }
 
 impl State {
     /// The stream, started if it was only planned; `None` once read.
-    fn stream(&mut self) -> PyResult<Option<&mut ZarrRecordBatchStream>> {
-        if let State::Planned { scan, model } = self {
-            let stream = scan
-                .stream(model.clone(), ScanContext::default())
-                .map_err(to_py)?;
+    fn stream(&mut self) -> PyResult<Option<&mut Batches>> {
+        if let State::Planned(plan) = self {
+            let stream = plan.batches(&plan.scan).map_err(to_py)?;
             *self = State::Streaming(stream);
         }
         Ok(match self {
@@ -92,6 +85,7 @@ impl State {
 pub(crate) struct PyZarrStream {
     schema: SchemaRef,
     batch_size_given: bool,
+    counters: ScanCounters,
     state: Mutex<State>,
 }
 
@@ -165,21 +159,59 @@ impl PyZarrStream {
     /// `batch_size` was given; in order. What `read_table` uses.
     fn read_all(&self, py: Python<'_>) -> PyResult<Vec<PyZarrBatch>> {
         let mut state = self.state()?;
-        let State::Planned { scan, model } = std::mem::replace(&mut *state, State::Done) else {
+        let State::Planned(mut plan) = std::mem::replace(&mut *state, State::Done) else {
             return Err(ZarrowError::new_err(
                 "read_all needs a stream nothing was read from: scan again",
             ));
         };
-        let mut scan = *scan;
         if !self.batch_size_given {
-            scan.batch_per_chunk(&model);
+            plan.scan.batch_per_chunk(&plan.model);
         }
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let batches = block_on(py, scan.read_all(model, cores))?.map_err(to_py)?;
+        // A limit on filtered rows takes the first ones: one run, in order.
+        let parts = match plan.limit_after_filter() {
+            true => vec![plan.scan.clone()],
+            false => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                plan.scan.split(cores)
+            }
+        };
+        let streams = parts
+            .iter()
+            .map(|part| plan.batches(part))
+            .collect::<zarrow::Result<Vec<_>>>()
+            .map_err(to_py)?;
+        let read = async move {
+            let tasks = streams
+                .into_iter()
+                .map(|s| tokio::spawn(s.try_collect::<Vec<_>>()))
+                .collect::<Vec<_>>();
+            let mut batches = Vec::new();
+            for task in tasks {
+                match task.await {
+                    Ok(part) => batches.extend(part?),
+                    Err(e) => {
+                        return Err(zarrow::Error::InvalidArgument(format!(
+                            "a read task failed: {e}"
+                        )))
+                    }
+                }
+            }
+            Ok(batches)
+        };
+        let batches = block_on(py, read)?.map_err(to_py)?;
         Ok(batches
             .into_iter()
             .map(|batch| PyZarrBatch { batch })
             .collect())
+    }
+
+    /// What the scan has done so far, by name: `chunks_total`, `chunks_kept` and
+    /// `chunks_pruned` (by `filter`/`prune`, before the scan starts), `chunks_read`,
+    /// `rows_read`, `rows_out` (after the filter), `requests`, `bytes_fetched`,
+    /// `fetch_seconds`, `decode_seconds`.
+    #[getter]
+    fn metrics(&self) -> HashMap<&'static str, f64> {
+        self.counters.snapshot().into_iter().collect()
     }
 
     /// The column names.
@@ -224,16 +256,14 @@ impl PyZarrBatch {
     }
 }
 
-/// The table at `location`, its columns picked, batch size and limit set.
-#[allow(clippy::too_many_arguments)]
-fn open_builder(
+/// The plan of a read of the table at `location`.
+fn open_plan(
     py: Python<'_>,
     location: &str,
     columns: Option<Vec<String>>,
-    batch_size: Option<usize>,
-    limit: Option<usize>,
+    mut request: ScanRequest,
     kwargs: TableKwargs,
-) -> PyResult<ZarrRecordBatchStreamBuilder> {
+) -> PyResult<ScanPlan> {
     let options = kwargs.table_options()?.to_table_options();
     let store = kwargs.store(location)?;
     let model = block_on(py, async {
@@ -241,36 +271,30 @@ fn open_builder(
         TableModel::from_node(node, options).await
     })?
     .map_err(to_py)?;
-    let mut builder = ZarrRecordBatchStreamBuilder::new(Arc::new(model));
     if let Some(columns) = columns {
         let projection = columns
             .iter()
             .map(|c| {
-                builder
-                    .model()
+                model
                     .column_index(c)
                     .map_err(|e| pyo3::exceptions::PyKeyError::new_err(e.to_string()))
             })
             .collect::<PyResult<Vec<usize>>>()?;
-        builder = builder.with_projection(projection);
+        request.projection = Some(projection);
     }
-    if let Some(n) = batch_size {
-        builder = builder.with_batch_size(n);
-    }
-    if let Some(n) = limit {
-        builder = builder.with_limit(n);
-    }
-    Ok(builder)
+    block_on(py, ScanPlan::new(Arc::new(model), request))?.map_err(to_py)
 }
 
 /// Read the table at `location` (an array or a group) as a stream of record batches.
 #[pyfunction]
-#[pyo3(signature = (location, columns=None, *, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None))]
+#[pyo3(signature = (location, columns=None, *, filter=None, prune=None, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
     location: String,
     columns: Option<Vec<String>>,
+    filter: Option<String>,
+    prune: Option<String>,
     batch_size: Option<usize>,
     limit: Option<usize>,
     string_type: Option<String>,
@@ -288,14 +312,19 @@ pub(crate) fn scan(
         storage_options,
         reference: r#ref,
     };
-    let builder = open_builder(py, &location, columns, batch_size, limit, kwargs)?;
+    let request = ScanRequest {
+        projection: None,
+        filter,
+        prune,
+        batch_size,
+        limit,
+    };
+    let plan = open_plan(py, &location, columns, request, kwargs)?;
     Ok(PyZarrStream {
-        schema: builder.schema(),
+        schema: plan.schema.clone(),
         batch_size_given: batch_size.is_some(),
-        state: Mutex::new(State::Planned {
-            scan: Box::new(builder.scan().map_err(to_py)?),
-            model: builder.model().clone(),
-        }),
+        counters: plan.metrics.clone(),
+        state: Mutex::new(State::Planned(Box::new(plan))),
     })
 }
 

@@ -72,6 +72,11 @@ class ZarrStream:
 
     @property
     def columns(self) -> list[str]: ...
+    @property
+    def metrics(self) -> dict[str, float]:
+        """What the scan has done so far: ``chunks_total``, ``chunks_kept``, ``chunks_pruned``,
+        ``chunks_read``, ``rows_read``, ``rows_out``, ``requests``, ``bytes_fetched``,
+        ``fetch_seconds``, ``decode_seconds``."""
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
     def __arrow_c_schema__(self) -> object: ...
     def read_all(self) -> list[ZarrBatch]:
@@ -81,6 +86,8 @@ def scan(
     location: str,
     columns: list[str] | None = None,
     *,
+    filter: str | None = None,
+    prune: str | None = None,
     batch_size: int | None = None,
     limit: int | None = None,
     string_type: str | None = None,
