@@ -6,6 +6,8 @@
   AS ZARR LOCATION …``.
 - :func:`scan` — a stream of Arrow record batches (the Arrow PyCapsule interface) for
   pyarrow, polars, DuckDB and pandas; :func:`read_table` — a ``pyarrow.Table``.
+- :func:`scan_polars` — a polars ``LazyFrame`` with projection, predicate and limit
+  pushdown.
 - :func:`schema`, :func:`tree` — what a location holds; :func:`write_array`.
 
 Locations are local paths, ``file://``, ``s3://``, ``gs://``, ``az://`` and ``http(s)://``
@@ -37,6 +39,8 @@ from ._zarrow import (
     write_array,
 )
 
+from ._polars import scan_polars
+
 if TYPE_CHECKING:  # pragma: no cover
     import datafusion
     import pyarrow
@@ -55,6 +59,7 @@ __all__ = [
     "__version__",
     "read_table",
     "scan",
+    "scan_polars",
     "schema",
     "session_context",
     "tree",
