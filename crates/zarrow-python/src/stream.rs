@@ -13,12 +13,12 @@ use arrow::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 use futures::{StreamExt, TryStreamExt};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyTuple};
+use pyo3::types::{PyCapsule, PyDict, PyTuple};
 use zarrow::writer::{Compression, VlenEncoding};
 use zarrow::{Node, TableModel, ZarrWriteOptions};
 
 use crate::errors::{to_py, ZarrowError};
-use crate::options::TableKwargs;
+use crate::options::{TableKwargs, TABLE_OPTIONS};
 use crate::plan::{Batches, ScanCounters, ScanPlan, ScanRequest};
 use crate::runtime::{block_on, runtime};
 
@@ -266,19 +266,16 @@ fn open_plan(
 ) -> PyResult<ScanPlan> {
     let options = kwargs.table_options()?.to_table_options();
     let store = kwargs.store(location)?;
-    let model = block_on(py, async {
-        let node = Node::open_store(store, "").await?;
+    let opened = block_on(py, async {
+        let node = Node::open_store(store.clone(), "").await?;
         TableModel::from_node(node, options).await
-    })?
-    .map_err(to_py)?;
+    })?;
+    let model =
+        opened.map_err(|e| crate::usage::explain_open_error(py, location, &store, to_py(e)))?;
     if let Some(columns) = columns {
         let projection = columns
             .iter()
-            .map(|c| {
-                model
-                    .column_index(c)
-                    .map_err(|e| pyo3::exceptions::PyKeyError::new_err(e.to_string()))
-            })
+            .map(|c| crate::usage::column_index(&model, c))
             .collect::<PyResult<Vec<usize>>>()?;
         request.projection = Some(projection);
     }
@@ -287,7 +284,7 @@ fn open_plan(
 
 /// Read the table at `location` (an array or a group) as a stream of record batches.
 #[pyfunction]
-#[pyo3(signature = (location, columns=None, *, filter=None, prune=None, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None))]
+#[pyo3(signature = (location, columns=None, *, filter=None, prune=None, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None, **unknown))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
@@ -303,7 +300,14 @@ pub(crate) fn scan(
     arrays: Option<Vec<String>>,
     storage_options: Option<HashMap<String, String>>,
     r#ref: Option<String>,
+    unknown: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyZarrStream> {
+    let valid = [
+        &["columns", "filter", "prune", "batch_size", "limit"],
+        TABLE_OPTIONS,
+    ]
+    .concat();
+    crate::usage::check_no_unknown("scan", unknown, &valid)?;
     let kwargs = TableKwargs {
         string_type,
         fill_as_null,

@@ -23,9 +23,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._zarrow import (
+    ColumnNotFoundError,
     CorruptChunkError,
     MetadataError,
+    NotATableError,
     NotFoundError,
+    OptionError,
     StoreError,
     UnsupportedError,
     ZarrowError,
@@ -46,9 +49,12 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow
 
 __all__ = [
+    "ColumnNotFoundError",
     "CorruptChunkError",
     "MetadataError",
+    "NotATableError",
     "NotFoundError",
+    "OptionError",
     "StoreError",
     "UnsupportedError",
     "ZarrBatch",

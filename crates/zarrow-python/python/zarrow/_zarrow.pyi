@@ -22,6 +22,15 @@ class CorruptChunkError(ZarrowError):
 class StoreError(ZarrowError):
     """The object store failed (the message names the path)."""
 
+class ColumnNotFoundError(ZarrowError, KeyError):
+    """A column the table does not have (the message suggests the close names)."""
+
+class OptionError(ZarrowError, ValueError):
+    """An option or storage_options key zarrow does not know (the message lists the valid ones)."""
+
+class NotATableError(ZarrowError):
+    """A group that cannot be read as one table (the message lists its children)."""
+
 class ZarrTable:
     """A zarr array or group as a table for datafusion-python."""
 
