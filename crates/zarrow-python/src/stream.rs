@@ -80,7 +80,13 @@ impl State {
 }
 
 /// A table being read: hand it to `pyarrow.RecordBatchReader.from_stream`,
-/// `polars.from_arrow`, `duckdb`, … (read once).
+/// `polars.from_arrow`, `duckdb`, … (read once). Iterating it yields `ZarrBatch`es.
+///
+/// Example::
+///
+///     >>> stream = zarrow.scan("data/pbmc_sample.zarr/obs", filter="dim_0 < 100")
+///     >>> table = pyarrow.RecordBatchReader.from_stream(stream).read_all()
+///     >>> stream.metrics["chunks_pruned"]
 #[pyclass(name = "ZarrStream", module = "zarrow", frozen)]
 pub(crate) struct PyZarrStream {
     schema: SchemaRef,
@@ -226,6 +232,11 @@ impl PyZarrStream {
 }
 
 /// One record batch, for `pyarrow.record_batch(...)` (the Arrow PyCapsule interface).
+///
+/// Example::
+///
+///     >>> batch = next(iter(zarrow.scan("data/pbmc_sample.zarr/obs")))
+///     >>> pyarrow.record_batch(batch).num_rows
 #[pyclass(name = "ZarrBatch", module = "zarrow", frozen)]
 pub(crate) struct PyZarrBatch {
     batch: RecordBatch,
@@ -282,7 +293,18 @@ fn open_plan(
     block_on(py, ScanPlan::new(Arc::new(model), request))?.map_err(to_py)
 }
 
-/// Read the table at `location` (an array or a group) as a stream of record batches.
+/// Read the table at `location` (an array or a group) as a stream of Arrow record batches.
+///
+/// `filter` is a SQL predicate (DataFusion's SQL) the rows handed out satisfy; its parts on
+/// dimension, index and coordinate columns skip the chunks that cannot match, as a SQL
+/// query's `WHERE` does. `prune` only skips chunks (for a caller that filters itself).
+/// `limit` counts rows after the filter. `ZarrStream.metrics` shows what was read.
+///
+/// Example::
+///
+///     >>> import duckdb, zarrow
+///     >>> stream = zarrow.scan("data/pbmc_sample.zarr/obs", ["cell_type"], filter="dim_0 < 100")
+///     >>> duckdb.sql("SELECT cell_type, count(*) FROM stream GROUP BY ALL").fetchall()
 #[pyfunction]
 #[pyo3(signature = (location, columns=None, *, filter=None, prune=None, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None, **unknown))]
 #[allow(clippy::too_many_arguments)]
@@ -334,6 +356,10 @@ pub(crate) fn scan(
 
 /// The hierarchy at `location` as text: groups and arrays with shape, chunks, data type,
 /// codecs and fill value.
+///
+/// Example::
+///
+///     >>> print(zarrow.tree("data/pbmc_sample.zarr"))
 #[pyfunction]
 #[pyo3(signature = (location, *, storage_options=None))]
 pub(crate) fn tree(
@@ -355,6 +381,10 @@ pub(crate) fn tree(
 
 /// Write an Arrow array (anything with `__arrow_c_array__`: pyarrow, polars, …) as a zarr v3
 /// array at `location`.
+///
+/// Example::
+///
+///     >>> zarrow.write_array("labels.zarr", pyarrow.array(["a", "b"]), compression="zstd")
 #[pyfunction]
 #[pyo3(signature = (location, array, *, shape=None, chunks=None, encoding="vlen-utf8", compression=None, dimension_names=None, storage_options=None))]
 #[allow(clippy::too_many_arguments)]

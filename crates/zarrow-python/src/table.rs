@@ -112,8 +112,15 @@ fn check_datafusion_python(session: &Bound<'_, PyAny>) -> PyResult<()> {
     }
 }
 
-/// A zarr array or group as a table for datafusion-python:
-/// `ctx.register_table("obs", zarrow.ZarrTable("pbmc.zarr/obs"))`.
+/// A zarr array or group as a table for datafusion-python, with projection, filter and
+/// limit pushdown across the FFI boundary.
+///
+/// Example::
+///
+///     >>> import datafusion, zarrow
+///     >>> ctx = datafusion.SessionContext()
+///     >>> ctx.register_table("obs", zarrow.ZarrTable("data/pbmc_sample.zarr/obs"))
+///     >>> ctx.sql("SELECT cell_type, count(*) FROM obs GROUP BY cell_type").show()
 #[pyclass(name = "ZarrTable", module = "zarrow", frozen)]
 pub(crate) struct PyZarrTable {
     table: Arc<ZarrTable>,
@@ -215,8 +222,12 @@ impl PyZarrTable {
     }
 }
 
-/// `CREATE EXTERNAL TABLE … STORED AS ZARR LOCATION …` for datafusion-python:
-/// `ctx.register_table_factory("ZARR", zarrow.ZarrTableFactory())`.
+/// `CREATE EXTERNAL TABLE … STORED AS ZARR LOCATION …` for datafusion-python.
+///
+/// Example::
+///
+///     >>> ctx.register_table_factory("ZARR", zarrow.ZarrTableFactory())
+///     >>> ctx.sql("CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION 'data/pbmc_sample.zarr/obs'")
 #[pyclass(name = "ZarrTableFactory", module = "zarrow", frozen)]
 pub(crate) struct PyZarrTableFactory {
     storage_options: Option<HashMap<String, String>>,

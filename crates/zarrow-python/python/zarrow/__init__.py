@@ -79,7 +79,14 @@ def read_table(location: str, columns: list[str] | None = None, **options: Any) 
     ``columns`` picks columns by name; ``options`` are those of :func:`scan`. The chunks are
     read in parallel (a run of them per core, the GIL released), a batch per chunk unless
     ``batch_size`` says otherwise. The table's buffers are zarrow's: nothing is copied on the
-    way to pyarrow.
+    way to pyarrow. ``filter`` (a SQL predicate) keeps the matching rows, skipping the chunks
+    that cannot hold any.
+
+    Example::
+
+        >>> table = zarrow.read_table("data/pbmc_sample.zarr/obs", ["cell_type"],
+        ...                           filter="dim_0 < 100")
+        >>> table.to_pandas().value_counts()
     """
     import pyarrow as pa
 
@@ -92,7 +99,12 @@ def schema(location: str, **options: Any) -> "pyarrow.Schema":
     """The Arrow schema of the table at ``location``.
 
     ``options``: ``string_type``, ``fill_as_null``, ``decode_cf``, ``arrays``,
-    ``storage_options``. :attr:`ZarrTable.left_out` lists the arrays that are not columns.
+    ``storage_options``, ``ref``. :attr:`ZarrTable.left_out` lists the arrays that are not
+    columns. Nothing of the table's data is read.
+
+    Example::
+
+        >>> zarrow.schema("data/pbmc_sample.zarr/obs").names
     """
     import pyarrow as pa
 
@@ -108,6 +120,12 @@ def session_context(
     ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '…' [OPTIONS (…)]`` creates zarr
     tables (``storage_options`` for the stores they open); ``ctx.register_table(name,
     ZarrTable(location))`` adds one by location.
+
+    Example::
+
+        >>> ctx = zarrow.session_context()
+        >>> ctx.sql("CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION 'data/pbmc_sample.zarr/obs'")
+        >>> ctx.sql("SELECT count(*) FROM obs").show()
     """
     if ctx is None:
         from datafusion import SessionContext

@@ -52,7 +52,7 @@ def scan_polars(
 
         >>> import polars as pl, zarrow
         >>> lf = zarrow.scan_polars("data/pbmc_sample.zarr/obs")
-        >>> lf.filter(pl.col("obs_index") < 100).group_by("cell_type").len().collect()
+        >>> lf.filter(pl.col("dim_0") < 100).group_by("cell_type").len().collect()
     """
     import polars as pl
     from polars.io.plugins import register_io_source
@@ -65,7 +65,7 @@ def scan_polars(
                 f"{'columns=' if reserved == 'columns' else 'the LazyFrame (select/head/filter)'}"
             )
     planned = scan(location, columns, **options)
-    schema = pl.from_arrow(_empty(planned)).schema
+    schema = pl.DataFrame(_empty(planned)).schema
     chosen = list(schema.keys())
     own_batch_size = options.pop("batch_size", None)
 
