@@ -107,9 +107,9 @@ def test_what_cannot_be_translated_is_left_to_polars(predicate, sql):
 def test_sql_zarrow_refuses_leaves_the_predicate_to_polars():
     # A translation DataFusion cannot plan (here: not SQL at all) costs the pruning, never
     # the query.
-    from zarrow import _polars
+    from zarrow import _prune
 
-    stream = _polars._scan_pruned(XARRAY, ["time"], "time +", None, None, {})
+    stream = _prune.scan_pruned(XARRAY, ["time"], "time +", None, None, {})
     assert stream.prune is None
     assert sum(b.num_rows for b in stream) == 50
 

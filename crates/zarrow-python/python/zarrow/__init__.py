@@ -6,6 +6,8 @@
   AS ZARR LOCATION …``.
 - :func:`scan` — a stream of Arrow record batches (the Arrow PyCapsule interface) for
   pyarrow, polars, DuckDB and pandas; :func:`read_table` — a ``pyarrow.Table``.
+- :func:`dataset` — a ``pyarrow.dataset.Dataset`` DuckDB and pyarrow push projections and
+  filters into.
 - :func:`scan_polars` — a polars ``LazyFrame`` with projection, predicate and limit
   pushdown.
 - :func:`schema`, :func:`tree` — what a location holds; :func:`write_array`.
@@ -42,6 +44,7 @@ from ._zarrow import (
     write_array,
 )
 
+from ._dataset import ZarrDataset, dataset
 from ._polars import scan_polars
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,11 +61,13 @@ __all__ = [
     "StoreError",
     "UnsupportedError",
     "ZarrBatch",
+    "ZarrDataset",
     "ZarrStream",
     "ZarrTable",
     "ZarrTableFactory",
     "ZarrowError",
     "__version__",
+    "dataset",
     "read_table",
     "scan",
     "scan_polars",

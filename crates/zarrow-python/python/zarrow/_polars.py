@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import _polars_predicate
+from ._prune import scan_pruned
 from ._zarrow import ZarrowError, scan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,8 +79,8 @@ def scan_polars(
         wanted = list(with_columns) if with_columns is not None else chosen
         prune = _polars_predicate.to_sql(predicate) if predicate is not None else None
         size = own_batch_size or batch_size
-        stream = _scan_pruned(location, wanted, prune, size,
-                              n_rows if predicate is None else None, options)
+        stream = scan_pruned(location, wanted, prune, size,
+                             n_rows if predicate is None else None, options)
         left = n_rows
         try:
             for batch in stream:
@@ -104,34 +105,6 @@ def scan_polars(
     if "explain_name" in inspect.signature(register_io_source).parameters:
         kwargs.update(explain_name="zarrow", explain_detail=location)
     return register_io_source(source, **kwargs)
-
-
-class _PrunedStream:
-    """A :class:`zarrow.ZarrStream` and the SQL it was pruned with."""
-
-    def __init__(self, stream: Any, prune: str | None) -> None:
-        self.stream, self.prune = stream, prune
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.stream)
-
-    @property
-    def metrics(self) -> dict[str, float]:
-        return dict(self.stream.metrics)
-
-
-def _scan_pruned(location: str, columns: list[str], prune: str | None, batch_size: int | None,
-                 limit: int | None, options: dict[str, Any]) -> _PrunedStream:
-    """`scan` pruned by `prune`; without it if zarrow cannot use that SQL (a type DataFusion
-    cannot compare, …): the predicate is polars' to apply, never an error."""
-    kwargs = dict(options, batch_size=batch_size, limit=limit)
-    if prune is not None:
-        try:
-            return _PrunedStream(scan(location, columns, prune=prune, **kwargs), prune)
-        except ZarrowError as e:
-            if "prune `" not in str(e):
-                raise
-    return _PrunedStream(scan(location, columns, **kwargs), None)
 
 
 def _empty(stream: Any) -> Any:
