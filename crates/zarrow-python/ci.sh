@@ -60,6 +60,12 @@ echo "ci.sh: stubtest and mypy --strict"
 "$TEST_VENV/bin/python" -m mypy --config-file "$HERE/ci/mypy.ini" --strict \
     "$HERE/tests/test_typed_api.py"
 
+# The tools benchmark's harness, on a 20k-row store, one run of each tool in its own process
+# (the tools not installed here are reported as skipped): it runs and the answers agree.
+echo "ci.sh: benches/python_tools_compare.py --smoke"
+"$TEST_VENV/bin/python" "$ROOT/benches/python_tools_compare.py" --smoke \
+    --tools zarrow_polars,zarrow_datafusion,zarrow_duckdb,zarr_python,polars_parquet,duckdb_parquet
+
 # A datafusion-python of another major version next to the wheel (xarray-sql pins 54): the
 # FFI structs differ, so registering must raise zarrow.ZarrowError naming both versions, and
 # the interpreter must go on. (The registry has no datafusion 56 yet.)
