@@ -63,19 +63,9 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
     group, parquet = str(data / "bench.zarr"), str(data / "bench.parquet")
     lo, hi = chunk, 2 * chunk  # the second chunk's rows
     if tool == "zarrow_polars":
-        import polars as pl
         import zarrow
 
-        lf = zarrow.scan_polars(group)
-        return {
-            "read_label": lambda: lf.select("label").collect().height,
-            "group_by_label": lambda: answer_counts(
-                lf.group_by("label").len().collect().iter_rows()),
-            "like_id": lambda: lf.filter(pl.col("id").str.contains("zz", literal=True))
-            .select(pl.len()).collect().item(),
-            "one_chunk": lambda: lf.filter((pl.col("row") >= lo) & (pl.col("row") < hi))
-            .select(pl.col("n").sum()).collect().item(),
-        }[task], None
+        return polars_task(zarrow.scan_polars(group), task, lo, hi), None
     if tool == "zarrow_datafusion":
         import datafusion
         import zarrow
@@ -103,16 +93,7 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
         if tool == "polars_parquet":
             import polars as pl
 
-            lf = pl.scan_parquet(parquet)
-            return {
-                "read_label": lambda: lf.select("label").collect().height,
-                "group_by_label": lambda: answer_counts(
-                    lf.group_by("label").len().collect().iter_rows()),
-                "like_id": lambda: lf.filter(pl.col("id").str.contains("zz", literal=True))
-                .select(pl.len()).collect().item(),
-                "one_chunk": lambda: lf.filter((pl.col("row") >= lo) & (pl.col("row") < hi))
-                .select(pl.col("n").sum()).collect().item(),
-            }[task], None
+            return polars_task(pl.scan_parquet(parquet), task, lo, hi), None
         import duckdb
 
         con = duckdb.connect()
@@ -148,23 +129,13 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
         }[task], None
     if tool == "rainbear":
         try:
-            import polars as pl
             import rainbear
         except ImportError as e:
             raise Skip(f"rainbear not installed: {e}") from None
         scan = getattr(rainbear, "scan_zarr", None)
         if scan is None:
             raise Skip(f"rainbear {getattr(rainbear, '__version__', '?')} has no scan_zarr")
-        lf = scan(group)
-        return {
-            "read_label": lambda: lf.select("label").collect().height,
-            "group_by_label": lambda: answer_counts(
-                lf.group_by("label").len().collect().iter_rows()),
-            "like_id": lambda: lf.filter(pl.col("id").str.contains("zz", literal=True))
-            .select(pl.len()).collect().item(),
-            "one_chunk": lambda: lf.filter((pl.col("row") >= lo) & (pl.col("row") < hi))
-            .select(pl.col("n").sum()).collect().item(),
-        }[task], None
+        return polars_task(scan(group), task, lo, hi), None
     if tool == "xarray_sql":
         try:
             import xarray as xr
@@ -176,6 +147,20 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
         ctx.from_dataset("t", ds, chunks={"row": chunk})
         return sql_task(lambda q: ctx.sql(q).to_arrow_table().to_pylist(), task, lo, hi)
     raise SystemExit(f"unknown tool {tool}")
+
+
+def polars_task(lf, task: str, lo: int, hi: int):
+    """A task over a polars LazyFrame."""
+    import polars as pl
+
+    return {
+        "read_label": lambda: lf.select("label").collect().height,
+        "group_by_label": lambda: answer_counts(lf.group_by("label").len().collect().iter_rows()),
+        "like_id": lambda: lf.filter(pl.col("id").str.contains("zz", literal=True))
+        .select(pl.len()).collect().item(),
+        "one_chunk": lambda: lf.filter((pl.col("row") >= lo) & (pl.col("row") < hi))
+        .select(pl.col("n").sum()).collect().item(),
+    }[task]
 
 
 def sql_task(run, task: str, lo: int, hi: int, duckdb_rows: bool = False):

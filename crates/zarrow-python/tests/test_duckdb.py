@@ -86,3 +86,19 @@ def test_dataset_methods_that_need_a_cpp_dataset_raise():
                  lambda: d.replace_schema(d.schema)):
         with pytest.raises(zarrow.ZarrowError, match="read it with to_table"):
             call()
+
+
+@pytest.mark.parametrize("printed, sql", [
+    ("(time < 12)", '"time" < 12'),
+    ("((time >= 20) and (time <= 30))", '"time" >= 20 AND "time" <= 30'),
+    ('((time < 12) and (station == "A\'B"))', '"time" < 12 AND "station" = \'A\'\'B\''),
+    ('((station == "x and y") and (flag > 1))', '"station" = \'x and y\' AND "flag" > 1'),
+    ("((time < 12) or (flag > 3))", None),
+    ("((time < 12) or (flag > 3)) and (flag == 3)", '"flag" = 3'),
+    ("is_in(time, {value_set=int64:[0, 54]})", None),
+    ("(nosuch > 1)", None),
+])
+def test_pyarrow_filters_become_pruning_sql_only_where_exact(printed, sql):
+    from zarrow import _dataset
+
+    assert _dataset._prune_sql(printed, ["time", "station", "flag"]) == sql

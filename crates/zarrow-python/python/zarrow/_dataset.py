@@ -168,38 +168,30 @@ def _split_and(text: str) -> list[str]:
     """`(a and b) and c` → [a, b, c] at the outermost level (parentheses balanced, strings
     skipped)."""
     text = text.strip()
-    while text.startswith("(") and _closing(text, 0) == len(text) - 1 and " and " in text:
+    while text.startswith("(") and _depths(text)[-1][0] == 0 and " and " in text and all(
+            d > 0 for d, _ in _depths(text)[:-1]):
         text = text[1:-1].strip()
-    out, depth, start, i, quoted = [], 0, 0, 0, False
-    while i < len(text):
-        c = text[i]
-        if c == '"':
-            quoted = not quoted
-        elif not quoted and c == "(":
-            depth += 1
-        elif not quoted and c == ")":
-            depth -= 1
-        elif not quoted and depth == 0 and text.startswith(" and ", i):
+    out, start = [], 0
+    for i, (depth, quoted) in enumerate(_depths(text)):
+        if depth == 0 and not quoted and text.startswith(" and ", i) and i >= start:
             out.append(text[start:i])
             start = i + 5
-            i += 4
-        i += 1
     out.append(text[start:])
     if len(out) == 1:
         return out
     return [p for part in out for p in _split_and(part)]
 
 
-def _closing(text: str, open_at: int) -> int:
-    depth, quoted = 0, False
-    for i in range(open_at, len(text)):
-        c = text[i]
+def _depths(text: str) -> list[tuple[int, bool]]:
+    """For each character of `text`: the parenthesis depth after it, and whether it is inside
+    a string literal."""
+    out, depth, quoted = [], 0, False
+    for c in text:
         if c == '"':
             quoted = not quoted
         elif not quoted and c == "(":
             depth += 1
         elif not quoted and c == ")":
             depth -= 1
-            if depth == 0:
-                return i
-    return -1
+        out.append((depth, quoted))
+    return out
