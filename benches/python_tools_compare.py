@@ -22,8 +22,10 @@ Parquet twin; the one-chunk filter <= 0.2x zarrow's full read of the same column
 >= 5x faster than rainbear on the `label` read.
 
 `--bench-venv DIR`: run the other tools' processes (rainbear, xarray-sql, zarrs) with that
-venv's python (`--setup-bench-venv` creates it with pip: rainbear, xarray-sql, zarrs, plus
-this interpreter's zarrow wheel is not installed there: the zarrow tools run with this one).
+venv's python; `--setup-bench-venv` creates it with pip (`--bench-python`, e.g. python3.12:
+rainbear needs Python >= 3.12) and installs rainbear, xarray-sql, zarrs, xarray, zarr, polars,
+pyarrow one by one (one that fails is reported and its tool skipped). zarrow is not installed
+there: the zarrow tools run with this interpreter.
 """
 
 from __future__ import annotations
@@ -242,8 +244,8 @@ def make_smoke_data(root: Path, rows: int, chunk: int) -> Path:
     return root
 
 
-def setup_bench_venv(venv: Path) -> None:
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+def setup_bench_venv(venv: Path, python: str) -> None:
+    subprocess.run([python, "-m", "venv", str(venv)], check=True)
     for package in BENCH_PACKAGES:  # one by one: a package that fails to install is skipped
         r = subprocess.run([str(venv / "bin/pip"), "install", "--quiet",
                             "--disable-pip-version-check", package])
@@ -260,6 +262,9 @@ def main() -> None:
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--bench-venv", type=Path, default=None)
     ap.add_argument("--setup-bench-venv", action="store_true")
+    ap.add_argument("--bench-python", default=sys.executable,
+                    help="the interpreter --setup-bench-venv makes the venv with (rainbear "
+                         "needs Python >= 3.12)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--smoke", action="store_true", help="20k rows in a temp dir, one run")
     ap.add_argument("--worker", nargs=2, metavar=("TOOL", "TASK"), help=argparse.SUPPRESS)
@@ -277,7 +282,7 @@ def main() -> None:
         args.chunk, args.repeat = 2_000, 1
         args.data = make_smoke_data(Path(tmp.name), 20_000, args.chunk)
     if args.setup_bench_venv and args.bench_venv:
-        setup_bench_venv(args.bench_venv)
+        setup_bench_venv(args.bench_venv, args.bench_python)
     other_python = str(args.bench_venv / "bin/python") if args.bench_venv else sys.executable
 
     results: dict = {}
