@@ -55,6 +55,20 @@ cd "$TEST_VENV"
 "$TEST_VENV/bin/python" -c "import zarrow, sys; assert 'site-packages' in zarrow.__file__, zarrow.__file__; print('ci.sh: testing', zarrow.__file__)"
 "$TEST_VENV/bin/python" -m pytest -q -p no:cacheprovider "$HERE/tests"
 
+# The stubs match the runtime (stubtest) and type a caller's code (mypy --strict over the
+# typed test file), against the installed wheel.
+echo "ci.sh: stubtest and mypy --strict"
+"$TEST_VENV/bin/python" -m mypy.stubtest zarrow --mypy-config-file "$HERE/ci/mypy.ini" \
+    --allowlist "$HERE/ci/stubtest-allowlist.txt"
+"$TEST_VENV/bin/python" -m mypy --config-file "$HERE/ci/mypy.ini" --strict \
+    "$HERE/tests/test_typed_api.py"
+
+# The tools benchmark's harness, on a 20k-row store, one run of each tool in its own process
+# (the tools not installed here are reported as skipped): it runs and the answers agree.
+echo "ci.sh: benches/python_tools_compare.py --smoke"
+"$TEST_VENV/bin/python" "$ROOT/benches/python_tools_compare.py" --smoke \
+    --tools zarrow_polars,zarrow_datafusion,zarrow_duckdb,zarr_python,polars_parquet,duckdb_parquet
+
 # A datafusion-python of another major version next to the wheel (xarray-sql pins 54): the
 # FFI structs differ, so registering must raise zarrow.ZarrowError naming both versions, and
 # the interpreter must go on. (The registry has no datafusion 56 yet.)

@@ -12,6 +12,7 @@
 //!          ▼                                         ▼ metrics in EXPLAIN ANALYZE
 //!  ZarrTableFactory (STORED AS ZARR)
 //!  ZarrUrlTableFactory (FROM 'x.zarr/node')   stores: the session's registered object store
+//!  ZarrPredicate: a SQL predicate outside a query (pruning.rs + an exact batch filter)
 //!  ZarrConfig (SET zarrow.*)                  for a URL if there is one, else zarrow's own
 //!  remote_files: other formats' remote locations get zarrow's store on first use
 //! ```
@@ -23,6 +24,7 @@ mod error;
 mod exec;
 mod factory;
 mod options;
+mod predicate;
 mod pruning;
 mod remote_files;
 mod session;
@@ -32,6 +34,7 @@ pub use error::{from_datafusion_error, to_datafusion_error};
 pub use exec::{ScanPlanInfo, ZarrScanExec};
 pub use factory::{is_zarr_location, StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
 pub use options::{ZarrConfig, ZarrTableOptions};
+pub use predicate::{missing_column, BatchFilter, PrunedChunks, ZarrPredicate};
 pub use session::{
     enable_zarr_url_table, zarr_session_context, zarr_session_context_with_runtime,
     zarr_session_state, zarr_session_state_with_runtime, SessionContextZarrExt,

@@ -14,9 +14,11 @@
 
 mod errors;
 mod options;
+mod plan;
 mod runtime;
 mod stream;
 mod table;
+mod usage;
 
 use pyo3::prelude::*;
 
@@ -31,6 +33,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[pymodule]
 fn _zarrow(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
+    usage::register(m)?;
     m.add_class::<table::PyZarrTable>()?;
     m.add_class::<table::PyZarrTableFactory>()?;
     m.add_class::<stream::PyZarrStream>()?;

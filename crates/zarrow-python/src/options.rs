@@ -8,6 +8,16 @@ use zarrow_datafusion::ZarrTableOptions;
 
 use crate::errors::{to_py, ZarrowError};
 
+/// The names of the table options every reading function takes.
+pub(crate) const TABLE_OPTIONS: &[&str] = &[
+    "string_type",
+    "fill_as_null",
+    "decode_cf",
+    "arrays",
+    "storage_options",
+    "ref",
+];
+
 /// The table options every reading function takes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TableKwargs {
@@ -45,6 +55,9 @@ impl TableKwargs {
     /// The store at `location`, with the storage options (credentials, endpoints) given,
     /// over those of the environment.
     pub(crate) fn store(&self, location: &str) -> PyResult<ZarrStore> {
+        if let Some(given) = &self.storage_options {
+            crate::usage::check_storage_options(location, given)?;
+        }
         let mut options = self
             .storage_options
             .as_ref()

@@ -11,17 +11,15 @@ use arrow::datatypes::{Schema, SchemaRef};
 use arrow::error::ArrowError;
 use arrow::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow::ffi_stream::FFI_ArrowArrayStream;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyTuple};
+use pyo3::types::{PyCapsule, PyDict, PyTuple};
 use zarrow::writer::{Compression, VlenEncoding};
-use zarrow::{
-    Node, ScanContext, TableModel, ZarrRecordBatchStream, ZarrRecordBatchStreamBuilder, ZarrScan,
-    ZarrWriteOptions,
-};
+use zarrow::{Node, TableModel, ZarrWriteOptions};
 
 use crate::errors::{to_py, ZarrowError};
-use crate::options::TableKwargs;
+use crate::options::{TableKwargs, TABLE_OPTIONS};
+use crate::plan::{Batches, ScanCounters, ScanPlan, ScanRequest};
 use crate::runtime::{block_on, runtime};
 
 /// A schema as an `arrow_schema` PyCapsule.
@@ -38,7 +36,7 @@ pub(crate) fn schema_capsule<'py>(
 /// the module's runtime (called from the consumer's thread, without the GIL).
 struct BlockingReader {
     schema: SchemaRef,
-    stream: ZarrRecordBatchStream,
+    stream: Batches,
 }
 
 impl Iterator for BlockingReader {
@@ -62,21 +60,16 @@ impl RecordBatchReader for BlockingReader {
 
 /// Where a `ZarrStream` is: planned (nothing read yet), streaming, or read.
 enum State {
-    Planned {
-        scan: Box<ZarrScan>,
-        model: Arc<TableModel>,
-    },
-    Streaming(ZarrRecordBatchStream),
+    Planned(Box<ScanPlan>),
+    Streaming(Batches),
     Done,
 }
 
 impl State {
     /// The stream, started if it was only planned; `None` once read.
-    fn stream(&mut self) -> PyResult<Option<&mut ZarrRecordBatchStream>> {
-        if let State::Planned { scan, model } = self {
-            let stream = scan
-                .stream(model.clone(), ScanContext::default())
-                .map_err(to_py)?;
+    fn stream(&mut self) -> PyResult<Option<&mut Batches>> {
+        if let State::Planned(plan) = self {
+            let stream = plan.batches(&plan.scan).map_err(to_py)?;
             *self = State::Streaming(stream);
         }
         Ok(match self {
@@ -87,11 +80,18 @@ impl State {
 }
 
 /// A table being read: hand it to `pyarrow.RecordBatchReader.from_stream`,
-/// `polars.from_arrow`, `duckdb`, … (read once).
+/// `polars.from_arrow`, `duckdb`, … (read once). Iterating it yields `ZarrBatch`es.
+///
+/// Example::
+///
+///     >>> stream = zarrow.scan("data/pbmc_sample.zarr/obs", filter="dim_0 < 100")
+///     >>> table = pyarrow.RecordBatchReader.from_stream(stream).read_all()
+///     >>> stream.metrics["chunks_pruned"]
 #[pyclass(name = "ZarrStream", module = "zarrow", frozen)]
 pub(crate) struct PyZarrStream {
     schema: SchemaRef,
     batch_size_given: bool,
+    counters: ScanCounters,
     state: Mutex<State>,
 }
 
@@ -165,21 +165,59 @@ impl PyZarrStream {
     /// `batch_size` was given; in order. What `read_table` uses.
     fn read_all(&self, py: Python<'_>) -> PyResult<Vec<PyZarrBatch>> {
         let mut state = self.state()?;
-        let State::Planned { scan, model } = std::mem::replace(&mut *state, State::Done) else {
+        let State::Planned(mut plan) = std::mem::replace(&mut *state, State::Done) else {
             return Err(ZarrowError::new_err(
                 "read_all needs a stream nothing was read from: scan again",
             ));
         };
-        let mut scan = *scan;
         if !self.batch_size_given {
-            scan.batch_per_chunk(&model);
+            plan.scan.batch_per_chunk(&plan.model);
         }
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let batches = block_on(py, scan.read_all(model, cores))?.map_err(to_py)?;
+        // A limit on filtered rows takes the first ones: one run, in order.
+        let parts = match plan.limit_after_filter() {
+            true => vec![plan.scan.clone()],
+            false => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                plan.scan.split(cores)
+            }
+        };
+        let streams = parts
+            .iter()
+            .map(|part| plan.batches(part))
+            .collect::<zarrow::Result<Vec<_>>>()
+            .map_err(to_py)?;
+        let read = async move {
+            let tasks = streams
+                .into_iter()
+                .map(|s| tokio::spawn(s.try_collect::<Vec<_>>()))
+                .collect::<Vec<_>>();
+            let mut batches = Vec::new();
+            for task in tasks {
+                match task.await {
+                    Ok(part) => batches.extend(part?),
+                    Err(e) => {
+                        return Err(zarrow::Error::InvalidArgument(format!(
+                            "a read task failed: {e}"
+                        )))
+                    }
+                }
+            }
+            Ok(batches)
+        };
+        let batches = block_on(py, read)?.map_err(to_py)?;
         Ok(batches
             .into_iter()
             .map(|batch| PyZarrBatch { batch })
             .collect())
+    }
+
+    /// What the scan has done so far, by name: `chunks_total`, `chunks_kept` and
+    /// `chunks_pruned` (by `filter`/`prune`, before the scan starts), `chunks_read`,
+    /// `rows_read`, `rows_out` (after the filter), `requests`, `bytes_fetched`,
+    /// `fetch_seconds`, `decode_seconds`.
+    #[getter]
+    fn metrics(&self) -> HashMap<&'static str, f64> {
+        self.counters.snapshot().into_iter().collect()
     }
 
     /// The column names.
@@ -194,6 +232,11 @@ impl PyZarrStream {
 }
 
 /// One record batch, for `pyarrow.record_batch(...)` (the Arrow PyCapsule interface).
+///
+/// Example::
+///
+///     >>> batch = next(iter(zarrow.scan("data/pbmc_sample.zarr/obs")))
+///     >>> pyarrow.record_batch(batch).num_rows
 #[pyclass(name = "ZarrBatch", module = "zarrow", frozen)]
 pub(crate) struct PyZarrBatch {
     batch: RecordBatch,
@@ -224,53 +267,53 @@ impl PyZarrBatch {
     }
 }
 
-/// The table at `location`, its columns picked, batch size and limit set.
-#[allow(clippy::too_many_arguments)]
-fn open_builder(
+/// The plan of a read of the table at `location`.
+fn open_plan(
     py: Python<'_>,
     location: &str,
     columns: Option<Vec<String>>,
-    batch_size: Option<usize>,
-    limit: Option<usize>,
+    mut request: ScanRequest,
     kwargs: TableKwargs,
-) -> PyResult<ZarrRecordBatchStreamBuilder> {
+) -> PyResult<ScanPlan> {
     let options = kwargs.table_options()?.to_table_options();
     let store = kwargs.store(location)?;
-    let model = block_on(py, async {
-        let node = Node::open_store(store, "").await?;
+    let opened = block_on(py, async {
+        let node = Node::open_store(store.clone(), "").await?;
         TableModel::from_node(node, options).await
-    })?
-    .map_err(to_py)?;
-    let mut builder = ZarrRecordBatchStreamBuilder::new(Arc::new(model));
+    })?;
+    let model =
+        opened.map_err(|e| crate::usage::explain_open_error(py, location, &store, to_py(e)))?;
     if let Some(columns) = columns {
         let projection = columns
             .iter()
-            .map(|c| {
-                builder
-                    .model()
-                    .column_index(c)
-                    .map_err(|e| pyo3::exceptions::PyKeyError::new_err(e.to_string()))
-            })
+            .map(|c| crate::usage::column_index(&model, c))
             .collect::<PyResult<Vec<usize>>>()?;
-        builder = builder.with_projection(projection);
+        request.projection = Some(projection);
     }
-    if let Some(n) = batch_size {
-        builder = builder.with_batch_size(n);
-    }
-    if let Some(n) = limit {
-        builder = builder.with_limit(n);
-    }
-    Ok(builder)
+    block_on(py, ScanPlan::new(Arc::new(model), request))?.map_err(to_py)
 }
 
-/// Read the table at `location` (an array or a group) as a stream of record batches.
+/// Read the table at `location` (an array or a group) as a stream of Arrow record batches.
+///
+/// `filter` is a SQL predicate (DataFusion's SQL) the rows handed out satisfy; its parts on
+/// dimension, index and coordinate columns skip the chunks that cannot match, as a SQL
+/// query's `WHERE` does. `prune` only skips chunks (for a caller that filters itself).
+/// `limit` counts rows after the filter. `ZarrStream.metrics` shows what was read.
+///
+/// Example::
+///
+///     >>> import duckdb, zarrow
+///     >>> stream = zarrow.scan("data/pbmc_sample.zarr/obs", ["cell_type"], filter="dim_0 < 100")
+///     >>> duckdb.sql("SELECT cell_type, count(*) FROM stream GROUP BY ALL").fetchall()
 #[pyfunction]
-#[pyo3(signature = (location, columns=None, *, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None))]
+#[pyo3(signature = (location, columns=None, *, filter=None, prune=None, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None, **unknown))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
     location: String,
     columns: Option<Vec<String>>,
+    filter: Option<String>,
+    prune: Option<String>,
     batch_size: Option<usize>,
     limit: Option<usize>,
     string_type: Option<String>,
@@ -279,7 +322,14 @@ pub(crate) fn scan(
     arrays: Option<Vec<String>>,
     storage_options: Option<HashMap<String, String>>,
     r#ref: Option<String>,
+    unknown: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyZarrStream> {
+    let valid = [
+        &["columns", "filter", "prune", "batch_size", "limit"],
+        TABLE_OPTIONS,
+    ]
+    .concat();
+    crate::usage::check_no_unknown("scan", unknown, &valid)?;
     let kwargs = TableKwargs {
         string_type,
         fill_as_null,
@@ -288,19 +338,28 @@ pub(crate) fn scan(
         storage_options,
         reference: r#ref,
     };
-    let builder = open_builder(py, &location, columns, batch_size, limit, kwargs)?;
+    let request = ScanRequest {
+        projection: None,
+        filter,
+        prune,
+        batch_size,
+        limit,
+    };
+    let plan = open_plan(py, &location, columns, request, kwargs)?;
     Ok(PyZarrStream {
-        schema: builder.schema(),
+        schema: plan.schema.clone(),
         batch_size_given: batch_size.is_some(),
-        state: Mutex::new(State::Planned {
-            scan: Box::new(builder.scan().map_err(to_py)?),
-            model: builder.model().clone(),
-        }),
+        counters: plan.metrics.clone(),
+        state: Mutex::new(State::Planned(Box::new(plan))),
     })
 }
 
 /// The hierarchy at `location` as text: groups and arrays with shape, chunks, data type,
 /// codecs and fill value.
+///
+/// Example::
+///
+///     >>> print(zarrow.tree("data/pbmc_sample.zarr"))
 #[pyfunction]
 #[pyo3(signature = (location, *, storage_options=None))]
 pub(crate) fn tree(
@@ -322,6 +381,10 @@ pub(crate) fn tree(
 
 /// Write an Arrow array (anything with `__arrow_c_array__`: pyarrow, polars, …) as a zarr v3
 /// array at `location`.
+///
+/// Example::
+///
+///     >>> zarrow.write_array("labels.zarr", pyarrow.array(["a", "b"]), compression="zstd")
 #[pyfunction]
 #[pyo3(signature = (location, array, *, shape=None, chunks=None, encoding="vlen-utf8", compression=None, dimension_names=None, storage_options=None))]
 #[allow(clippy::too_many_arguments)]

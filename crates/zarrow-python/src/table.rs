@@ -13,7 +13,7 @@ use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::table_provider::FFI_TableProvider;
 use datafusion_ffi::table_provider_factory::FFI_TableProviderFactory;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyDict};
 use zarrow::ZarrStore;
 use zarrow_datafusion::{ZarrTable, ZarrTableFactory};
 
@@ -112,8 +112,15 @@ fn check_datafusion_python(session: &Bound<'_, PyAny>) -> PyResult<()> {
     }
 }
 
-/// A zarr array or group as a table for datafusion-python:
-/// `ctx.register_table("obs", zarrow.ZarrTable("pbmc.zarr/obs"))`.
+/// A zarr array or group as a table for datafusion-python, with projection, filter and
+/// limit pushdown across the FFI boundary.
+///
+/// Example::
+///
+///     >>> import datafusion, zarrow
+///     >>> ctx = datafusion.SessionContext()
+///     >>> ctx.register_table("obs", zarrow.ZarrTable("data/pbmc_sample.zarr/obs"))
+///     >>> ctx.sql("SELECT cell_type, count(*) FROM obs GROUP BY cell_type").show()
 #[pyclass(name = "ZarrTable", module = "zarrow", frozen)]
 pub(crate) struct PyZarrTable {
     table: Arc<ZarrTable>,
@@ -122,7 +129,7 @@ pub(crate) struct PyZarrTable {
 #[pymethods]
 impl PyZarrTable {
     #[new]
-    #[pyo3(signature = (location, *, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None))]
+    #[pyo3(signature = (location, *, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None, **unknown))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -133,7 +140,9 @@ impl PyZarrTable {
         arrays: Option<Vec<String>>,
         storage_options: Option<HashMap<String, String>>,
         r#ref: Option<String>,
+        unknown: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
+        crate::usage::check_no_unknown("ZarrTable", unknown, crate::options::TABLE_OPTIONS)?;
         let kwargs = TableKwargs {
             string_type,
             fill_as_null,
@@ -144,8 +153,10 @@ impl PyZarrTable {
         };
         let options = kwargs.table_options()?;
         let store = kwargs.store(&location)?;
-        let table = block_on(py, ZarrTable::try_new_with_store(store, options))?
-            .map_err(from_datafusion)?;
+        let table =
+            block_on(py, ZarrTable::try_new_with_store(store.clone(), options))?.map_err(|e| {
+                crate::usage::explain_open_error(py, &location, &store, from_datafusion(e))
+            })?;
         Ok(PyZarrTable {
             table: Arc::new(table),
         })
@@ -211,8 +222,12 @@ impl PyZarrTable {
     }
 }
 
-/// `CREATE EXTERNAL TABLE … STORED AS ZARR LOCATION …` for datafusion-python:
-/// `ctx.register_table_factory("ZARR", zarrow.ZarrTableFactory())`.
+/// `CREATE EXTERNAL TABLE … STORED AS ZARR LOCATION …` for datafusion-python.
+///
+/// Example::
+///
+///     >>> ctx.register_table_factory("ZARR", zarrow.ZarrTableFactory())
+///     >>> ctx.sql("CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION 'data/pbmc_sample.zarr/obs'")
 #[pyclass(name = "ZarrTableFactory", module = "zarrow", frozen)]
 pub(crate) struct PyZarrTableFactory {
     storage_options: Option<HashMap<String, String>>,

@@ -16,36 +16,7 @@ import pyarrow as pa
 import pytest
 
 import zarrow
-from conftest import DATA, SAMPLE, rust_table, server
-
-
-def fixture_tables() -> list[str]:
-    """Every array and group of the fixture stores the Rust side reads as a table."""
-    locations = []
-    for store in sorted(DATA.glob("*.zarr")):
-        locations.append(str(store))
-        for meta in sorted(store.rglob("zarr.json")) + sorted(store.rglob(".zarray")) + sorted(
-            store.rglob(".zgroup")
-        ):
-            node = meta.parent
-            if node != store:
-                locations.append(str(node))
-    return sorted(set(locations))
-
-
-def sorted_by_all(table: pa.Table) -> pa.Table:
-    keys = [(name, "ascending") for name in table.column_names
-            if pa.types.is_integer(table.schema.field(name).type)]
-    return table.sort_by(keys) if keys else table
-
-
-def ipc_bytes(table: pa.Table) -> bytes:
-    """The table's values as IPC bytes: equal tables give equal bytes, NaN included (which
-    `Table.equals` counts as different from itself)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table.combine_chunks())
-    return sink.getvalue().to_pybytes()
+from conftest import DATA, SAMPLE, fixture_tables, ipc_bytes, rust_table, server, sorted_by_all
 
 
 @pytest.mark.parametrize("location", fixture_tables(), ids=lambda p: os.path.relpath(p, DATA))

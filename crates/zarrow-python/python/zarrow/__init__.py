@@ -6,6 +6,10 @@
   AS ZARR LOCATION …``.
 - :func:`scan` — a stream of Arrow record batches (the Arrow PyCapsule interface) for
   pyarrow, polars, DuckDB and pandas; :func:`read_table` — a ``pyarrow.Table``.
+- :func:`dataset` — a ``pyarrow.dataset.Dataset`` DuckDB and pyarrow push projections and
+  filters into.
+- :func:`scan_polars` — a polars ``LazyFrame`` with projection, predicate and limit
+  pushdown.
 - :func:`schema`, :func:`tree` — what a location holds; :func:`write_array`.
 
 Locations are local paths, ``file://``, ``s3://``, ``gs://``, ``az://`` and ``http(s)://``
@@ -21,9 +25,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._zarrow import (
+    ColumnNotFoundError,
     CorruptChunkError,
     MetadataError,
+    NotATableError,
     NotFoundError,
+    OptionError,
     StoreError,
     UnsupportedError,
     ZarrowError,
@@ -37,24 +44,33 @@ from ._zarrow import (
     write_array,
 )
 
+from ._dataset import ZarrDataset, dataset
+from ._polars import scan_polars
+
 if TYPE_CHECKING:  # pragma: no cover
     import datafusion
     import pyarrow
 
 __all__ = [
+    "ColumnNotFoundError",
     "CorruptChunkError",
     "MetadataError",
+    "NotATableError",
     "NotFoundError",
+    "OptionError",
     "StoreError",
     "UnsupportedError",
     "ZarrBatch",
+    "ZarrDataset",
     "ZarrStream",
     "ZarrTable",
     "ZarrTableFactory",
     "ZarrowError",
     "__version__",
+    "dataset",
     "read_table",
     "scan",
+    "scan_polars",
     "schema",
     "session_context",
     "tree",
@@ -68,7 +84,14 @@ def read_table(location: str, columns: list[str] | None = None, **options: Any) 
     ``columns`` picks columns by name; ``options`` are those of :func:`scan`. The chunks are
     read in parallel (a run of them per core, the GIL released), a batch per chunk unless
     ``batch_size`` says otherwise. The table's buffers are zarrow's: nothing is copied on the
-    way to pyarrow.
+    way to pyarrow. ``filter`` (a SQL predicate) keeps the matching rows, skipping the chunks
+    that cannot hold any.
+
+    Example::
+
+        >>> table = zarrow.read_table("data/pbmc_sample.zarr/obs", ["cell_type"],
+        ...                           filter="dim_0 < 100")
+        >>> table.to_pandas().value_counts()
     """
     import pyarrow as pa
 
@@ -81,7 +104,12 @@ def schema(location: str, **options: Any) -> "pyarrow.Schema":
     """The Arrow schema of the table at ``location``.
 
     ``options``: ``string_type``, ``fill_as_null``, ``decode_cf``, ``arrays``,
-    ``storage_options``. :attr:`ZarrTable.left_out` lists the arrays that are not columns.
+    ``storage_options``, ``ref``. :attr:`ZarrTable.left_out` lists the arrays that are not
+    columns. Nothing of the table's data is read.
+
+    Example::
+
+        >>> zarrow.schema("data/pbmc_sample.zarr/obs").names
     """
     import pyarrow as pa
 
@@ -97,6 +125,12 @@ def session_context(
     ``CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '…' [OPTIONS (…)]`` creates zarr
     tables (``storage_options`` for the stores they open); ``ctx.register_table(name,
     ZarrTable(location))`` adds one by location.
+
+    Example::
+
+        >>> ctx = zarrow.session_context()
+        >>> ctx.sql("CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION 'data/pbmc_sample.zarr/obs'")
+        >>> ctx.sql("SELECT count(*) FROM obs").show()
     """
     if ctx is None:
         from datafusion import SessionContext

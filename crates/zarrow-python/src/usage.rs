@@ -1,0 +1,364 @@
+//! Mistakes in how the API is called, each one clear message raised as a zarrow exception:
+//! a column the table does not have (`ColumnNotFoundError`, also a `KeyError`, the close
+//! names suggested), an option or `storage_options` key zarrow does not know (`OptionError`,
+//! also a `ValueError`, the valid ones listed), a group that is no table (`NotATableError`,
+//! its children listed), a directory without zarr metadata (`NotFoundError`, what it holds).
+
+use std::collections::HashMap;
+
+use datafusion::common::utils::datafusion_strsim::levenshtein;
+use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
+use zarrow::{Node, TableModel, ZarrStore};
+
+use crate::errors::{NotFoundError, ZarrowError};
+
+static COLUMN_NOT_FOUND: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static OPTION_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static NOT_A_TABLE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// An exception class `zarrow.<name>` deriving from `ZarrowError` and `also` (a built-in
+/// exception, so `except KeyError` keeps working), its message shown as given.
+fn exception_type<'py>(
+    py: Python<'py>,
+    name: &str,
+    doc: &str,
+    also: Option<Bound<'py, PyType>>,
+) -> PyResult<Bound<'py, PyType>> {
+    let zarrow_error = py.get_type::<ZarrowError>().into_any();
+    let bases = match also {
+        Some(other) => PyTuple::new(py, [zarrow_error, other.into_any()])?,
+        None => PyTuple::new(py, [zarrow_error])?,
+    };
+    let namespace = PyDict::new(py);
+    namespace.set_item("__module__", "zarrow")?;
+    namespace.set_item("__doc__", doc)?;
+    // KeyError quotes its message; these show it as written.
+    let base_str = py
+        .import("builtins")?
+        .getattr("BaseException")?
+        .getattr("__str__")?;
+    namespace.set_item("__str__", base_str)?;
+    let made = py
+        .import("builtins")?
+        .getattr("type")?
+        .call1((name, bases, namespace))?;
+    Ok(made.cast_into::<PyType>()?)
+}
+
+/// Adds the exceptions of this module to `m`.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    type Kind<'a, 'py> = (
+        &'a PyOnceLock<Py<PyType>>,
+        &'a str,
+        &'a str,
+        Option<Bound<'py, PyType>>,
+    );
+    let kinds: [Kind<'_, '_>; 3] = [
+        (
+            &COLUMN_NOT_FOUND,
+            "ColumnNotFoundError",
+            "A column the table does not have (the message suggests the close names).",
+            Some(py.get_type::<PyKeyError>()),
+        ),
+        (
+            &OPTION_ERROR,
+            "OptionError",
+            "An option or storage_options key zarrow does not know (the message lists the valid ones).",
+            Some(py.get_type::<PyValueError>()),
+        ),
+        (
+            &NOT_A_TABLE,
+            "NotATableError",
+            "A group that cannot be read as one table (the message lists its children).",
+            None,
+        ),
+    ];
+    for (cell, name, doc, also) in kinds {
+        let made = exception_type(py, name, doc, also)?;
+        m.add(name, &made)?;
+        let _ = cell.set(py, made.unbind());
+    }
+    Ok(())
+}
+
+fn raise(cell: &PyOnceLock<Py<PyType>>, message: String) -> PyErr {
+    Python::attach(|py| match cell.get(py) {
+        Some(t) => PyErr::from_type(t.bind(py).clone(), message),
+        None => ZarrowError::new_err(message),
+    })
+}
+
+/// The names among `valid` closest to `name` (a typo or a case slip away), best first.
+pub(crate) fn close_names<'a>(name: &str, valid: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let lower = name.to_lowercase();
+    let mut scored: Vec<(usize, &str)> = valid
+        .into_iter()
+        .map(|v| (levenshtein(&lower, &v.to_lowercase()), v))
+        .filter(|(d, v)| *d <= (v.chars().count().max(name.chars().count()) / 3).max(1))
+        .collect();
+    scored.sort();
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, v)| v.to_string())
+        .collect()
+}
+
+fn did_you_mean(close: &[String]) -> String {
+    match close {
+        [] => String::new(),
+        [one] => format!(" Did you mean '{one}'?"),
+        many => format!(
+            " Did you mean one of {}?",
+            many.iter()
+                .map(|c| format!("'{c}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// The index of column `name` of `model`, or `ColumnNotFoundError`.
+pub(crate) fn column_index(model: &TableModel, name: &str) -> PyResult<usize> {
+    model.column_index(name).map_err(|_| {
+        let schema = model.schema();
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        raise(
+            &COLUMN_NOT_FOUND,
+            format!(
+                "'{}' has no column '{name}'.{} Its columns: {}",
+                model.location(),
+                did_you_mean(&close_names(name, names.iter().copied())),
+                names.join(", ")
+            ),
+        )
+    })
+}
+
+/// `OptionError` for keyword arguments `function` does not take.
+pub(crate) fn check_no_unknown(
+    function: &str,
+    unknown: Option<&Bound<'_, PyDict>>,
+    valid: &[&str],
+) -> PyResult<()> {
+    let Some(unknown) = unknown else {
+        return Ok(());
+    };
+    let Some((key, _)) = unknown.iter().next() else {
+        return Ok(());
+    };
+    let key = key.str()?.to_string();
+    Err(raise(
+        &OPTION_ERROR,
+        format!(
+            "{function}() has no option '{key}'.{} Its options: {}",
+            did_you_mean(&close_names(&key, valid.iter().copied())),
+            valid.join(", ")
+        ),
+    ))
+}
+
+/// zarrow's own remote keys, fsspec's spellings (see `options::storage_key`), then the keys of
+/// every store `object_store` builds, by provider (their canonical names; `object_store`
+/// also takes the aliases its parsers know).
+const ZARROW_KEYS: &[&str] = &[
+    "timeout",
+    "connect_timeout",
+    "retry_timeout",
+    "max_retries",
+    "key",
+    "secret",
+    "token",
+    "anon",
+    "endpoint",
+    "endpoint_url",
+    "client_kwargs.endpoint_url",
+    "region",
+];
+const CLIENT_KEYS: &[&str] = &[
+    "allow_http",
+    "allow_invalid_certificates",
+    "default_content_type",
+    "pool_idle_timeout",
+    "pool_max_idle_per_host",
+    "proxy_url",
+    "proxy_ca_certificate",
+    "proxy_excludes",
+    "randomize_addresses",
+    "user_agent",
+];
+const S3_KEYS: &[&str] = &[
+    "aws_access_key_id",
+    "aws_secret_access_key",
+    "aws_session_token",
+    "aws_region",
+    "aws_default_region",
+    "aws_bucket",
+    "aws_endpoint",
+    "aws_endpoint_url",
+    "aws_virtual_hosted_style_request",
+    "aws_skip_signature",
+    "aws_unsigned_payload",
+    "aws_checksum_algorithm",
+    "aws_metadata_endpoint",
+    "aws_role_arn",
+    "aws_role_session_name",
+    "aws_web_identity_token_file",
+    "aws_request_payer",
+];
+const GCS_KEYS: &[&str] = &[
+    "google_service_account",
+    "google_service_account_key",
+    "google_application_credentials",
+    "google_bucket",
+    "google_base_url",
+    "google_skip_signature",
+];
+const AZURE_KEYS: &[&str] = &[
+    "azure_storage_account_name",
+    "azure_storage_account_key",
+    "azure_storage_client_id",
+    "azure_storage_client_secret",
+    "azure_storage_tenant_id",
+    "azure_storage_sas_key",
+    "azure_storage_token",
+    "azure_storage_endpoint",
+    "azure_storage_use_emulator",
+    "azure_use_azure_cli",
+    "azure_skip_signature",
+    "azure_container_name",
+];
+
+/// Whether `object_store` (or zarrow) takes `key` for some store.
+fn known_storage_key(key: &str) -> bool {
+    use object_store::aws::AmazonS3ConfigKey;
+    use object_store::azure::AzureConfigKey;
+    use object_store::gcp::GoogleConfigKey;
+    use object_store::ClientConfigKey;
+    let lower = key.to_ascii_lowercase();
+    ZARROW_KEYS.contains(&lower.as_str())
+        || lower.parse::<AmazonS3ConfigKey>().is_ok()
+        || lower.parse::<GoogleConfigKey>().is_ok()
+        || lower.parse::<AzureConfigKey>().is_ok()
+        || lower.parse::<ClientConfigKey>().is_ok()
+}
+
+/// `OptionError` for a `storage_options` key no store takes, listing the keys of the
+/// location's store.
+pub(crate) fn check_storage_options(
+    location: &str,
+    options: &HashMap<String, String>,
+) -> PyResult<()> {
+    let mut keys: Vec<&String> = options.keys().collect();
+    keys.sort();
+    let Some(bad) = keys.into_iter().find(|k| !known_storage_key(k)) else {
+        return Ok(());
+    };
+    let scheme = location.split_once("://").map(|(s, _)| s).unwrap_or("");
+    let scheme = scheme
+        .strip_prefix(zarrow::ICECHUNK_PREFIX)
+        .unwrap_or(scheme);
+    let provider: &[&str] = match scheme {
+        "s3" | "s3a" => S3_KEYS,
+        "gs" | "gcs" => GCS_KEYS,
+        "az" | "abfs" | "abfss" | "azure" => AZURE_KEYS,
+        _ => &[],
+    };
+    let mut valid: Vec<&str> = provider.to_vec();
+    if provider.is_empty() {
+        for list in [S3_KEYS, GCS_KEYS, AZURE_KEYS] {
+            valid.extend_from_slice(list);
+        }
+    }
+    valid.extend_from_slice(CLIENT_KEYS);
+    valid.extend_from_slice(ZARROW_KEYS);
+    Err(raise(
+        &OPTION_ERROR,
+        format!(
+            "storage_options key '{bad}' is not one any store takes.{} Valid keys{}: {}",
+            did_you_mean(&close_names(bad, valid.iter().copied())),
+            if provider.is_empty() {
+                String::new()
+            } else {
+                format!(" for {scheme}://")
+            },
+            valid.join(", ")
+        ),
+    ))
+}
+
+/// `err` (from opening the table at `location`) with what a user needs to act on it: a group
+/// that is no table lists its children; a local directory without zarr metadata lists what
+/// it holds.
+pub(crate) fn explain_open_error(
+    py: Python<'_>,
+    location: &str,
+    store: &ZarrStore,
+    err: PyErr,
+) -> PyErr {
+    // Only a plain ZarrowError (what the table model raises for a group it cannot lay out).
+    if err.get_type(py).is(py.get_type::<ZarrowError>()) {
+        let children = crate::runtime::block_on(py, async {
+            match Node::open_store(store.clone(), "").await? {
+                Node::Group(group) => group.children().await,
+                Node::Array(_) => Ok(Vec::new()),
+            }
+        });
+        if let Ok(Ok(children)) = children {
+            let names: Vec<String> = children
+                .iter()
+                .map(|(name, child)| match child {
+                    Ok(Node::Group(_)) => format!("{name}/"),
+                    _ => name.clone(),
+                })
+                .collect();
+            if !names.is_empty() && names.iter().all(|n| n.ends_with('/')) {
+                let base = location.trim_end_matches('/');
+                return raise(
+                    &NOT_A_TABLE,
+                    format!(
+                        "'{location}' is a group of groups, not a table: read one of its \
+                         children ({}), e.g. '{base}/{}'",
+                        names.join(", "),
+                        names[0].trim_end_matches('/')
+                    ),
+                );
+            }
+        }
+    }
+    if err.is_instance_of::<NotFoundError>(py) {
+        let path = std::path::Path::new(location);
+        if !location.contains("://") && path.is_dir() {
+            let mut held: Vec<String> = std::fs::read_dir(path)
+                .map(|entries| {
+                    entries
+                        .flatten()
+                        .take(20)
+                        .map(|e| {
+                            let name = e.file_name().to_string_lossy().into_owned();
+                            match e.file_type().is_ok_and(|t| t.is_dir()) {
+                                true => format!("{name}/"),
+                                false => name,
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            held.sort();
+            return NotFoundError::new_err(format!(
+                "'{location}' is a directory but not a zarr array or group: it has no \
+                 zarr.json (zarr v3) nor .zarray/.zgroup (zarr v2). It holds: {}",
+                if held.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    held.join(", ")
+                }
+            ));
+        }
+    }
+    err
+}
