@@ -209,6 +209,15 @@ impl TableWriter {
         Ok(())
     }
 
+    /// Wait until every unit handed to the encoders is stored (what is buffered for the next
+    /// unit stays): [`Self::buffered_bytes`] is then only the buffered rows.
+    pub async fn drain(&mut self) -> Result<()> {
+        while !self.tasks.is_empty() {
+            self.join_one().await?;
+        }
+        Ok(())
+    }
+
     async fn join_one(&mut self) -> Result<()> {
         if let Some(done) = self.tasks.join_next().await {
             let size = done.map_err(|e| Error::Write {
@@ -227,9 +236,7 @@ impl TableWriter {
             let last = self.take_pending()?;
             self.spawn_unit(last).await?;
         }
-        while !self.tasks.is_empty() {
-            self.join_one().await?;
-        }
+        self.drain().await?;
         for c in self.columns.iter() {
             c.check()?;
         }
