@@ -17,6 +17,7 @@ mod options;
 mod runtime;
 mod stream;
 mod table;
+mod write;
 
 use pyo3::prelude::*;
 
@@ -38,6 +39,7 @@ fn _zarrow(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stream::scan, m)?)?;
     m.add_function(wrap_pyfunction!(stream::tree, m)?)?;
     m.add_function(wrap_pyfunction!(stream::write_array, m)?)?;
+    m.add_function(wrap_pyfunction!(write::write_table, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

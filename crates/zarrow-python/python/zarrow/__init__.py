@@ -6,7 +6,8 @@
   AS ZARR LOCATION …``.
 - :func:`scan` — a stream of Arrow record batches (the Arrow PyCapsule interface) for
   pyarrow, polars, DuckDB and pandas; :func:`read_table` — a ``pyarrow.Table``.
-- :func:`schema`, :func:`tree` — what a location holds; :func:`write_array`.
+- :func:`schema`, :func:`tree` — what a location holds; :func:`write_array`,
+  :func:`write_table` (any Arrow stream → a zarr table, streamed).
 
 Locations are local paths, ``file://``, ``s3://``, ``gs://``, ``az://`` and ``http(s)://``
 URLs; ``storage_options`` (a dict: ``aws_access_key_id``, ``endpoint_url``, ``region``,
@@ -35,6 +36,7 @@ from ._zarrow import (
     scan,
     tree,
     write_array,
+    write_table,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,6 +61,7 @@ __all__ = [
     "session_context",
     "tree",
     "write_array",
+    "write_table",
 ]
 
 

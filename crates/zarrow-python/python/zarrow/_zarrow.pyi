@@ -107,3 +107,17 @@ def write_array(
     storage_options: dict[str, str] | None = None,
 ) -> None:
     """Write an Arrow array as a zarr v3 array."""
+
+def write_table(
+    location: str,
+    data: Any,
+    *,
+    storage_options: dict[str, str] | None = None,
+    **options: str | int | bool,
+) -> int:
+    """Write Arrow data (``__arrow_c_stream__``) as a zarr table, streamed; the row count.
+
+    Options: chunk_rows, shard_rows, compression ('zstd', 'zstd(5)', 'gzip', 'none'),
+    string_encoding ('vlen-utf8', 'arrow_vlen'), zarr_format (2 or 3), layout, dimension,
+    overwrite.
+    """
