@@ -150,3 +150,63 @@ fn export_zarr_refuses_an_existing_output_and_bad_options() {
         "{err}"
     );
 }
+
+/// Whether any chunk object exists below `store` (`<array>/c/<i>`).
+fn has_chunks(store: &Path) -> bool {
+    std::fs::read_dir(store).is_ok_and(|arrays| {
+        arrays
+            .flatten()
+            .any(|a| std::fs::read_dir(a.path().join("c")).is_ok_and(|mut c| c.next().is_some()))
+    })
+}
+
+/// `zarrow export` killed (SIGKILL) once chunks are landing: the output has chunks but no
+/// group metadata, so it does not open as a table — neither a fresh output nor one that was
+/// being overwritten (the old table's root document goes first).
+#[test]
+fn a_killed_export_leaves_nothing_that_opens_as_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k.zarr");
+    let loc = out.to_str().unwrap();
+    assert!(export(loc, &[]).status.success());
+    assert!(!ok(&["sql", &format!("SELECT count(*) FROM '{loc}'")]).is_empty());
+    for options in [&["--option", "overwrite=true"][..], &[][..]] {
+        if options.is_empty() {
+            std::fs::remove_dir_all(&out).unwrap();
+        }
+        let mut args = vec![
+            "export",
+            OBS,
+            "--output",
+            loc,
+            "--query",
+            "SELECT t.barcode, t.n_genes, g.value FROM t CROSS JOIN generate_series(1, 4000) g",
+            "--option",
+            "chunk_rows=5000",
+        ];
+        args.extend_from_slice(options);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_zarrow"))
+            .args(&args)
+            .current_dir(root())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        // Overwriting: the old root document goes first; wait for that too.
+        while !has_chunks(&out) || out.join("zarr.json").exists() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the export ended before it was killed"
+            );
+            assert!(start.elapsed().as_secs() < 120, "no chunk written in 120 s");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!out.join("zarr.json").exists(), "{options:?}");
+        let read = run(&["sql", &format!("SELECT count(*) FROM '{loc}'")]);
+        assert!(
+            !read.status.success(),
+            "{options:?}: the killed output opened"
+        );
+    }
+}

@@ -2,11 +2,16 @@
 //! rows (local paths, `memory://`, zarr v2 and v3); bad options, an existing location and a
 //! failing store are errors that write no metadata.
 
+use std::sync::Arc;
+
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::StreamExt;
 use zarrow_datafusion::{zarr_session_context, zarr_session_context_with_runtime};
+
+mod common;
 
 const SOURCE: &str = "SELECT * FROM (VALUES \
     (1, 'one', 1.5, true, CAST(NULL AS BIGINT)), \
@@ -209,4 +214,44 @@ async fn copy_under_a_memory_limit() {
     )
     .await;
     assert!(t.contains("| 2000000 | 1999999000000 | label-999 |"), "{t}");
+}
+
+#[tokio::test]
+async fn a_failing_store_write_names_the_key_and_writes_no_metadata() {
+    use object_store::{memory::InMemory, path::Path, ObjectStore, ObjectStoreExt};
+    let inner = Arc::new(InMemory::new());
+    let mut store = common::CountingStore::new(inner.clone());
+    store.fail_put = Some(|p: &Path| p.as_ref() == "out.zarr/name/c/1");
+    let ctx = ctx();
+    ctx.runtime_env().register_object_store(
+        &url::Url::parse("failing://bucket").unwrap(),
+        Arc::new(store),
+    );
+    let e = run(
+        &ctx,
+        &format!(
+            "COPY ({SOURCE}) TO 'failing://bucket/out.zarr' STORED AS ZARR OPTIONS (chunk_rows 2)"
+        ),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("out.zarr/name/c/1") && e.contains("injected"),
+        "{e}"
+    );
+    // Chunks of other columns may have landed; no metadata document did.
+    let keys: Vec<String> = inner
+        .list(None)
+        .map(|m| m.unwrap().location.to_string())
+        .collect()
+        .await;
+    assert!(keys.iter().all(|k| !k.ends_with("zarr.json")), "{keys:?}");
+    assert!(run(&ctx, "SELECT * FROM 'failing://bucket/out.zarr'")
+        .await
+        .is_err());
+    let _ = inner
+        .head(&Path::from("out.zarr/zarr.json"))
+        .await
+        .unwrap_err();
 }
