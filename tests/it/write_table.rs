@@ -365,3 +365,45 @@ async fn sharded_arrow_vlen_round_trip() {
     .await;
     zarrow_reads_back(loc, &batch, "dim_0").await;
 }
+
+/// `COPY … STORED AS ZARR` and `write_table` to S3 (moto on loopback, started by
+/// tests/remote/start.sh), read back over S3 by zarrow and by the session.
+#[tokio::test]
+async fn copy_and_write_table_to_s3() {
+    let Some(bucket) = crate::remote::server("ZARROW_TEST_S3") else {
+        return;
+    };
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    for (name, options) in [
+        ("v3", "chunk_rows 2"),
+        ("v2", "chunk_rows 3, zarr_format 2"),
+    ] {
+        let loc = format!("{bucket}/written/copy_{}_{name}.zarr", std::process::id());
+        let sql = format!(
+            "COPY (SELECT * FROM (VALUES (1, 'a'), (2, 'bb'), (3, NULL)) AS t(id, s)) \
+             TO '{loc}' STORED AS ZARR OPTIONS ({options}, overwrite true)"
+        );
+        ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+        let got = ctx
+            .sql(&format!("SELECT id, s FROM '{loc}' ORDER BY id"))
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let text = arrow::util::pretty::pretty_format_batches(&got)
+            .unwrap()
+            .to_string();
+        assert!(
+            text.contains("| 2  | bb |") && text.contains("| 3  |    |"),
+            "{name}: {text}"
+        );
+        let again = format!("COPY (SELECT 1 AS id) TO '{loc}' STORED AS ZARR");
+        let e = ctx.sql(&again).await.unwrap().collect().await.unwrap_err();
+        assert!(e.to_string().contains("already exists"), "{e}");
+    }
+    let batch = all_types(ROWS);
+    let loc = format!("{bucket}/written/all_types_{}.zarr", std::process::id());
+    write(&loc, &batch, &[("chunk_rows", "4"), ("overwrite", "true")]).await;
+    zarrow_reads_back(&loc, &batch, "dim_0").await;
+}
