@@ -37,3 +37,5 @@ cargo build -q -p zarrow-cli -p zarrow-benches --bin zarrow --bin read_column
 .venv-zarr3/bin/python benches/sql_compare.py --rows 300000 --chunk 100000 --repeat 1 \
     --zarrow target/debug/zarrow --read-column target/debug/read_column \
     --data-dir target/bench-data-smoke >/dev/null
+.venv-zarr3/bin/python benches/write_compare.py --rows 300000 --chunk 100000 --repeat 1 \
+    --zarrow target/debug/zarrow --data-dir target/bench-data-smoke >/dev/null
