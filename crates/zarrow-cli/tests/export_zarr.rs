@@ -210,3 +210,30 @@ fn a_killed_export_leaves_nothing_that_opens_as_a_table() {
         );
     }
 }
+
+/// `COPY … STORED AS ZARR` through the CLI under `--memory-limit`: 3M rows (about 60 MB of
+/// Arrow data) through a 32 MB pool, read back whole. (The 10M-row benchmark table under 200M
+/// is `benches/write_compare.py`'s job on a release build; this is the debug-build check.)
+#[test]
+fn copy_to_zarr_under_a_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.zarr");
+    let loc = out.to_str().unwrap();
+    ok(&[
+        "sql",
+        "--memory-limit",
+        "32M",
+        &format!(
+            "COPY (SELECT value AS id, concat('label-', CAST(value % 1000 AS VARCHAR)) AS label \
+             FROM generate_series(0, 2999999)) TO '{loc}' STORED AS ZARR \
+             OPTIONS (chunk_rows 100000)"
+        ),
+    ]);
+    let back = ok(&[
+        "sql",
+        "--format",
+        "csv",
+        &format!("SELECT count(*) AS c, sum(id) AS s, max(label) AS m FROM '{loc}'"),
+    ]);
+    assert!(back.contains("3000000,4499998500000,label-999"), "{back}");
+}
