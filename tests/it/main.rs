@@ -14,5 +14,6 @@ mod python_roundtrip;
 mod remote;
 mod scan;
 mod sparse;
+mod write_table;
 mod xarray_nat;
 mod zero_copy;

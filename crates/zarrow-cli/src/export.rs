@@ -30,6 +30,8 @@ pub(crate) enum ExportFormat {
     Csv,
     /// One JSON object per line (`.ndjson`, `.jsonl`).
     Ndjson,
+    /// A zarr table: a group of 1-D arrays (`.zarr`; see `--option` for its write options).
+    Zarr,
 }
 
 impl ExportFormat {
@@ -46,6 +48,7 @@ impl ExportFormat {
             "parquet" | "pq" => ExportFormat::Parquet,
             "csv" => ExportFormat::Csv,
             "ndjson" | "jsonl" => ExportFormat::Ndjson,
+            "zarr" => ExportFormat::Zarr,
             "" => bail!(
                 "cannot tell the format of '{}' without an extension; pass --format \
                  (arrow, arrow-stream, parquet, csv, ndjson)",
@@ -92,6 +95,7 @@ impl Writer {
                     .with_header(true)
                     .build(sink),
             ),
+            ExportFormat::Zarr => bail!("zarr output is written by export_zarr.rs"),
             ExportFormat::Ndjson => Writer::Ndjson(
                 arrow::json::WriterBuilder::new()
                     .with_explicit_nulls(true)
@@ -132,13 +136,20 @@ impl Writer {
     }
 }
 
-pub(crate) async fn run(args: ExportArgs) -> Result<()> {
+pub(crate) async fn run(mut args: ExportArgs) -> Result<()> {
     let format = match args.format {
         Some(f) => f,
         None => ExportFormat::from_path(&args.output)?,
     };
+    let write_options = crate::export_zarr::take_write_options(&mut args.table.options)?;
+    if format != ExportFormat::Zarr && write_options.is_some() {
+        bail!("zarr write options (--option chunk_rows=…) need --format zarr");
+    }
     // Refused before anything is read: an output inside the store being exported.
-    let sink = Sink::open(Some(&args.output), &[args.location.as_str()])?;
+    let sink = match format {
+        ExportFormat::Zarr => None,
+        _ => Some(Sink::open(Some(&args.output), &[args.location.as_str()])?),
+    };
     // Without a query, one partition: the file gets the rows in the table's order (chunk by
     // chunk, C order of the chunk grid); chunk reads still run concurrently.
     let mut config = SessionConfig::new();
@@ -158,6 +169,10 @@ pub(crate) async fn run(args: ExportArgs) -> Result<()> {
     let df = ctx.sql(sql).await.context("the query failed")?;
     let mut stream = df.execute_stream().await.context("the query failed")?;
     let schema = stream.schema();
+    let Some(sink) = sink else {
+        let output = args.output.to_string_lossy();
+        return crate::export_zarr::write(stream, &output, write_options.unwrap_or_default()).await;
+    };
 
     let mut writer = Writer::new(format, &schema, sink)
         .with_context(|| format!("cannot write {} output", format_name(format)))?;
@@ -184,5 +199,6 @@ fn format_name(format: ExportFormat) -> &'static str {
         ExportFormat::Parquet => "Parquet",
         ExportFormat::Csv => "CSV",
         ExportFormat::Ndjson => "NDJSON",
+        ExportFormat::Zarr => "zarr",
     }
 }

@@ -5,7 +5,7 @@
 //! zarrow sql [-f FILE.sql …]      # files; without a query: SQL piped on stdin, or the shell
 //! zarrow schema <location>
 //! zarrow tree <location>
-//! zarrow export <location> --output FILE [--format arrow|arrow-stream|parquet|csv|ndjson] [--query SQL]
+//! zarrow export <location> --output FILE [--format arrow|arrow-stream|parquet|csv|ndjson|zarr] [--query SQL]
 //! zarrow completions bash|zsh|fish
 //! ```
 //!
@@ -14,6 +14,7 @@
 //! and exit with status 1.
 
 mod export;
+mod export_zarr;
 mod hints;
 mod memory;
 mod output;
@@ -195,7 +196,9 @@ struct ExportArgs {
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
     /// Output format; default from the file extension (.arrow/.feather/.ipc, .arrows,
-    /// .parquet, .csv, .ndjson/.jsonl).
+    /// .parquet, .csv, .ndjson/.jsonl, .zarr). For zarr, `--option` also takes the write
+    /// options chunk_rows, shard_rows, compression, string_encoding, zarr_format, layout,
+    /// dimension, overwrite (as `COPY … STORED AS ZARR OPTIONS`).
     #[arg(long, value_enum)]
     format: Option<export::ExportFormat>,
     /// Export this query's result instead of the whole table; the table at the location is `t`

@@ -10,7 +10,7 @@
 //!          │ filters → pruning.rs: per dimension,    │ kept by pruning, limit; partitions =
 //!          │   PruningPredicate over runs of chunks  │ runs of chunks, each ZarrScan::stream;
 //!          ▼                                         ▼ metrics in EXPLAIN ANALYZE
-//!  ZarrTableFactory (STORED AS ZARR)
+//!  ZarrTableFactory (STORED AS ZARR)         format.rs: ZarrFormat, COPY … STORED AS ZARR
 //!  ZarrUrlTableFactory (FROM 'x.zarr/node')   stores: the session's registered object store
 //!  ZarrPredicate: a SQL predicate outside a query (pruning.rs + an exact batch filter)
 //!  ZarrConfig (SET zarrow.*)                  for a URL if there is one, else zarrow's own
@@ -23,6 +23,7 @@
 mod error;
 mod exec;
 mod factory;
+mod format;
 mod options;
 mod predicate;
 mod pruning;
@@ -33,6 +34,7 @@ mod table;
 pub use error::{from_datafusion_error, to_datafusion_error};
 pub use exec::{ScanPlanInfo, ZarrScanExec};
 pub use factory::{is_zarr_location, StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
+pub use format::{ZarrFormat, ZarrFormatFactory, ZarrSink, ZarrSource};
 pub use options::{ZarrConfig, ZarrTableOptions};
 pub use predicate::{missing_column, BatchFilter, PrunedChunks, ZarrPredicate};
 pub use session::{

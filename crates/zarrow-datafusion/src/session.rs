@@ -12,6 +12,7 @@ use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::factory::{ZarrTableFactory, ZarrUrlTableFactory};
+use crate::format::ZarrFormatFactory;
 use crate::options::{ZarrConfig, ZarrTableOptions};
 use crate::remote_files::RemoteFiles;
 use crate::table::ZarrTable;
@@ -79,6 +80,10 @@ pub fn zarr_session_state_with_runtime(
     state
         .table_factories_mut()
         .insert("ZARR".to_string(), Arc::new(ZarrTableFactory));
+    // COPY … STORED AS ZARR.
+    state
+        .register_file_format(Arc::new(ZarrFormatFactory), true)
+        .expect("registering the zarr file format");
     state
 }
 

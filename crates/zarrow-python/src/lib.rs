@@ -19,6 +19,7 @@ mod runtime;
 mod stream;
 mod table;
 mod usage;
+mod write;
 
 use pyo3::prelude::*;
 
@@ -41,6 +42,7 @@ fn _zarrow(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stream::scan, m)?)?;
     m.add_function(wrap_pyfunction!(stream::tree, m)?)?;
     m.add_function(wrap_pyfunction!(stream::write_array, m)?)?;
+    m.add_function(wrap_pyfunction!(write::write_table, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

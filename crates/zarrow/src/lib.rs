@@ -39,6 +39,7 @@ pub mod store;
 pub mod table;
 mod task;
 pub mod tree;
+pub mod write;
 pub mod writer;
 
 pub use array::{ChunkCache, ChunkReader, ReadContext, ZarrArray};
@@ -55,6 +56,7 @@ pub use remote::RemoteOptions;
 pub use scan::{ScanContext, ZarrRecordBatchStream, ZarrScan};
 pub use store::ZarrStore;
 pub use table::{TableModel, TableOptions};
+pub use write::{write_table, TableWriteOptions, TableWriter};
 pub use writer::{write_array, write_group, ZarrWriteOptions};
 
 /// The scheme prefix of Icechunk repository locations (`icechunk+file://…`), known with or

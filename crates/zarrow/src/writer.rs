@@ -8,7 +8,6 @@
 //! are not written unless asked (as zarr-python's `write_empty_chunks=False`).
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, UInt32Array};
 use arrow_schema::{DataType as ArrowType, TimeUnit};
 use base64::Engine;
@@ -149,6 +148,70 @@ pub mod encode {
         Ok(out)
     }
 
+    /// The little-endian elements of a fixed-size array (numbers, booleans, timestamps,
+    /// durations, FixedSizeBinary, structs of those), nulls as `fill` (one element).
+    pub fn fixed_values(values: &dyn Array, fill: &[u8]) -> Result<Vec<u8>> {
+        let size = fill.len();
+        let len = values.len();
+        let mut out = match values.data_type() {
+            ArrowType::Boolean => values.as_boolean().values().iter().map(u8::from).collect(),
+            ArrowType::Struct(fields) => {
+                let sa = values.as_struct();
+                let mut parts = Vec::with_capacity(fields.len());
+                let mut at = 0;
+                for column in sa.columns() {
+                    let field_size = zarr_type(column.data_type())?.2.unwrap_or(0);
+                    let part = fixed_values(column.as_ref(), &fill[at..at + field_size])?;
+                    parts.push((part, field_size));
+                    at += field_size;
+                }
+                let mut out = Vec::with_capacity(len * size);
+                for i in 0..len {
+                    for (part, n) in &parts {
+                        out.extend_from_slice(&part[i * n..(i + 1) * n]);
+                    }
+                }
+                out
+            }
+            ArrowType::Utf8
+            | ArrowType::LargeUtf8
+            | ArrowType::Utf8View
+            | ArrowType::Binary
+            | ArrowType::LargeBinary
+            | ArrowType::BinaryView => {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is not a fixed-size type",
+                    values.data_type()
+                )))
+            }
+            _ => {
+                // Primitive and FixedSizeBinary arrays: one buffer of `size`-byte elements,
+                // native-endian, which is little-endian on every target zarrow builds for.
+                let data = values.to_data();
+                let buffer = data.buffers().first().ok_or_else(|| {
+                    Error::InvalidArgument(format!("{} has no values buffer", values.data_type()))
+                })?;
+                let start = data.offset() * size;
+                buffer
+                    .as_slice()
+                    .get(start..start + len * size)
+                    .ok_or_else(|| {
+                        Error::InvalidArgument(format!(
+                            "{} values buffer shorter than {len} elements of {size} bytes",
+                            values.data_type()
+                        ))
+                    })?
+                    .to_vec()
+            }
+        };
+        if let Some(nulls) = values.logical_nulls() {
+            for i in nulls.iter().enumerate().filter(|(_, v)| !v).map(|(i, _)| i) {
+                out[i * size..(i + 1) * size].copy_from_slice(fill);
+            }
+        }
+        Ok(out)
+    }
+
     /// A numcodecs `vlen-utf8`/`vlen-bytes` chunk of a whole Arrow array (nulls as empty).
     pub fn vlen_numcodecs(values: &dyn Array) -> Result<Vec<u8>> {
         vlen_numcodecs_items(&byte_items(values)?, b"")
@@ -161,7 +224,7 @@ pub mod encode {
 }
 
 /// The zarr v3 data type, default fill value JSON and fixed element size for an Arrow type.
-fn zarr_type(dt: &ArrowType) -> Result<(Value, Value, Option<usize>)> {
+pub(crate) fn zarr_type(dt: &ArrowType) -> Result<(Value, Value, Option<usize>)> {
     let np_unit = |u: &TimeUnit| match u {
         TimeUnit::Second => "s",
         TimeUnit::Millisecond => "ms",
@@ -202,39 +265,36 @@ fn zarr_type(dt: &ArrowType) -> Result<(Value, Value, Option<usize>)> {
         ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView => {
             (json!("variable_length_bytes"), json!(""), None)
         }
+        ArrowType::Struct(fields) => {
+            let mut items = Vec::with_capacity(fields.len());
+            let mut size = 0;
+            for f in fields {
+                match zarr_type(f.data_type())? {
+                    (t, _, Some(n)) => {
+                        items.push(json!([f.name(), t]));
+                        size += n;
+                    }
+                    _ => {
+                        return Err(Error::InvalidArgument(format!(
+                            "cannot write struct field '{}' of type {} to zarr: \
+                             structured fields must be fixed-size",
+                            f.name(),
+                            f.data_type()
+                        )))
+                    }
+                }
+            }
+            (
+                json!({"name": "structured", "configuration": {"fields": items}}),
+                json!(base64::engine::general_purpose::STANDARD.encode(vec![0u8; size])),
+                Some(size),
+            )
+        }
         other => {
             return Err(Error::InvalidArgument(format!(
                 "cannot write Arrow type {other} to zarr"
             )))
         }
-    })
-}
-
-/// The little-endian bytes of element `i` of a fixed-size array (`None` for null).
-fn fixed_item(values: &dyn Array, i: usize, size: usize) -> Option<Vec<u8>> {
-    if values.is_null(i) {
-        return None;
-    }
-    macro_rules! prim {
-        ($t:ty) => {
-            values.as_primitive::<$t>().value(i).to_le_bytes().to_vec()
-        };
-    }
-    Some(match values.data_type() {
-        ArrowType::Boolean => vec![values.as_boolean().value(i) as u8],
-        ArrowType::Int8 => prim!(Int8Type),
-        ArrowType::Int16 => prim!(Int16Type),
-        ArrowType::Int32 => prim!(Int32Type),
-        ArrowType::Int64 => prim!(Int64Type),
-        ArrowType::UInt8 => prim!(UInt8Type),
-        ArrowType::UInt16 => prim!(UInt16Type),
-        ArrowType::UInt32 => prim!(UInt32Type),
-        ArrowType::UInt64 => prim!(UInt64Type),
-        ArrowType::Float16 => prim!(Float16Type),
-        ArrowType::Float32 => prim!(Float32Type),
-        ArrowType::Float64 => prim!(Float64Type),
-        ArrowType::FixedSizeBinary(_) => values.as_fixed_size_binary().value(i).to_vec(),
-        _ => vec![0; size],
     })
 }
 
@@ -353,28 +413,10 @@ pub async fn write_array(
             }
         }
         let idx = UInt32Array::from(take);
-        let mut chunk: ArrayRef = arrow_select::take::take(values, &idx, None)?;
-        if matches!(
-            chunk.data_type(),
-            ArrowType::Timestamp(..) | ArrowType::Duration(_)
-        ) {
-            // Same i64 layout: read the counts as Int64.
-            let data = chunk
-                .to_data()
-                .into_builder()
-                .data_type(ArrowType::Int64)
-                .build()?;
-            chunk = arrow_array::make_array(data);
-        }
+        let chunk: ArrayRef = arrow_select::take::take(values, &idx, None)?;
         let raw = match fixed_size {
             Some(size) => {
-                let mut out = Vec::with_capacity(size * chunk.len());
-                for i in 0..chunk.len() {
-                    match fixed_item(chunk.as_ref(), i, size) {
-                        Some(b) => out.extend_from_slice(&b),
-                        None => out.extend_from_slice(&fill.bytes),
-                    }
-                }
+                let out = encode::fixed_values(chunk.as_ref(), &fill.bytes)?;
                 if !opts.write_empty_chunks
                     && out.chunks_exact(size.max(1)).all(|c| c == &fill.bytes[..])
                 {

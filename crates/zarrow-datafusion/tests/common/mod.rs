@@ -25,6 +25,8 @@ pub struct CountingStore {
     pub gets: AtomicUsize,
     pub hang: Option<fn(&Path) -> bool>,
     pub in_flight: Arc<AtomicUsize>,
+    /// PUTs of the paths this picks fail (as a store refusing the write).
+    pub fail_put: Option<fn(&Path) -> bool>,
 }
 
 impl CountingStore {
@@ -34,6 +36,7 @@ impl CountingStore {
             gets: AtomicUsize::new(0),
             hang: None,
             in_flight: Arc::new(AtomicUsize::new(0)),
+            fail_put: None,
         }
     }
 
@@ -67,6 +70,12 @@ impl ObjectStore for CountingStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
+        if self.fail_put.is_some_and(|fail| fail(location)) {
+            return Err(object_store::Error::Generic {
+                store: "CountingStore",
+                source: "injected PUT failure".into(),
+            });
+        }
         self.inner.put_opts(location, payload, opts).await
     }
 

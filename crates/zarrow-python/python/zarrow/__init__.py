@@ -10,7 +10,8 @@
   filters into.
 - :func:`scan_polars` — a polars ``LazyFrame`` with projection, predicate and limit
   pushdown.
-- :func:`schema`, :func:`tree` — what a location holds; :func:`write_array`.
+- :func:`schema`, :func:`tree` — what a location holds; :func:`write_array`,
+  :func:`write_table` (any Arrow stream → a zarr table, streamed).
 
 Locations are local paths, ``file://``, ``s3://``, ``gs://``, ``az://`` and ``http(s)://``
 URLs; ``storage_options`` (a dict: ``aws_access_key_id``, ``endpoint_url``, ``region``,
@@ -42,6 +43,7 @@ from ._zarrow import (
     scan,
     tree,
     write_array,
+    write_table,
 )
 
 from ._dataset import ZarrDataset, dataset
@@ -75,6 +77,7 @@ __all__ = [
     "session_context",
     "tree",
     "write_array",
+    "write_table",
 ]
 
 

@@ -1,0 +1,239 @@
+//! `zarrow export --format zarr`: a query's result as a zarr table that `zarrow sql` reads
+//! back with the same rows and xarray opens; write options through `--option`; an existing
+//! output without `overwrite=true` is refused.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const OBS: &str = "data/pbmc_sample.zarr/obs";
+const QUERY: &str = "SELECT barcode, cell_type, batch, n_genes, pct_mito FROM t \
+                     WHERE batch = 'donor_B' ORDER BY barcode";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zarrow"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn export(output: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["export", OBS, "--output", output, "--query", QUERY];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+#[test]
+fn export_zarr_reads_back_the_same_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = ok(&[
+        "sql",
+        "--format",
+        "ndjson",
+        &QUERY.replace("FROM t", &format!("FROM '{OBS}'")),
+    ]);
+    assert_eq!(expected.lines().count(), 1000);
+    // The xarray layout has no mask for strings: a NULL category is written as "" (its fill
+    // value; docs/writing.md).
+    assert!(expected.contains("\"cell_type\":null"));
+    let expected = expected.replace("\"cell_type\":null", "\"cell_type\":\"\"");
+    for (name, options) in [
+        (
+            "v3.zarr",
+            vec![
+                "--option",
+                "chunk_rows=128",
+                "--option",
+                "compression=zstd(3)",
+            ],
+        ),
+        (
+            "v2.zarr",
+            vec!["--option", "zarr_format=2", "--option", "compression=gzip"],
+        ),
+        (
+            "plain",
+            vec!["--format", "zarr", "--option", "dimension=obs"],
+        ),
+    ] {
+        let output = dir.path().join(name);
+        let output = output.to_str().unwrap();
+        let out = export(output, &options);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // decode_cf: the integer column's NULLs (written as its _FillValue) come back as NULL.
+        let back = ok(&[
+            "sql",
+            "--option",
+            "decode_cf=true",
+            "--format",
+            "ndjson",
+            &QUERY.replace("FROM t", &format!("FROM '{output}'")),
+        ]);
+        assert_eq!(back, expected, "{name}");
+    }
+}
+
+#[test]
+fn export_zarr_refuses_an_existing_output_and_bad_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("o.zarr");
+    let output = output.to_str().unwrap();
+    assert!(export(output, &[]).status.success());
+    let before = std::fs::read(dir.path().join("o.zarr/zarr.json")).unwrap();
+
+    let out = export(output, &["--option", "chunk_rows=7"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("already exists") && err.contains("overwrite"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("o.zarr/zarr.json")).unwrap(),
+        before
+    );
+
+    let out = export(
+        output,
+        &["--option", "overwrite=true", "--option", "chunk_rows=7"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("o.zarr/barcode/zarr.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        meta["chunk_grid"]["configuration"]["chunk_shape"],
+        serde_json::json!([7])
+    );
+
+    let out = export(
+        output,
+        &["--option", "overwrite=true", "--option", "compression=lz9"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("compression"),
+        "{err}"
+    );
+
+    let csv = dir.path().join("o.csv");
+    let out = export(csv.to_str().unwrap(), &["--option", "chunk_rows=7"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--format zarr"),
+        "{err}"
+    );
+}
+
+/// Whether any chunk object exists below `store` (`<array>/c/<i>`).
+fn has_chunks(store: &Path) -> bool {
+    std::fs::read_dir(store).is_ok_and(|arrays| {
+        arrays
+            .flatten()
+            .any(|a| std::fs::read_dir(a.path().join("c")).is_ok_and(|mut c| c.next().is_some()))
+    })
+}
+
+/// `zarrow export` killed (SIGKILL) once chunks are landing: the output has chunks but no
+/// group metadata, so it does not open as a table — neither a fresh output nor one that was
+/// being overwritten (the old table's root document goes first).
+#[test]
+fn a_killed_export_leaves_nothing_that_opens_as_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k.zarr");
+    let loc = out.to_str().unwrap();
+    assert!(export(loc, &[]).status.success());
+    assert!(!ok(&["sql", &format!("SELECT count(*) FROM '{loc}'")]).is_empty());
+    for options in [&["--option", "overwrite=true"][..], &[][..]] {
+        if options.is_empty() {
+            std::fs::remove_dir_all(&out).unwrap();
+        }
+        let mut args = vec![
+            "export",
+            OBS,
+            "--output",
+            loc,
+            "--query",
+            "SELECT t.barcode, t.n_genes, g.value FROM t CROSS JOIN generate_series(1, 4000) g",
+            "--option",
+            "chunk_rows=5000",
+        ];
+        args.extend_from_slice(options);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_zarrow"))
+            .args(&args)
+            .current_dir(root())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        // Overwriting: the old root document goes first; wait for that too.
+        while !has_chunks(&out) || out.join("zarr.json").exists() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the export ended before it was killed"
+            );
+            assert!(start.elapsed().as_secs() < 120, "no chunk written in 120 s");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!out.join("zarr.json").exists(), "{options:?}");
+        let read = run(&["sql", &format!("SELECT count(*) FROM '{loc}'")]);
+        assert!(
+            !read.status.success(),
+            "{options:?}: the killed output opened"
+        );
+    }
+}
+
+/// `COPY … STORED AS ZARR` through the CLI under `--memory-limit`: 3M rows (about 60 MB of
+/// Arrow data) through a 32 MB pool, read back whole. (The 10M-row benchmark table under 200M
+/// is `benches/write_compare.py`'s job on a release build; this is the debug-build check.)
+#[test]
+fn copy_to_zarr_under_a_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.zarr");
+    let loc = out.to_str().unwrap();
+    ok(&[
+        "sql",
+        "--memory-limit",
+        "32M",
+        &format!(
+            "COPY (SELECT value AS id, concat('label-', CAST(value % 1000 AS VARCHAR)) AS label \
+             FROM generate_series(0, 2999999)) TO '{loc}' STORED AS ZARR \
+             OPTIONS (chunk_rows 100000)"
+        ),
+    ]);
+    let back = ok(&[
+        "sql",
+        "--format",
+        "csv",
+        &format!("SELECT count(*) AS c, sum(id) AS s, max(label) AS m FROM '{loc}'"),
+    ]);
+    assert!(back.contains("3000000,4499998500000,label-999"), "{back}");
+}

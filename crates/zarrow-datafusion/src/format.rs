@@ -1,0 +1,296 @@
+//! Zarr as a DataFusion file format: `COPY (SELECT …) TO 'out.zarr' STORED AS ZARR
+//! OPTIONS (…)` writes a zarr table through [`ZarrSink`], which streams the query's batches
+//! into `zarrow::TableWriter` (memory reserved in the session's pool).
+//!
+//! [`ZarrFormat`] is the write side only for now: reading stays with [`crate::ZarrTable`]
+//! and [`crate::ZarrScanExec`] (`CREATE EXTERNAL TABLE … STORED AS ZARR` goes through
+//! [`crate::ZarrTableFactory`]); its read methods answer "not implemented" until the scan
+//! moves onto this format.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::Session;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{not_impl_err, plan_err, GetExt, Statistics};
+use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
+use datafusion::datasource::physical_plan::{
+    FileOpener, FileScanConfig, FileSinkConfig, FileSource,
+};
+use datafusion::datasource::sink::{DataSink, DataSinkExec};
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{LexRequirement, PhysicalExpr};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
+use futures::StreamExt;
+use object_store::{ObjectMeta, ObjectStore};
+use zarrow::{TableWriteOptions, TableWriter, ZarrStore};
+
+use crate::error::to_datafusion_error;
+use crate::table::registered_store;
+
+/// The extension and `STORED AS` name.
+const EXTENSION: &str = "zarr";
+
+/// Creates [`ZarrFormat`]s from `COPY … OPTIONS (…)`; registered by the zarrow session
+/// helpers (`SessionStateBuilder::with_file_formats` / `SessionState::register_file_format`
+/// for a session of your own).
+#[derive(Debug, Default)]
+pub struct ZarrFormatFactory;
+
+impl GetExt for ZarrFormatFactory {
+    fn get_ext(&self) -> String {
+        EXTENSION.into()
+    }
+}
+
+impl FileFormatFactory for ZarrFormatFactory {
+    fn create(
+        &self,
+        _state: &dyn Session,
+        format_options: &HashMap<String, String>,
+    ) -> Result<Arc<dyn FileFormat>> {
+        let mut options = TableWriteOptions::default();
+        let mut keys: Vec<_> = format_options.iter().collect();
+        keys.sort();
+        for (key, value) in keys {
+            // DataFusion's own sink options (`execution.keep_partition_by_columns`).
+            if key.starts_with("execution.") {
+                continue;
+            }
+            options
+                .set(key, value)
+                .map_err(|e| DataFusionError::Plan(e.to_string()))?;
+        }
+        options
+            .validate()
+            .map_err(|e| DataFusionError::Plan(e.to_string()))?;
+        Ok(Arc::new(ZarrFormat { options }))
+    }
+
+    fn default(&self) -> Arc<dyn FileFormat> {
+        Arc::new(ZarrFormat::default())
+    }
+}
+
+/// The zarr file format with its write options (see the module documentation).
+#[derive(Debug, Default, Clone)]
+pub struct ZarrFormat {
+    options: TableWriteOptions,
+}
+
+impl ZarrFormat {
+    /// The format writing with `options`.
+    pub fn new(options: TableWriteOptions) -> Self {
+        Self { options }
+    }
+
+    /// The write options.
+    pub fn options(&self) -> &TableWriteOptions {
+        &self.options
+    }
+}
+
+fn read_not_implemented<T>() -> Result<T> {
+    not_impl_err!(
+        "reading through the zarr FileFormat: open zarr locations as tables \
+         (CREATE EXTERNAL TABLE … STORED AS ZARR, or FROM 'x.zarr')"
+    )
+}
+
+#[async_trait]
+impl FileFormat for ZarrFormat {
+    fn get_ext(&self) -> String {
+        EXTENSION.into()
+    }
+
+    fn get_ext_with_compression(&self, _compression: &FileCompressionType) -> Result<String> {
+        Ok(EXTENSION.into())
+    }
+
+    fn compression_type(&self) -> Option<FileCompressionType> {
+        None
+    }
+
+    async fn infer_schema(
+        &self,
+        _state: &dyn Session,
+        _store: &Arc<dyn ObjectStore>,
+        _objects: &[ObjectMeta],
+    ) -> Result<SchemaRef> {
+        read_not_implemented()
+    }
+
+    async fn infer_stats(
+        &self,
+        _state: &dyn Session,
+        _store: &Arc<dyn ObjectStore>,
+        _table_schema: SchemaRef,
+        _object: &ObjectMeta,
+    ) -> Result<Statistics> {
+        read_not_implemented()
+    }
+
+    async fn create_physical_plan(
+        &self,
+        _state: &dyn Session,
+        _conf: FileScanConfig,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        read_not_implemented()
+    }
+
+    async fn create_writer_physical_plan(
+        &self,
+        input: Arc<dyn ExecutionPlan>,
+        _state: &dyn Session,
+        conf: FileSinkConfig,
+        order_requirements: Option<LexRequirement>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if !conf.table_partition_cols.is_empty() {
+            return not_impl_err!("PARTITIONED BY when writing zarr");
+        }
+        let sink = ZarrSink::new(conf, self.options.clone());
+        Ok(Arc::new(DataSinkExec::new(
+            input,
+            Arc::new(sink),
+            order_requirements,
+        )))
+    }
+
+    fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
+        Arc::new(ZarrSource {
+            table_schema,
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+}
+
+/// The read side of [`ZarrFormat`], not implemented yet (zarr scans are
+/// [`crate::ZarrScanExec`]s): opening a file through it is an error.
+#[derive(Debug, Clone)]
+pub struct ZarrSource {
+    table_schema: TableSchema,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl FileSource for ZarrSource {
+    fn create_file_opener(
+        &self,
+        _object_store: Arc<dyn ObjectStore>,
+        _base_config: &FileScanConfig,
+        _partition: usize,
+    ) -> Result<Arc<dyn FileOpener>> {
+        read_not_implemented()
+    }
+
+    fn table_schema(&self) -> &TableSchema {
+        &self.table_schema
+    }
+
+    fn with_batch_size(&self, _batch_size: usize) -> Arc<dyn FileSource> {
+        Arc::new(self.clone())
+    }
+
+    fn metrics(&self) -> &ExecutionPlanMetricsSet {
+        &self.metrics
+    }
+
+    fn file_type(&self) -> &str {
+        EXTENSION
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        // No filter and no projection: nothing is pushed into a source that cannot read.
+        Ok(TreeNodeRecursion::Continue)
+    }
+}
+
+/// Writes a query's result as a zarr table at the `COPY` target.
+#[derive(Debug)]
+pub struct ZarrSink {
+    config: FileSinkConfig,
+    options: TableWriteOptions,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl ZarrSink {
+    /// A sink writing to `config`'s target with `options`.
+    pub fn new(config: FileSinkConfig, options: TableWriteOptions) -> Self {
+        Self {
+            config,
+            options,
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+
+    fn store(&self, context: &TaskContext) -> Result<ZarrStore> {
+        let location = self.config.original_url.as_str();
+        match registered_store(context.runtime_env().as_ref(), location) {
+            Some(store) => Ok(store),
+            None => ZarrStore::open(location).map_err(to_datafusion_error),
+        }
+    }
+}
+
+impl DisplayAs for ZarrSink {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match t {
+            DisplayFormatType::TreeRender => write!(f, "location={}", self.config.original_url),
+            _ => write!(
+                f,
+                "ZarrSink(location={}, zarr_format={}, chunk_rows={})",
+                self.config.original_url, self.options.zarr_format, self.options.chunk_rows
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl DataSink for ZarrSink {
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn schema(&self) -> &SchemaRef {
+        self.config.output_schema()
+    }
+
+    async fn write_all(
+        &self,
+        mut data: SendableRecordBatchStream,
+        context: &Arc<TaskContext>,
+    ) -> Result<u64> {
+        if self.config.original_url.is_empty() {
+            return plan_err!("COPY … STORED AS ZARR needs a target location");
+        }
+        let rows = MetricBuilder::new(&self.metrics).output_rows(0);
+        let reservation = MemoryConsumer::new("ZarrSink").register(context.memory_pool());
+        let store = self.store(context)?;
+        let mut writer = TableWriter::try_new(store, data.schema(), self.options.clone())
+            .await
+            .map_err(to_datafusion_error)?;
+        while let Some(batch) = data.next().await {
+            let batch = batch?;
+            rows.add(batch.num_rows());
+            writer.write(&batch).await.map_err(to_datafusion_error)?;
+            if reservation.try_resize(writer.buffered_bytes()).is_err() {
+                // Over the pool's limit: let the chunks in flight land, then try again.
+                writer.drain().await.map_err(to_datafusion_error)?;
+                reservation.try_resize(writer.buffered_bytes())?;
+            }
+        }
+        let written = writer.finish().await.map_err(to_datafusion_error)?;
+        reservation.free();
+        Ok(written)
+    }
+}

@@ -1,0 +1,414 @@
+//! One column of a table write: its zarr data type (v3 JSON or v2 dtype), what a NULL is
+//! written as, the encoding of one unit of rows (a chunk, or a shard of chunks with its index)
+//! and the array metadata written once all its chunks are stored.
+//!
+//! NULLs: floats → NaN, integers → the type's minimum (unsigned: maximum) declared as
+//! `_FillValue` when NULLs occurred, timestamps and durations → NaT, strings and bytes → the
+//! empty value, booleans → false (the xarray layout has no mask for those; see docs/writing.md).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::{DataType as ArrowType, Field, TimeUnit};
+use base64::Engine;
+use serde_json::{json, Map, Value};
+
+use super::options::TableWriteOptions;
+use crate::codec::compression::BytesToBytes;
+use crate::writer::{encode, zarr_type, VlenEncoding};
+use crate::{Error, Result};
+
+/// A column being written.
+#[derive(Debug)]
+pub(crate) struct ColumnWriter {
+    /// The column (and array) name.
+    pub name: String,
+    /// The array's path below the table root.
+    pub path: String,
+    /// The type written (a dictionary's value type).
+    write_type: ArrowType,
+    /// The v3 data type JSON.
+    v3_type: Value,
+    /// Element size of fixed-size types.
+    fixed: Option<usize>,
+    /// The bytes a NULL is written as (one element; empty for strings and bytes).
+    null_bytes: Vec<u8>,
+    /// Whether `null_bytes` marks a NULL only when declared (`_FillValue` of integers).
+    sentinel: bool,
+    /// NULLs were written.
+    saw_null: AtomicBool,
+    /// A value equal to the integer sentinel was written.
+    saw_sentinel: AtomicBool,
+}
+
+fn is_int(dt: &ArrowType) -> bool {
+    dt.is_integer()
+}
+
+/// The bytes of an integer sentinel: the minimum of signed types, the maximum of unsigned.
+fn int_sentinel(dt: &ArrowType, size: usize) -> Vec<u8> {
+    if dt.is_unsigned_integer() {
+        vec![0xff; size]
+    } else {
+        let mut b = vec![0u8; size];
+        b[size - 1] = 0x80;
+        b
+    }
+}
+
+/// The sentinel as a JSON number.
+fn int_sentinel_json(dt: &ArrowType) -> Value {
+    match dt {
+        ArrowType::Int8 => json!(i8::MIN),
+        ArrowType::Int16 => json!(i16::MIN),
+        ArrowType::Int32 => json!(i32::MIN),
+        ArrowType::Int64 => json!(i64::MIN),
+        ArrowType::UInt8 => json!(u8::MAX),
+        ArrowType::UInt16 => json!(u16::MAX),
+        ArrowType::UInt32 => json!(u32::MAX),
+        _ => json!(u64::MAX),
+    }
+}
+
+fn nan_bytes(dt: &ArrowType) -> Vec<u8> {
+    match dt {
+        ArrowType::Float16 => half::f16::NAN.to_le_bytes().to_vec(),
+        ArrowType::Float32 => f32::NAN.to_le_bytes().to_vec(),
+        _ => f64::NAN.to_le_bytes().to_vec(),
+    }
+}
+
+/// The numpy dtype string of a zarr v2 array of `dt`.
+fn v2_dtype(dt: &ArrowType) -> Result<Value> {
+    let unit = |u: &TimeUnit| match u {
+        TimeUnit::Second => "s",
+        TimeUnit::Millisecond => "ms",
+        TimeUnit::Microsecond => "us",
+        TimeUnit::Nanosecond => "ns",
+    };
+    Ok(json!(match dt {
+        ArrowType::Boolean => "|b1".to_string(),
+        ArrowType::Int8 => "|i1".into(),
+        ArrowType::Int16 => "<i2".into(),
+        ArrowType::Int32 => "<i4".into(),
+        ArrowType::Int64 => "<i8".into(),
+        ArrowType::UInt8 => "|u1".into(),
+        ArrowType::UInt16 => "<u2".into(),
+        ArrowType::UInt32 => "<u4".into(),
+        ArrowType::UInt64 => "<u8".into(),
+        ArrowType::Float16 => "<f2".into(),
+        ArrowType::Float32 => "<f4".into(),
+        ArrowType::Float64 => "<f8".into(),
+        ArrowType::Timestamp(u, _) => format!("<M8[{}]", unit(u)),
+        ArrowType::Duration(u) => format!("<m8[{}]", unit(u)),
+        ArrowType::FixedSizeBinary(n) => format!("|V{n}"),
+        ArrowType::Utf8
+        | ArrowType::LargeUtf8
+        | ArrowType::Utf8View
+        | ArrowType::Binary
+        | ArrowType::LargeBinary
+        | ArrowType::BinaryView => "|O".into(),
+        ArrowType::Struct(fields) => {
+            let items = fields
+                .iter()
+                .map(|f| Ok(json!([f.name(), v2_dtype(f.data_type())?])))
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Value::Array(items));
+        }
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "cannot write Arrow type {other} to zarr v2"
+            )));
+        }
+    }))
+}
+
+fn is_string(dt: &ArrowType) -> bool {
+    matches!(
+        dt,
+        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View
+    )
+}
+
+/// A dictionary array as its values (other arrays unchanged).
+pub(crate) fn unpack(values: &ArrayRef) -> Result<ArrayRef> {
+    match values.data_type() {
+        ArrowType::Dictionary(..) => {
+            let dict = values.as_any_dictionary();
+            Ok(arrow_select::take::take(
+                dict.values().as_ref(),
+                dict.keys(),
+                None,
+            )?)
+        }
+        _ => Ok(values.clone()),
+    }
+}
+
+impl ColumnWriter {
+    /// The writer of `field`, or the error naming the column and its type when it has no zarr
+    /// mapping.
+    pub fn new(field: &Field, path: String) -> Result<Self> {
+        let name = field.name().clone();
+        let write_type = match field.data_type() {
+            ArrowType::Dictionary(_, v) => v.as_ref().clone(),
+            other => other.clone(),
+        };
+        let unmappable = |why: String| Error::Write {
+            path: path.clone(),
+            message: format!(
+                "column '{name}' of type {} has no zarr mapping{why}",
+                field.data_type()
+            ),
+        };
+        let (v3_type, _, fixed) = zarr_type(&write_type).map_err(|e| match e {
+            Error::InvalidArgument(m) if m.starts_with("cannot write struct field") => {
+                unmappable(format!(": {m}"))
+            }
+            _ => unmappable(String::new()),
+        })?;
+        v2_dtype(&write_type).map_err(|_| unmappable(String::new()))?;
+        let (null_bytes, sentinel) = match (&write_type, fixed) {
+            (t, Some(n)) if is_int(t) => (int_sentinel(t, n), true),
+            (ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64, _) => {
+                (nan_bytes(&write_type), false)
+            }
+            (ArrowType::Timestamp(..) | ArrowType::Duration(_), _) => {
+                (i64::MIN.to_le_bytes().to_vec(), false)
+            }
+            (_, Some(n)) => (vec![0; n], false),
+            (_, None) => (Vec::new(), false),
+        };
+        Ok(Self {
+            name,
+            path,
+            write_type,
+            v3_type,
+            fixed,
+            null_bytes,
+            sentinel,
+            saw_null: AtomicBool::new(false),
+            saw_sentinel: AtomicBool::new(false),
+        })
+    }
+
+    /// The uncompressed chunk of `values` (at most `chunk_rows` of them), padded to
+    /// `chunk_rows` elements with the NULL value.
+    fn chunk(
+        &self,
+        values: &ArrayRef,
+        chunk_rows: usize,
+        opts: &TableWriteOptions,
+    ) -> Result<Vec<u8>> {
+        let values = unpack(values)?;
+        if values.null_count() > 0 {
+            self.saw_null.store(true, Ordering::Relaxed);
+        }
+        match self.fixed {
+            Some(size) => {
+                let mut out = encode::fixed_values(values.as_ref(), &self.null_bytes)?;
+                if self.sentinel {
+                    let equal = out
+                        .chunks_exact(size)
+                        .filter(|e| *e == &self.null_bytes[..])
+                        .count();
+                    if equal > values.null_count() {
+                        self.saw_sentinel.store(true, Ordering::Relaxed);
+                    }
+                }
+                for _ in values.len()..chunk_rows {
+                    out.extend_from_slice(&self.null_bytes);
+                }
+                Ok(out)
+            }
+            None => {
+                let mut items = encode::byte_items(values.as_ref())?;
+                items.resize(chunk_rows.max(items.len()), None);
+                match opts.string_encoding {
+                    VlenEncoding::Numcodecs => encode::vlen_numcodecs_items(&items, b""),
+                    VlenEncoding::ArrowVlen { large } => {
+                        encode::arrow_vlen_items(&items, b"", large)
+                    }
+                }
+            }
+        }
+    }
+
+    fn compress(&self, raw: Vec<u8>, key: &str, opts: &TableWriteOptions) -> Result<Vec<u8>> {
+        match &opts.compression {
+            Some(c) => c
+                .encode(&raw)
+                .map_err(|e| Error::chunk(self.path.clone(), key.to_string(), e)),
+            None => Ok(raw),
+        }
+    }
+
+    /// The stored object of one unit (`values`: its rows, at most `opts.unit_rows()`): one
+    /// compressed chunk, or a shard (its chunks, then the index of (offset, size) pairs and
+    /// its CRC-32C).
+    pub fn encode_unit(
+        &self,
+        values: &ArrayRef,
+        key: &str,
+        opts: &TableWriteOptions,
+    ) -> Result<Vec<u8>> {
+        let chunk_rows = opts.chunk_rows as usize;
+        let Some(shard_rows) = opts.shard_rows else {
+            let raw = self.chunk(values, chunk_rows, opts)?;
+            return self.compress(raw, key, opts);
+        };
+        let inner = (shard_rows / opts.chunk_rows) as usize;
+        let mut data = Vec::new();
+        let mut index = Vec::with_capacity(inner * 16);
+        for i in 0..inner {
+            let start = i * chunk_rows;
+            if start >= values.len() {
+                index.extend_from_slice(&u64::MAX.to_le_bytes());
+                index.extend_from_slice(&u64::MAX.to_le_bytes());
+                continue;
+            }
+            let part = values.slice(start, chunk_rows.min(values.len() - start));
+            let stored = self.compress(self.chunk(&part, chunk_rows, opts)?, key, opts)?;
+            index.extend_from_slice(&(data.len() as u64).to_le_bytes());
+            index.extend_from_slice(&(stored.len() as u64).to_le_bytes());
+            data.extend_from_slice(&stored);
+        }
+        let index = BytesToBytes::Crc32c
+            .encode(&index)
+            .map_err(|e| Error::chunk(self.path.clone(), key.to_string(), e))?;
+        data.extend_from_slice(&index);
+        Ok(data)
+    }
+
+    /// NULLs were written as the integer sentinel.
+    fn masked_int(&self) -> bool {
+        self.sentinel && self.saw_null.load(Ordering::Relaxed)
+    }
+
+    /// The error when a column holds NULLs and also the value that stands for them.
+    pub fn check(&self) -> Result<()> {
+        if self.masked_int() && self.saw_sentinel.load(Ordering::Relaxed) {
+            return Err(Error::Write {
+                path: self.path.clone(),
+                message: format!(
+                    "column '{}' holds NULLs and the value {} which marks them (_FillValue)",
+                    self.name,
+                    int_sentinel_json(&self.write_type)
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The attributes xarray reads: `_FillValue` for floats and for integers with NULLs
+    /// (zarr v3 only: on v2 the array's fill value is xarray's `_FillValue`).
+    fn v3_attributes(&self) -> Map<String, Value> {
+        let mut attrs = Map::new();
+        match &self.write_type {
+            ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64 => {
+                // xarray's encoding of a float _FillValue on zarr v3: base64 of the f64.
+                let b64 = base64::engine::general_purpose::STANDARD.encode(f64::NAN.to_le_bytes());
+                attrs.insert("_FillValue".into(), json!(b64));
+            }
+            t if self.masked_int() => {
+                attrs.insert("_FillValue".into(), int_sentinel_json(t));
+            }
+            _ => {}
+        }
+        attrs
+    }
+
+    /// The array-to-bytes codec JSON.
+    fn serializer(&self, opts: &TableWriteOptions) -> Value {
+        match (self.fixed, opts.string_encoding) {
+            (Some(_), _) => json!({"name": "bytes", "configuration": {"endian": "little"}}),
+            (None, VlenEncoding::Numcodecs) if is_string(&self.write_type) => {
+                json!({"name": "vlen-utf8", "configuration": {}})
+            }
+            (None, VlenEncoding::Numcodecs) => json!({"name": "vlen-bytes", "configuration": {}}),
+            (None, VlenEncoding::ArrowVlen { large }) => json!({
+                "name": "zarrow.arrow_vlen",
+                "configuration": {"offset_type": if large { "int64" } else { "int32" }}
+            }),
+        }
+    }
+
+    /// The v3 `zarr.json` of the array after `rows` rows.
+    pub fn v3_metadata(&self, rows: u64, opts: &TableWriteOptions) -> Value {
+        let mut codecs = vec![self.serializer(opts)];
+        codecs.extend(opts.compression.as_ref().map(BytesToBytes::to_v3_json));
+        let codecs = match opts.shard_rows {
+            None => codecs,
+            Some(_) => vec![json!({
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": [opts.chunk_rows],
+                    "codecs": codecs,
+                    "index_codecs": [
+                        {"name": "bytes", "configuration": {"endian": "little"}},
+                        {"name": "crc32c"}
+                    ],
+                    "index_location": "end"
+                }
+            })],
+        };
+        let fill = match &self.write_type {
+            ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64 => json!("NaN"),
+            t if self.fixed.is_some() && is_int(t) => json!(0),
+            _ => zarr_type(&self.write_type)
+                .map(|t| t.1)
+                .unwrap_or(Value::Null),
+        };
+        json!({
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": [rows],
+            "data_type": self.v3_type,
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [opts.unit_rows()]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": fill,
+            "codecs": codecs,
+            "attributes": self.v3_attributes(),
+            "dimension_names": [opts.dimension],
+        })
+    }
+
+    /// The v2 `.zarray` and `.zattrs` of the array after `rows` rows.
+    pub fn v2_metadata(&self, rows: u64, opts: &TableWriteOptions) -> Result<(Value, Value)> {
+        let filters = match self.fixed {
+            Some(_) => Value::Null,
+            None if is_string(&self.write_type) => json!([{"id": "vlen-utf8"}]),
+            None => json!([{"id": "vlen-bytes"}]),
+        };
+        // xarray takes a v2 array's fill value as its _FillValue: only declare one that means
+        // NULL.
+        let fill = match &self.write_type {
+            ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64 => json!("NaN"),
+            t if self.masked_int() => int_sentinel_json(t),
+            _ => Value::Null,
+        };
+        let zarray = json!({
+            "zarr_format": 2,
+            "shape": [rows],
+            "chunks": [opts.chunk_rows],
+            "dtype": v2_dtype(&self.write_type)?,
+            "compressor": opts.compression.as_ref().map(BytesToBytes::to_v2_json),
+            "fill_value": fill,
+            "order": "C",
+            "filters": filters,
+            "dimension_separator": ".",
+        });
+        let zattrs = json!({"_ARRAY_DIMENSIONS": [opts.dimension]});
+        Ok((zarray, zattrs))
+    }
+
+    /// The key of unit `index` below the array.
+    pub fn key(&self, index: u64, opts: &TableWriteOptions) -> String {
+        if opts.zarr_format == 2 {
+            index.to_string()
+        } else {
+            format!("c/{index}")
+        }
+    }
+}

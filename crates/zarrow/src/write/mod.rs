@@ -1,0 +1,362 @@
+//! Tables → zarr stores, streaming: [`TableWriter`] takes RecordBatches one at a time and
+//! writes a group of 1-D arrays, one per column, sharing one dimension (zarr v3 with
+//! `dimension_names`, or v2 with `_ARRAY_DIMENSIONS` and consolidated `.zmetadata`: what
+//! `xarray.open_zarr` opens as a Dataset).
+//!
+//! Rows are buffered until a unit (a chunk, or a shard) of every column is full; each column's
+//! unit is then encoded on the blocking pool and stored through `object_store`, with a bounded
+//! number of units in flight, so memory is a few units per column whatever the input size.
+//! Metadata is written last (arrays, then the group), so an interrupted write leaves no group
+//! document: the location does not open as a table (see docs/writing.md).
+
+mod column;
+pub mod options;
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+use futures::{Stream, StreamExt, TryStreamExt};
+use object_store::ObjectStoreExt;
+use serde_json::{json, Map, Value};
+use tokio::task::JoinSet;
+
+use crate::store::ZarrStore;
+use crate::{Error, Result};
+use column::ColumnWriter;
+pub use options::{Layout, TableWriteOptions, WRITE_OPTION_KEYS};
+
+/// The metadata documents at a store's root, deleted first when overwriting so that a
+/// half-replaced store never opens.
+const ROOT_DOCUMENTS: &[&str] = &["zarr.json", ".zmetadata", ".zgroup", ".zattrs", ".zarray"];
+
+/// Check that `name` can be a node name (of an array, or of the dimension).
+pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
+    let bad = name.is_empty()
+        || name.contains('/')
+        || name.contains('\\')
+        || name.starts_with("__")
+        || name.starts_with('.')
+        || name == "zarr.json";
+    if bad {
+        return Err(Error::InvalidArgument(format!(
+            "{what} name '{name}' cannot be a zarr node name (empty, has '/', or starts with \
+             '.' or '__')"
+        )));
+    }
+    Ok(())
+}
+
+/// Writes a stream of RecordBatches as a zarr table; see the module documentation.
+pub struct TableWriter {
+    store: ZarrStore,
+    options: Arc<TableWriteOptions>,
+    schema: SchemaRef,
+    columns: Arc<Vec<ColumnWriter>>,
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    units: u64,
+    rows: u64,
+    tasks: JoinSet<Result<usize>>,
+    in_flight_bytes: usize,
+    max_in_flight: usize,
+}
+
+impl std::fmt::Debug for TableWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableWriter")
+            .field("location", &self.store.location())
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableWriter {
+    /// Start writing a table of `schema` at `store`'s root. Checks every column's type and
+    /// name, and the location: without `overwrite` anything already there is an error; with
+    /// it, the old metadata documents are deleted first, then the rest. Nothing is written
+    /// before these checks pass.
+    pub async fn try_new(
+        store: ZarrStore,
+        schema: SchemaRef,
+        options: TableWriteOptions,
+    ) -> Result<Self> {
+        options.validate()?;
+        if options.layout == Layout::AnnData {
+            return Err(Error::InvalidArgument(
+                "write option layout = anndata is not supported yet".into(),
+            ));
+        }
+        let mut columns = Vec::with_capacity(schema.fields().len());
+        for field in schema.fields() {
+            check_name("column", field.name())?;
+            if columns
+                .iter()
+                .any(|c: &ColumnWriter| &c.name == field.name())
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "column name '{}' appears twice",
+                    field.name()
+                )));
+            }
+            columns.push(ColumnWriter::new(field, field.name().clone())?);
+        }
+        prepare_location(&store, options.overwrite).await?;
+        let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let max_in_flight = (2 * columns.len()).max(2 * parallel);
+        Ok(Self {
+            store,
+            options: Arc::new(options),
+            schema,
+            columns: Arc::new(columns),
+            pending: Vec::new(),
+            pending_rows: 0,
+            units: 0,
+            rows: 0,
+            tasks: JoinSet::new(),
+            in_flight_bytes: 0,
+            max_in_flight,
+        })
+    }
+
+    /// The schema being written.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Bytes held by the writer now: buffered rows and units being encoded or stored (an
+    /// estimate for memory accounting).
+    pub fn buffered_bytes(&self) -> usize {
+        self.pending
+            .iter()
+            .map(RecordBatch::get_array_memory_size)
+            .sum::<usize>()
+            + self.in_flight_bytes
+    }
+
+    /// Rows accepted so far.
+    pub fn rows(&self) -> u64 {
+        self.rows + self.pending_rows as u64
+    }
+
+    /// Add a batch (of the writer's schema). Full units are handed to the encoders; this waits
+    /// while too many are in flight.
+    pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.schema().fields() != self.schema.fields() {
+            return Err(Error::InvalidArgument(format!(
+                "batch schema {:?} differs from the table's {:?}",
+                batch.schema(),
+                self.schema
+            )));
+        }
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        self.pending_rows += batch.num_rows();
+        self.pending.push(batch.clone());
+        let unit = self.options.unit_rows() as usize;
+        while self.pending_rows >= unit {
+            let all = self.take_pending()?;
+            let (head, rest) = (all.slice(0, unit), all.slice(unit, all.num_rows() - unit));
+            if rest.num_rows() > 0 {
+                self.pending_rows = rest.num_rows();
+                self.pending.push(rest);
+            }
+            self.spawn_unit(head).await?;
+        }
+        Ok(())
+    }
+
+    fn take_pending(&mut self) -> Result<RecordBatch> {
+        let batches = std::mem::take(&mut self.pending);
+        self.pending_rows = 0;
+        Ok(match batches.len() {
+            1 => batches.into_iter().next().expect("one batch"),
+            _ => arrow_select::concat::concat_batches(&self.schema, &batches)?,
+        })
+    }
+
+    async fn spawn_unit(&mut self, unit: RecordBatch) -> Result<()> {
+        let index = self.units;
+        self.units += 1;
+        self.rows += unit.num_rows() as u64;
+        for (c, values) in unit.columns().iter().enumerate() {
+            while self.tasks.len() >= self.max_in_flight {
+                self.join_one().await?;
+            }
+            let size = values.get_array_memory_size();
+            self.in_flight_bytes += size;
+            let columns = self.columns.clone();
+            let options = self.options.clone();
+            let store = self.store.child(&columns[c].path);
+            let values = values.clone();
+            self.tasks.spawn(async move {
+                let key = columns[c].key(index, &options);
+                let encode_key = key.clone();
+                let bytes = tokio::task::spawn_blocking(move || {
+                    columns[c].encode_unit(&values, &encode_key, &options)
+                })
+                .await
+                .map_err(|e| Error::Write {
+                    path: store.location().to_string(),
+                    message: format!("encoding task failed: {e}"),
+                })??;
+                store.put(&key, Bytes::from(bytes)).await?;
+                Ok(size)
+            });
+        }
+        Ok(())
+    }
+
+    /// Wait until every unit handed to the encoders is stored (what is buffered for the next
+    /// unit stays): [`Self::buffered_bytes`] is then only the buffered rows.
+    pub async fn drain(&mut self) -> Result<()> {
+        while !self.tasks.is_empty() {
+            self.join_one().await?;
+        }
+        Ok(())
+    }
+
+    async fn join_one(&mut self) -> Result<()> {
+        if let Some(done) = self.tasks.join_next().await {
+            let size = done.map_err(|e| Error::Write {
+                path: self.store.location().to_string(),
+                message: format!("write task failed: {e}"),
+            })??;
+            self.in_flight_bytes = self.in_flight_bytes.saturating_sub(size);
+        }
+        Ok(())
+    }
+
+    /// Write the last (partial) unit, wait for every chunk, then write the metadata: each
+    /// array's, then the group's. Returns the number of rows written.
+    pub async fn finish(mut self) -> Result<u64> {
+        if self.pending_rows > 0 {
+            let last = self.take_pending()?;
+            self.spawn_unit(last).await?;
+        }
+        self.drain().await?;
+        for c in self.columns.iter() {
+            c.check()?;
+        }
+        let opts = &self.options;
+        let mut consolidated = Map::new();
+        for c in self.columns.iter() {
+            let array = self.store.child(&c.path);
+            if opts.zarr_format == 2 {
+                let (zarray, zattrs) = c.v2_metadata(self.rows, opts)?;
+                let zarray_bytes = to_bytes(&c.path, &zarray)?;
+                let zattrs_bytes = to_bytes(&c.path, &zattrs)?;
+                crate::metadata::parse_v2_array(&c.path, &zarray_bytes, Some(&zattrs_bytes))?;
+                array.put(".zarray", zarray_bytes.into()).await?;
+                array.put(".zattrs", zattrs_bytes.into()).await?;
+                consolidated.insert(format!("{}/.zarray", c.path), zarray);
+                consolidated.insert(format!("{}/.zattrs", c.path), zattrs);
+            } else {
+                let meta = c.v3_metadata(self.rows, opts);
+                let bytes = to_bytes(&c.path, &meta)?;
+                crate::metadata::parse_v3(&c.path, &bytes)?;
+                array.put("zarr.json", bytes.into()).await?;
+                consolidated.insert(c.path.clone(), meta);
+            }
+        }
+        if opts.zarr_format == 2 {
+            let zgroup = json!({"zarr_format": 2});
+            consolidated.insert(".zgroup".into(), zgroup.clone());
+            consolidated.insert(".zattrs".into(), json!({}));
+            self.store
+                .put(".zgroup", to_bytes("", &zgroup)?.into())
+                .await?;
+            self.store.put(".zattrs", Bytes::from_static(b"{}")).await?;
+            let zmetadata = json!({"zarr_consolidated_format": 1, "metadata": consolidated});
+            self.store
+                .put(".zmetadata", to_bytes("", &zmetadata)?.into())
+                .await?;
+        } else {
+            let group = json!({
+                "zarr_format": 3,
+                "node_type": "group",
+                "attributes": {},
+                "consolidated_metadata": {
+                    "kind": "inline",
+                    "must_understand": false,
+                    "metadata": consolidated,
+                },
+            });
+            let bytes = to_bytes("", &group)?;
+            crate::metadata::parse_v3("", &bytes)?;
+            self.store.put("zarr.json", bytes.into()).await?;
+        }
+        Ok(self.rows)
+    }
+}
+
+fn to_bytes(path: &str, value: &Value) -> Result<Vec<u8>> {
+    serde_json::to_vec_pretty(value).map_err(|e| Error::Write {
+        path: path.to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// Refuse an existing location unless `overwrite`; with it, delete the root documents first
+/// and then everything else below the root.
+async fn prepare_location(store: &ZarrStore, overwrite: bool) -> Result<()> {
+    let os = store.object_store();
+    let root = store.root().clone();
+    let store_err = |source| Error::Store {
+        path: root.to_string(),
+        source,
+    };
+    let prefix = (!root.as_ref().is_empty()).then_some(&root);
+    let first = os
+        .list(prefix)
+        .next()
+        .await
+        .transpose()
+        .map_err(store_err)?;
+    if first.is_none() {
+        return Ok(());
+    }
+    if !overwrite {
+        return Err(Error::Write {
+            path: store.location().to_string(),
+            message: "the location already exists; set overwrite to replace it".into(),
+        });
+    }
+    for doc in ROOT_DOCUMENTS {
+        match os.delete(&store.key(doc)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(source) => {
+                return Err(Error::Store {
+                    path: store.key(doc).to_string(),
+                    source,
+                })
+            }
+        }
+    }
+    let objects = os.list(prefix).map_ok(|m| m.location).boxed();
+    os.delete_stream(objects)
+        .try_collect::<Vec<_>>()
+        .await
+        .map_err(store_err)?;
+    Ok(())
+}
+
+/// Write a whole stream of batches as a table at `store` (see [`TableWriter`]). Returns the
+/// number of rows written; on an error nothing more is written and no metadata is.
+pub async fn write_table<S>(
+    store: ZarrStore,
+    schema: SchemaRef,
+    mut batches: S,
+    options: TableWriteOptions,
+) -> Result<u64>
+where
+    S: Stream<Item = Result<RecordBatch>> + Unpin,
+{
+    let mut writer = TableWriter::try_new(store, schema, options).await?;
+    while let Some(batch) = batches.next().await {
+        writer.write(&batch?).await?;
+    }
+    writer.finish().await
+}

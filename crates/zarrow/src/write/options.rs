@@ -1,0 +1,276 @@
+//! The options of a table write ([`TableWriteOptions`]), and their parsing from the
+//! `key = value` strings that SQL (`COPY … OPTIONS (…)`), the CLI (`--option k=v`) and Python
+//! (`**options`) pass: unknown keys and bad values are errors that list what is valid.
+
+use crate::codec::compression::BytesToBytes;
+use crate::writer::VlenEncoding;
+use crate::{Error, Result};
+
+/// How a table is laid out in the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// A group of 1-D arrays, one per column, sharing one dimension (what xarray writes for a
+    /// Dataset with one dimension).
+    #[default]
+    Xarray,
+    /// An AnnData dataframe (`encoding-type: dataframe`, `_index`, `column-order`).
+    AnnData,
+}
+
+/// The options of a table write. Build with [`Default`] and the setters, or from strings with
+/// [`TableWriteOptions::from_pairs`].
+#[derive(Debug, Clone)]
+pub struct TableWriteOptions {
+    /// Rows per chunk (default 262144).
+    pub chunk_rows: u64,
+    /// Rows per shard (`sharding_indexed`, zarr v3 only): a multiple of `chunk_rows`.
+    pub shard_rows: Option<u64>,
+    /// Compression of every chunk (default zstd level 3); `None` for none.
+    pub compression: Option<BytesToBytes>,
+    /// The chunk encoding of string and binary columns (default `vlen-utf8`/`vlen-bytes`).
+    pub string_encoding: VlenEncoding,
+    /// 2 or 3 (default 3).
+    pub zarr_format: u8,
+    /// The layout (default [`Layout::Xarray`]).
+    pub layout: Layout,
+    /// The name of the shared dimension (default `dim_0`; `obs` would suit AnnData).
+    pub dimension: String,
+    /// Replace whatever is at the location (default: an existing location is an error).
+    pub overwrite: bool,
+}
+
+impl Default for TableWriteOptions {
+    fn default() -> Self {
+        Self {
+            chunk_rows: DEFAULT_CHUNK_ROWS,
+            shard_rows: None,
+            compression: Some(BytesToBytes::Zstd {
+                level: 3,
+                checksum: false,
+            }),
+            string_encoding: VlenEncoding::Numcodecs,
+            zarr_format: 3,
+            layout: Layout::Xarray,
+            dimension: "dim_0".into(),
+            overwrite: false,
+        }
+    }
+}
+
+/// The default rows per chunk.
+pub const DEFAULT_CHUNK_ROWS: u64 = 1 << 18;
+
+/// The option keys [`TableWriteOptions::from_pairs`] accepts.
+pub const WRITE_OPTION_KEYS: &[&str] = &[
+    "chunk_rows",
+    "shard_rows",
+    "compression",
+    "string_encoding",
+    "zarr_format",
+    "layout",
+    "dimension",
+    "overwrite",
+];
+
+fn bad(key: &str, value: &str, expected: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "write option {key} = '{value}': expected {expected}"
+    ))
+}
+
+fn positive(key: &str, value: &str) -> Result<u64> {
+    value
+        .trim()
+        .replace('_', "")
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| bad(key, value, "a positive integer"))
+}
+
+/// `zstd`, `zstd(5)`, `gzip`, `gzip(9)`, `none` (also `uncompressed`).
+fn compression(value: &str) -> Result<Option<BytesToBytes>> {
+    let v = value.trim().to_ascii_lowercase();
+    let (name, level) = match v.split_once('(') {
+        Some((name, rest)) => (
+            name.trim(),
+            Some(
+                rest.strip_suffix(')')
+                    .ok_or_else(|| bad("compression", value, "zstd(LEVEL) or gzip(LEVEL)"))?
+                    .trim(),
+            ),
+        ),
+        None => (v.as_str(), None),
+    };
+    let expected = "none, zstd, zstd(-7..22), gzip or gzip(0..9)";
+    Ok(match (name, level) {
+        ("none" | "uncompressed", None) => None,
+        ("zstd", level) => Some(BytesToBytes::Zstd {
+            level: match level {
+                None => 3,
+                Some(l) => l
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|l| (-7..=22).contains(l))
+                    .ok_or_else(|| bad("compression", value, expected))?,
+            },
+            checksum: false,
+        }),
+        ("gzip", level) => Some(BytesToBytes::Gzip {
+            level: match level {
+                None => 6,
+                Some(l) => l
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|l| *l <= 9)
+                    .ok_or_else(|| bad("compression", value, expected))?,
+            },
+        }),
+        _ => return Err(bad("compression", value, expected)),
+    })
+}
+
+impl TableWriteOptions {
+    /// Options from `key = value` pairs (keys are case-insensitive; a `format.` prefix, as
+    /// DataFusion's `COPY` may pass, is ignored). Unknown keys and bad values are errors.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
+        let mut o = Self::default();
+        for (key, value) in pairs {
+            o.set(key, value)?;
+        }
+        o.validate()?;
+        Ok(o)
+    }
+
+    /// Set one option from its string form.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let lower = key.trim().to_ascii_lowercase();
+        let bare = lower.strip_prefix("format.").unwrap_or(&lower);
+        let v = value.trim();
+        match bare {
+            "chunk_rows" => self.chunk_rows = positive(bare, v)?,
+            "shard_rows" => self.shard_rows = Some(positive(bare, v)?),
+            "compression" => self.compression = compression(v)?,
+            "string_encoding" => {
+                self.string_encoding = match v.to_ascii_lowercase().replace('_', "-").as_str() {
+                    "vlen-utf8" | "vlen" | "numcodecs" => VlenEncoding::Numcodecs,
+                    "arrow-vlen" => VlenEncoding::ArrowVlen { large: false },
+                    "arrow-vlen-large" => VlenEncoding::ArrowVlen { large: true },
+                    _ => {
+                        return Err(bad(
+                            bare,
+                            value,
+                            "vlen-utf8, arrow_vlen or arrow_vlen_large",
+                        ))
+                    }
+                }
+            }
+            "zarr_format" => {
+                self.zarr_format = match v {
+                    "2" => 2,
+                    "3" => 3,
+                    _ => return Err(bad(bare, value, "2 or 3")),
+                }
+            }
+            "layout" => {
+                self.layout = match v.to_ascii_lowercase().as_str() {
+                    "xarray" | "default" | "group" => Layout::Xarray,
+                    "anndata" => Layout::AnnData,
+                    _ => return Err(bad(bare, value, "xarray or anndata")),
+                }
+            }
+            "dimension" => {
+                crate::write::check_name("dimension", v)?;
+                self.dimension = v.to_string();
+            }
+            "overwrite" => {
+                self.overwrite = match v.to_ascii_lowercase().as_str() {
+                    "true" | "1" | "yes" | "on" => true,
+                    "false" | "0" | "no" | "off" => false,
+                    _ => return Err(bad(bare, value, "true or false")),
+                }
+            }
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown zarr write option '{key}'; valid options: {}",
+                    WRITE_OPTION_KEYS.join(", ")
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// Check the options together (shards are a multiple of chunks and need zarr v3; the
+    /// Arrow layout of strings needs zarr v3).
+    pub fn validate(&self) -> Result<()> {
+        if let Some(shard) = self.shard_rows {
+            if shard % self.chunk_rows != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "write option shard_rows = {shard} is not a multiple of chunk_rows = {}",
+                    self.chunk_rows
+                )));
+            }
+            if self.zarr_format == 2 {
+                return Err(Error::InvalidArgument(
+                    "write option shard_rows needs zarr_format 3 (zarr v2 has no sharding)".into(),
+                ));
+            }
+        }
+        if self.zarr_format == 2 && matches!(self.string_encoding, VlenEncoding::ArrowVlen { .. }) {
+            return Err(Error::InvalidArgument(
+                "write option string_encoding = arrow_vlen needs zarr_format 3".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Rows written as one unit (a shard, or a chunk without sharding).
+    pub fn unit_rows(&self) -> u64 {
+        self.shard_rows.unwrap_or(self.chunk_rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_rejects() {
+        let o = TableWriteOptions::from_pairs([
+            ("format.chunk_rows", "1000"),
+            ("SHARD_ROWS", "4000"),
+            ("compression", "zstd(7)"),
+            ("string_encoding", "arrow_vlen"),
+            ("overwrite", "true"),
+            ("dimension", "obs"),
+        ])
+        .unwrap();
+        assert_eq!(o.chunk_rows, 1000);
+        assert_eq!(o.unit_rows(), 4000);
+        assert_eq!(
+            o.compression,
+            Some(BytesToBytes::Zstd {
+                level: 7,
+                checksum: false
+            })
+        );
+        assert!(o.overwrite);
+        let e = TableWriteOptions::from_pairs([("chunk_size", "1")]).unwrap_err();
+        assert!(e.to_string().contains("chunk_size") && e.to_string().contains("chunk_rows"));
+        for (k, v) in [
+            ("chunk_rows", "0"),
+            ("compression", "lz5"),
+            ("compression", "zstd(99)"),
+            ("zarr_format", "4"),
+            ("dimension", "a/b"),
+        ] {
+            assert!(TableWriteOptions::from_pairs([(k, v)]).is_err(), "{k}={v}");
+        }
+        assert!(
+            TableWriteOptions::from_pairs([("chunk_rows", "3"), ("shard_rows", "10")]).is_err()
+        );
+        assert!(
+            TableWriteOptions::from_pairs([("zarr_format", "2"), ("shard_rows", "10")]).is_err()
+        );
+    }
+}

@@ -1,0 +1,409 @@
+//! Tables written by `zarrow::write_table` read back the same: by zarrow (with CF decoding, so
+//! NULLs come back), by zarr-python 3 and 2 (`zarr.open_group`), and by `xarray.open_zarr`
+//! (a Dataset with one variable per column over the shared dimension).
+//!
+//! The Python readers need the venvs of `tests/fixtures/setup_venvs.sh`; without them the
+//! Python half says so and passes locally, but fails under CI (`CI=true`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, BinaryArray, BooleanArray, DictionaryArray, DurationSecondArray,
+    FixedSizeBinaryArray, Float32Array, Float64Array, Int32Array, Int64Array, LargeStringArray,
+    RecordBatch, StringArray, StringViewArray, StructArray, TimestampMillisecondArray,
+    TimestampNanosecondArray, UInt8Array,
+};
+use arrow::datatypes::{DataType, Field, Int32Type, Schema};
+use futures::StreamExt;
+use serde_json::{Map, Value};
+use zarrow::{TableOptions, TableWriteOptions, ZarrStore};
+
+use crate::common::{json_value, values_equal};
+
+/// The table every round trip writes: every mappable type, NULLs where the layout keeps them.
+pub fn all_types(rows: usize) -> RecordBatch {
+    let n = rows as i64;
+    let opt = |i: i64, null_at: i64| (i % 7 != null_at).then_some(i);
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "i32n",
+            Arc::new(Int32Array::from_iter(
+                (0..n).map(|i| opt(i, 3).map(|v| v as i32 - 4)),
+            )),
+        ),
+        (
+            "i64",
+            Arc::new(Int64Array::from_iter_values((0..n).map(|i| i * 1000 - 7))),
+        ),
+        (
+            "u8",
+            Arc::new(UInt8Array::from_iter_values(
+                (0..n).map(|i| (i % 250) as u8),
+            )),
+        ),
+        (
+            "f64n",
+            Arc::new(Float64Array::from_iter(
+                (0..n).map(|i| opt(i, 2).map(|v| v as f64 * 0.5)),
+            )),
+        ),
+        (
+            "f32",
+            Arc::new(Float32Array::from_iter_values(
+                (0..n).map(|i| i as f32 - 0.25),
+            )),
+        ),
+        (
+            "flag",
+            Arc::new(BooleanArray::from_iter((0..n).map(|i| Some(i % 3 == 0)))),
+        ),
+        (
+            "s",
+            Arc::new(StringArray::from_iter_values((0..n).map(|i| {
+                if i % 5 == 4 {
+                    String::new()
+                } else {
+                    format!("s{i}-ñ🦀")
+                }
+            }))),
+        ),
+        (
+            "ls",
+            Arc::new(LargeStringArray::from_iter_values(
+                (0..n).map(|i| format!("L{i}")),
+            )),
+        ),
+        (
+            "sv",
+            Arc::new(StringViewArray::from_iter_values((0..n).map(|i| {
+                format!("a string view value long enough to be out of line {i}")
+            }))),
+        ),
+        (
+            "bin",
+            Arc::new(BinaryArray::from_iter_values(
+                (0..n).map(|i| vec![i as u8, 0, 255]),
+            )),
+        ),
+        (
+            "fsb",
+            Arc::new(
+                FixedSizeBinaryArray::try_from_iter((0..n).map(|i| vec![i as u8, (i + 1) as u8]))
+                    .unwrap(),
+            ),
+        ),
+        (
+            "ts",
+            Arc::new(TimestampNanosecondArray::from_iter((0..n).map(|i| {
+                opt(i, 4).map(|v| 1_600_000_000_000_000_000 + v * 1_000_000_007)
+            }))),
+        ),
+        (
+            "tms",
+            Arc::new(TimestampMillisecondArray::from_iter_values(
+                (0..n).map(|i| 1_700_000_000_000 + i),
+            )),
+        ),
+        (
+            "dur",
+            Arc::new(DurationSecondArray::from_iter_values(
+                (0..n).map(|i| i * 60),
+            )),
+        ),
+        (
+            "cat",
+            Arc::new(
+                (0..n)
+                    .map(|i| ["red", "green", "blue"][i as usize % 3])
+                    .collect::<DictionaryArray<Int32Type>>(),
+            ),
+        ),
+        (
+            "rec",
+            Arc::new(StructArray::from(vec![
+                (
+                    Arc::new(Field::new("a", DataType::Int32, false)),
+                    Arc::new(Int32Array::from_iter_values((0..n).map(|i| i as i32))) as ArrayRef,
+                ),
+                (
+                    Arc::new(Field::new("b", DataType::Float64, false)),
+                    Arc::new(Float64Array::from_iter_values(
+                        (0..n).map(|i| i as f64 * 1.5),
+                    )) as ArrayRef,
+                ),
+            ])),
+        ),
+    ];
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, a)| Field::new(*name, a.data_type().clone(), a.null_count() > 0))
+        .collect();
+    RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns.into_iter().map(|(_, a)| a).collect(),
+    )
+    .unwrap()
+}
+
+/// `batch` split into batches of uneven sizes (so units straddle input batches).
+pub fn split(batch: &RecordBatch) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    let (mut at, mut step) = (0, 1);
+    while at < batch.num_rows() {
+        let len = step.min(batch.num_rows() - at);
+        out.push(batch.slice(at, len));
+        at += len;
+        step = step % 5 + 2;
+    }
+    out
+}
+
+/// Write `batch` (in uneven pieces) at `location` with `options` (`key`, `value`).
+pub async fn write(location: &str, batch: &RecordBatch, options: &[(&str, &str)]) -> u64 {
+    let store = ZarrStore::open(location).unwrap();
+    let opts = TableWriteOptions::from_pairs(options.iter().copied()).unwrap();
+    let batches = futures::stream::iter(split(batch).into_iter().map(Ok));
+    zarrow::write_table(store, batch.schema(), batches, opts)
+        .await
+        .unwrap()
+}
+
+/// The expected values of column `name`: the fixture encoding, a dictionary as its values.
+fn expected(batch: &RecordBatch, name: &str) -> Vec<Value> {
+    let mut column = batch.column_by_name(name).unwrap().clone();
+    if let DataType::Dictionary(_, v) = column.data_type() {
+        column = arrow::compute::cast(&column, v).unwrap();
+    }
+    (0..column.len())
+        .map(|i| json_value(column.as_ref(), i, "struct"))
+        .collect()
+}
+
+fn assert_column(reader: &str, name: &str, want: &[Value], got: &[Value]) {
+    assert_eq!(got.len(), want.len(), "{reader}: {name} length");
+    for (i, (w, g)) in want.iter().zip(got).enumerate() {
+        assert!(
+            values_equal(w, g),
+            "{reader}: {name}[{i}] is {g}, wrote {w}"
+        );
+    }
+}
+
+/// zarrow reads the table back: same columns in the same order, same values.
+async fn zarrow_reads_back(location: &str, batch: &RecordBatch, dimension: &str) {
+    let options = TableOptions {
+        decode_cf: true,
+        ..Default::default()
+    };
+    let builder = zarrow::ZarrRecordBatchStreamBuilder::try_new_with_options(location, options)
+        .await
+        .unwrap();
+    let schema = builder.schema();
+    let batches: Vec<RecordBatch> = builder.build().unwrap().map(|b| b.unwrap()).collect().await;
+    let got = arrow::compute::concat_batches(&schema, &batches).unwrap();
+    assert_eq!(schema.field(0).name(), dimension);
+    assert_eq!(got.num_rows(), batch.num_rows());
+    // zarrow's group tables: the positional index of the dimension, then the arrays by name.
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let mut want_names: Vec<&str> = batch
+        .schema_ref()
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
+    want_names.sort();
+    assert_eq!(names[1..], want_names, "zarrow: columns of {location}");
+    for name in want_names {
+        let column = got.column_by_name(name).unwrap();
+        let have: Vec<Value> = (0..column.len())
+            .map(|i| json_value(column.as_ref(), i, "struct"))
+            .collect();
+        assert_column("zarrow", name, &expected(batch, name), &have);
+    }
+}
+
+fn venv_python(venv: &str) -> Option<PathBuf> {
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(venv)
+        .join("bin")
+        .join("python");
+    if python.exists() {
+        return Some(python);
+    }
+    assert!(
+        std::env::var("CI").map_or(true, |v| v != "true"),
+        "CI=true but {} is missing",
+        python.display()
+    );
+    eprintln!("skipping: no {}", python.display());
+    None
+}
+
+/// The columns the writer's own reader (`mode` zarr or xarray, in `venv`) reads from `store`.
+fn python_reads(venv: &str, mode: &str, store: &Path) -> Option<Map<String, Value>> {
+    let python = venv_python(venv)?;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/read_table_back.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(mode)
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{venv} {mode} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match serde_json::from_slice(&out.stdout).unwrap() {
+        Value::Object(m) => Some(m),
+        other => panic!("{other}"),
+    }
+}
+
+fn check_python(reader: &str, got: &Map<String, Value>, batch: &RecordBatch, skip: &[&str]) {
+    for field in batch.schema_ref().fields() {
+        let name = field.name().as_str();
+        if skip.contains(&name) {
+            continue;
+        }
+        let column = got
+            .get(name)
+            .and_then(Value::as_array)
+            .unwrap_or_else(|| panic!("{reader}: column {name}: {:?}", got.get(name)));
+        assert_column(reader, name, &expected(batch, name), column);
+    }
+}
+
+const ROWS: usize = 23;
+
+#[tokio::test]
+async fn v3_round_trip_through_zarrow_zarr_python_and_xarray() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = all_types(ROWS);
+    let store = dir.path().join("t.zarr");
+    let loc = store.to_str().unwrap();
+    let rows = write(
+        loc,
+        &batch,
+        &[("chunk_rows", "4"), ("compression", "zstd(5)")],
+    )
+    .await;
+    assert_eq!(rows, ROWS as u64);
+    zarrow_reads_back(loc, &batch, "dim_0").await;
+    if let Some(got) = python_reads(".venv-zarr3", "zarr", &store) {
+        check_python("zarr-python 3", &got, &batch, &[]);
+    }
+    if let Some(got) = python_reads(".venv-zarr3", "xarray", &store) {
+        assert_eq!(got["__dims__"], serde_json::json!({"dim_0": ROWS}));
+        check_python("xarray", &got, &batch, &[]);
+    }
+}
+
+#[tokio::test]
+async fn v2_round_trip_through_zarrow_zarr_python_2_and_xarray() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = all_types(ROWS);
+    let store = dir.path().join("t2.zarr");
+    let loc = store.to_str().unwrap();
+    write(
+        loc,
+        &batch,
+        &[
+            ("zarr_format", "2"),
+            ("chunk_rows", "5"),
+            ("compression", "gzip(4)"),
+            ("dimension", "obs"),
+        ],
+    )
+    .await;
+    zarrow_reads_back(loc, &batch, "obs").await;
+    // zarr-python 2 has no variable-length bytes without an object codec it can guess.
+    if let Some(got) = python_reads(".venv-zarr2", "zarr", &store) {
+        check_python("zarr-python 2", &got, &batch, &[]);
+    }
+    if let Some(got) = python_reads(".venv-zarr3", "zarr", &store) {
+        check_python("zarr-python 3 (v2 store)", &got, &batch, &[]);
+    }
+    if let Some(got) = python_reads(".venv-zarr3", "xarray", &store) {
+        assert_eq!(got["__dims__"], serde_json::json!({"obs": ROWS}));
+        check_python("xarray (v2 store)", &got, &batch, &[]);
+    }
+}
+
+#[tokio::test]
+async fn sharded_arrow_vlen_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = all_types(ROWS);
+    let store = dir.path().join("s.zarr");
+    let loc = store.to_str().unwrap();
+    write(
+        loc,
+        &batch,
+        &[
+            ("chunk_rows", "3"),
+            ("shard_rows", "9"),
+            ("compression", "none"),
+        ],
+    )
+    .await;
+    zarrow_reads_back(loc, &batch, "dim_0").await;
+    if let Some(got) = python_reads(".venv-zarr3", "zarr", &store) {
+        // zarr-python 3.1's sharding codec hashes the fill value, which numpy void scalars
+        // (raw bytes, structured) refuse: it cannot read those from any shard.
+        check_python("zarr-python 3 (sharded)", &got, &batch, &["fsb", "rec"]);
+    }
+    let store = dir.path().join("a.zarr");
+    let loc = store.to_str().unwrap();
+    write(
+        loc,
+        &batch,
+        &[("chunk_rows", "6"), ("string_encoding", "arrow_vlen")],
+    )
+    .await;
+    zarrow_reads_back(loc, &batch, "dim_0").await;
+}
+
+/// `COPY … STORED AS ZARR` and `write_table` to S3 (moto on loopback, started by
+/// tests/remote/start.sh), read back over S3 by zarrow and by the session.
+#[tokio::test]
+async fn copy_and_write_table_to_s3() {
+    let Some(bucket) = crate::remote::server("ZARROW_TEST_S3") else {
+        return;
+    };
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    for (name, options) in [
+        ("v3", "chunk_rows 2"),
+        ("v2", "chunk_rows 3, zarr_format 2"),
+    ] {
+        let loc = format!("{bucket}/written/copy_{}_{name}.zarr", std::process::id());
+        let sql = format!(
+            "COPY (SELECT * FROM (VALUES (1, 'a'), (2, 'bb'), (3, NULL)) AS t(id, s)) \
+             TO '{loc}' STORED AS ZARR OPTIONS ({options}, overwrite true)"
+        );
+        ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+        let got = ctx
+            .sql(&format!("SELECT id, s FROM '{loc}' ORDER BY id"))
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let text = arrow::util::pretty::pretty_format_batches(&got)
+            .unwrap()
+            .to_string();
+        assert!(
+            text.contains("| 2  | bb |") && text.contains("| 3  |    |"),
+            "{name}: {text}"
+        );
+        let again = format!("COPY (SELECT 1 AS id) TO '{loc}' STORED AS ZARR");
+        let e = ctx.sql(&again).await.unwrap().collect().await.unwrap_err();
+        assert!(e.to_string().contains("already exists"), "{e}");
+    }
+    let batch = all_types(ROWS);
+    let loc = format!("{bucket}/written/all_types_{}.zarr", std::process::id());
+    write(&loc, &batch, &[("chunk_rows", "4"), ("overwrite", "true")]).await;
+    zarrow_reads_back(&loc, &batch, "dim_0").await;
+}
