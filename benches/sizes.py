@@ -3,12 +3,13 @@
 against datafusion-python's extension installed next to it.
 
     cargo build --release -p zarrow-cli -p zarrow-python
-    python3 benches/sizes.py --datafusion-python target/venv-zarrow-wheel \
+    .venv-zarr3/bin/python benches/sizes.py --datafusion-python target/venv-zarrow-wheel \
         [--wheel dist/zarrow-*.whl] [--before-zarrow OLD_BINARY] --json target/sizes_results.json
 
 Each binary is reported as it is and stripped of symbols (`strip -o`, into a temporary file),
-so a build with symbols and one without compare fairly. Standard library only; writes a result
-file for benches/report.py (copy it into benches/results/ to publish).
+so a build with symbols and one without compare fairly. Writes a result
+file for benches/report.py (copy it into benches/results/ to publish). Needs numpy only for the
+stamp it shares with sql_compare.py (run it with .venv-zarr3/bin/python).
 """
 
 from __future__ import annotations
