@@ -208,7 +208,8 @@ def render_python(data: dict) -> list[str]:
 
 def render_remote(data: dict) -> list[str]:
     tuned = data.get("tuned", {})
-    out = [f"{int(data.get('rows', 0)):,} rows over loopback HTTP ({data.get('server', '?')}) behind a "
+    note = (data.get("stamp") or {}).get("note")
+    out = ([f"Note: {note}.", ""] if note else []) + [f"{int(data.get('rows', 0)):,} rows over loopback HTTP ({data.get('server', '?')}) behind a "
            f"delay proxy; median seconds of {data.get('repeat', '?')} runs after a warm-up, each its "
            "own process. *tuned*: `concurrency` "
            f"{tuned.get('concurrency', '?')}, `target_partitions` {tuned.get('target_partitions', '?')}; "
