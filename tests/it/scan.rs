@@ -11,8 +11,8 @@ use arrow::array::RecordBatch;
 use arrow::ipc::reader::StreamReader;
 use futures::TryStreamExt;
 use zarrow::{
-    ChunkRanges, Node, TableModel, TableOptions, ZarrRecordBatchReaderBuilder,
-    ZarrRecordBatchStreamBuilder, ZarrScan,
+    ChunkRanges, Node, ReadLimits, TableModel, TableOptions, ZarrReadOptions,
+    ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder, ZarrScan,
 };
 
 use crate::common::{data_dir, run_scan_with};
@@ -60,6 +60,68 @@ fn in_another_process(json: &str) -> Vec<RecordBatch> {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap()
+}
+
+/// The read limits travel in the written-down scan: the process that runs it (a Ballista
+/// executor, a Python worker) holds to the client's, whatever its own environment says — the
+/// library reads no `ZARROW_MAX_*`, only the CLI and Python do, at their edge.
+#[tokio::test]
+async fn a_written_down_scan_keeps_the_clients_limits() {
+    let location = data_dir()
+        .join("v3_strings.zarr/string_zstd")
+        .to_string_lossy()
+        .into_owned();
+    let tight = ReadLimits {
+        max_chunk_bytes: 8,
+        ..Default::default()
+    };
+    let options = TableOptions {
+        read: ZarrReadOptions::default().with_limits(tight),
+        ..Default::default()
+    };
+    let model = TableModel::open(&location, options).await.unwrap();
+    let json = ZarrScan::new(&model).to_json().unwrap();
+    assert_eq!(
+        ZarrScan::from_json(&json).unwrap().options.read.limits,
+        tight
+    );
+    // An executor whose environment would allow the chunks still refuses them.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_run_scan"));
+    command.env("ZARROW_MAX_CHUNK_BYTES", "4294967296");
+    let out = run_scan_with(command, &json);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "the executor read past the client's limit"
+    );
+    assert!(
+        stderr.contains("string_zstd") && stderr.contains("chunk '"),
+        "{stderr}"
+    );
+    // And one whose environment sets tiny limits reads a scan planned with the defaults.
+    let model = TableModel::open(&location, TableOptions::default())
+        .await
+        .unwrap();
+    let json = ZarrScan::new(&model).to_json().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_run_scan"));
+    for var in [
+        "ZARROW_MAX_CHUNK_BYTES",
+        "ZARROW_MAX_ITEM_BYTES",
+        "ZARROW_MAX_METADATA_BYTES",
+    ] {
+        command.env(var, "8");
+    }
+    let out = run_scan_with(command, &json);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: usize = StreamReader::try_new(std::io::Cursor::new(out.stdout), None)
+        .unwrap()
+        .map(|b| b.unwrap().num_rows())
+        .sum();
+    assert_eq!(rows as u64, model.num_rows());
 }
 
 #[tokio::test]

@@ -1048,6 +1048,45 @@ fn chunk_size_limit_is_an_option() {
         "{stderr}"
     );
     ok(&["sql", &sql]);
+    // The same limit as a table option (which wins over the environment).
+    let err = fails(&["sql", "--option", "max_chunk_bytes=100", &sql]);
+    assert!(err.contains("barcode") && err.contains("100"), "{err}");
+    let raised = Command::new(env!("CARGO_BIN_EXE_zarrow"))
+        .args(["sql", "--option", "max_chunk_bytes=1000000", &sql])
+        .current_dir(root())
+        .env("ZARROW_MAX_CHUNK_BYTES", "100")
+        .output()
+        .unwrap();
+    assert!(
+        raised.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raised.stderr)
+    );
+    // The metadata limit holds for `tree` too; a variable that is no size is named.
+    for (var, value, args, says) in [
+        (
+            "ZARROW_MAX_METADATA_BYTES",
+            "10",
+            ["tree", OBS],
+            "max_metadata_bytes",
+        ),
+        (
+            "ZARROW_MAX_ITEM_BYTES",
+            "lots",
+            ["tree", OBS],
+            "ZARROW_MAX_ITEM_BYTES",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_zarrow"))
+            .args(args)
+            .current_dir(root())
+            .env(var, value)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{var}={value}: {stderr}");
+        assert!(stderr.contains(says), "{var}={value}: {stderr}");
+    }
 }
 
 #[test]

@@ -9,6 +9,7 @@ pub fn to_datafusion_error(e: zarrow::Error) -> DataFusionError {
         // DataFusion's own kind, so callers (and datafusion-cli's users) see the usual
         // "Resources exhausted: …".
         zarrow::Error::ResourcesExhausted(m) => DataFusionError::ResourcesExhausted(m),
+        e @ zarrow::Error::InvalidOption { .. } => DataFusionError::Configuration(e.to_string()),
         e => DataFusionError::External(Box::new(e)),
     }
 }

@@ -1,9 +1,13 @@
 //! Keyword options of the Python API → zarrow's table options and store options.
+//!
+//! This is one of zarrow's two edges (the CLI is the other) where the environment is read:
+//! the read limits `ZARROW_MAX_ITEM_BYTES`, `ZARROW_MAX_CHUNK_BYTES` and
+//! `ZARROW_MAX_METADATA_BYTES` become fields of the options, which travel with every scan.
 
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
-use zarrow::{StringType, ZarrStore};
+use zarrow::{ReadLimits, StringType, ZarrStore};
 use zarrow_datafusion::ZarrTableOptions;
 
 use crate::errors::{to_py, ZarrowError};
@@ -21,9 +25,9 @@ pub(crate) struct TableKwargs {
 }
 
 impl TableKwargs {
-    /// As zarrow-datafusion's table options.
+    /// As zarrow-datafusion's table options, with the read limits of the environment.
     pub(crate) fn table_options(&self) -> PyResult<ZarrTableOptions> {
-        let mut options = ZarrTableOptions::default();
+        let mut options = ZarrTableOptions::default().with_limits(env_limits()?);
         if let Some(t) = &self.string_type {
             options = options.with_string_type(StringType::parse(t).map_err(to_py)?);
         }
@@ -43,7 +47,7 @@ impl TableKwargs {
     }
 
     /// The store at `location`, with the storage options (credentials, endpoints) given,
-    /// over those of the environment.
+    /// over those of the environment, and the read limits of the environment.
     pub(crate) fn store(&self, location: &str) -> PyResult<ZarrStore> {
         let mut options = self
             .storage_options
@@ -53,8 +57,15 @@ impl TableKwargs {
         if let Some(reference) = &self.reference {
             options.push(("ref".into(), reference.clone()));
         }
-        ZarrStore::open_with_options(location, &options).map_err(to_py)
+        Ok(ZarrStore::open_with_options(location, &options)
+            .map_err(to_py)?
+            .with_limits(env_limits()?))
     }
+}
+
+/// The read limits the environment sets (`ZARROW_MAX_*`), else the defaults.
+pub(crate) fn env_limits() -> PyResult<ReadLimits> {
+    ReadLimits::from_env().map_err(to_py)
 }
 
 /// Storage options as `object_store` keys and values, sorted.

@@ -91,6 +91,15 @@ pub enum Error {
         #[source]
         source: object_store::Error,
     },
+    /// An option or setting (a table option, a session setting, an environment variable the
+    /// CLI or Python reads) whose value is not valid.
+    #[error("option '{key}': {message}")]
+    InvalidOption {
+        /// The option's key, or the environment variable.
+        key: String,
+        /// What is wrong with the value.
+        message: String,
+    },
     /// An argument that does not fit the array (selection out of range, wrong column, …).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -214,8 +223,8 @@ pub enum ChunkError {
     #[error("{0}")]
     TooLarge(String),
     /// A variable-length element longer than the item limit
-    /// ([`crate::data_type::max_item_bytes`], `ZARROW_MAX_ITEM_BYTES`).
-    #[error("element {element} is {bytes} bytes, more than the {limit} bytes zarrow reads (set ZARROW_MAX_ITEM_BYTES to read it)")]
+    /// ([`crate::ReadLimits::max_item_bytes`]).
+    #[error("element {element} is {bytes} bytes, more than the {limit} bytes zarrow reads (raise max_item_bytes, ZARROW_MAX_ITEM_BYTES, to read it)")]
     ItemTooLarge {
         /// The element (in chunk order).
         element: u64,

@@ -319,7 +319,12 @@ pub async fn write_array(
     let array_store = store.child(path);
     let meta_bytes = serde_json::to_vec_pretty(&meta).map_err(|e| werr(e.to_string()))?;
     // The metadata must parse as what we meant: the reader's own parser checks it.
-    crate::metadata::parse_v3(path, &meta_bytes)?;
+    // Checked as a reader would parse it, whatever the size of its elements.
+    let limits = crate::ReadLimits {
+        max_item_bytes: crate::data_type::MAX_ITEM_BYTES,
+        ..Default::default()
+    };
+    crate::metadata::parse_v3(path, &meta_bytes, &limits)?;
     array_store
         .put("zarr.json", Bytes::from(meta_bytes))
         .await?;
