@@ -95,11 +95,11 @@ struct TableArgs {
 }
 
 impl TableArgs {
-    /// The options as the `key → value` map the table provider parses: the read limits the
-    /// environment sets (`ZARROW_MAX_ITEM_BYTES`, … — the CLI is where zarrow reads them),
-    /// then the options given, which win.
+    /// The options as the `key → value` map the table provider parses: the settings the
+    /// environment gives (`ZARROW_MAX_ITEM_BYTES`, `ZARROW_TIMEOUT`, … — the CLI is where
+    /// zarrow reads them), then the options given, which win.
     fn to_map(&self) -> HashMap<String, String> {
-        let mut map: HashMap<String, String> = zarrow::ReadLimits::env_options()
+        let mut map: HashMap<String, String> = zarrow::options::env_options()
             .into_iter()
             .chain(self.options.iter().cloned())
             .collect();
@@ -257,6 +257,11 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    // The settings the environment gives are read here, at the edge, into the options of
+    // every command: one that does not parse is an error naming its variable before anything
+    // is read.
+    zarrow::ReadLimits::from_env()?;
+    zarrow::RemoteOptions::from_env().map_err(|e| anyhow!(e))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -268,9 +273,11 @@ fn run(cli: Cli) -> Result<()> {
             Command::Tree(a) => {
                 let open = async {
                     let limits = zarrow::ReadLimits::from_env()?;
-                    let store = zarrow::ZarrStore::open(&a.location)?.with_limits(limits);
+                    let remote = zarrow::RemoteOptions::from_env().map_err(|e| anyhow!(e))?;
+                    let store = zarrow::ZarrStore::open_configured(&a.location, &[], &remote)?
+                        .with_limits(limits);
                     let node = zarrow::Node::open_store(store, "").await?;
-                    zarrow::tree::render_node(&a.location, node).await
+                    Ok::<_, anyhow::Error>(zarrow::tree::render_node(&a.location, node).await?)
                 };
                 let text = open
                     .await

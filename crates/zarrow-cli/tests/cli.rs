@@ -1062,7 +1062,7 @@ fn chunk_size_limit_is_an_option() {
         "{}",
         String::from_utf8_lossy(&raised.stderr)
     );
-    // The metadata limit holds for `tree` too; a variable that is no size is named.
+    // The metadata limit holds for `tree` too; a variable that does not parse is named.
     for (var, value, args, says) in [
         (
             "ZARROW_MAX_METADATA_BYTES",
@@ -1075,6 +1075,13 @@ fn chunk_size_limit_is_an_option() {
             "lots",
             ["tree", OBS],
             "ZARROW_MAX_ITEM_BYTES",
+        ),
+        ("ZARROW_TIMEOUT", "lots", ["tree", OBS], "ZARROW_TIMEOUT"),
+        (
+            "ZARROW_TIMEOUT",
+            "lots",
+            ["sql", "SELECT 1"],
+            "ZARROW_TIMEOUT",
         ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_zarrow"))

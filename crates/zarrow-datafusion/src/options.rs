@@ -26,13 +26,13 @@ extensions_options! {
         pub decode_cf: bool, default = false
         /// Chunk reads in flight at once per partition
         pub concurrency: usize, default = 8
-        /// Remote stores: how long a connection may take (e.g. 5s; empty: ZARROW_CONNECT_TIMEOUT or 5s)
+        /// Remote stores: how long a connection may take (e.g. 5s; empty: 5s)
         pub connect_timeout: String, default = String::new()
-        /// Remote stores: how long one request may take (e.g. 30s; empty: ZARROW_TIMEOUT or 30s)
+        /// Remote stores: how long one request may take (e.g. 30s; empty: 30s)
         pub timeout: String, default = String::new()
-        /// Remote stores: how many times a failing request is retried (empty: ZARROW_MAX_RETRIES or 3)
+        /// Remote stores: how many times a failing request is retried (empty: 3)
         pub max_retries: String, default = String::new()
-        /// Remote stores: for how long a request is retried (e.g. 20s; empty: ZARROW_RETRY_TIMEOUT or 20s)
+        /// Remote stores: for how long a request is retried (e.g. 20s; empty: 20s)
         pub retry_timeout: String, default = String::new()
         /// Icechunk repositories: URL prefixes (comma-separated, * for all) of the containers virtual chunks may be read from
         pub virtual_chunks: String, default = String::new()

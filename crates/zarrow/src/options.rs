@@ -200,31 +200,41 @@ impl ReadLimits {
         Ok(())
     }
 
-    /// The limits set in the environment, as `(key, value)` pairs of [`LIMIT_KEYS`]: what the
-    /// CLI passes on as table options. Only the edges (CLI, Python) call this.
-    pub fn env_options() -> Vec<(String, String)> {
-        LIMIT_KEYS
-            .iter()
-            .filter_map(|(key, var)| Some((key.to_string(), env_value(var)?)))
-            .collect()
-    }
-
-    /// The defaults with the limits the environment sets applied (see [`Self::env_options`]);
-    /// a variable that is not a number of bytes is an error naming it.
+    /// The defaults with the limits the environment sets ([`LIMIT_KEYS`]) applied; a
+    /// variable that is not a number of bytes is an error naming it. Only the edges (the
+    /// CLI, Python) call this.
     pub fn from_env() -> Result<Self> {
         let mut limits = ReadLimits::default();
-        for (key, var) in LIMIT_KEYS {
-            if let Some(value) = env_value(var) {
-                limits.set_named(key, var, &value)?;
-            }
+        for (key, value) in env_values(LIMIT_KEYS) {
+            let var = LIMIT_KEYS
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or("", |e| e.1);
+            limits.set_named(&key, var, &value)?;
         }
         Ok(limits)
     }
 }
 
-/// The value of the environment variable `var`, if set and not blank.
-fn env_value(var: &str) -> Option<String> {
-    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+/// The `(option key, value)` of each `(key, variable)` of `settings` whose environment
+/// variable is set and not blank.
+pub(crate) fn env_values(settings: &[(&str, &str)]) -> Vec<(String, String)> {
+    settings
+        .iter()
+        .filter_map(|(key, var)| {
+            let value = std::env::var(var).ok().filter(|v| !v.trim().is_empty())?;
+            Some((key.to_string(), value))
+        })
+        .collect()
+}
+
+/// Every setting the environment gives, as the table option keys the CLI passes on (read
+/// limits, [`LIMIT_KEYS`], and remote timeouts, [`crate::remote::REMOTE_ENV`]): what the
+/// CLI starts its options from. Only the edges call this.
+pub fn env_options() -> Vec<(String, String)> {
+    let mut options = env_values(LIMIT_KEYS);
+    options.extend(env_values(crate::remote::REMOTE_ENV));
+    options
 }
 
 impl ZarrReadOptions {
