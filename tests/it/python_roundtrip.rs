@@ -24,15 +24,9 @@ fn python() -> Option<PathBuf> {
     if venv.exists() {
         return Some(venv);
     }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!(
-            "CI=true but {} is missing: .ci/run must run tests/fixtures/setup_venvs.sh",
-            venv.display()
-        );
-    }
-    eprintln!(
-        "skipping: no zarr-python venv at {} (run tests/fixtures/setup_venvs.sh)",
-        venv.display()
+    zarrow_testkit::skip_unless_ci(
+        &format!("no zarr-python venv at {}", venv.display()),
+        "run tests/fixtures/setup_venvs.sh (.ci/run does)",
     );
     None
 }

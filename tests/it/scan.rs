@@ -11,38 +11,75 @@ use arrow::array::RecordBatch;
 use arrow::ipc::reader::StreamReader;
 use futures::TryStreamExt;
 use zarrow::{
-    ChunkRanges, Node, ReadLimits, TableModel, TableOptions, ZarrReadOptions,
+    ChunkRanges, ReadLimits, TableModel, TableOptions, ZarrReadOptions,
     ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder, ZarrScan,
 };
 
 use crate::common::{data_dir, run_scan_with};
 
-/// Every node of every fixture store that opens as a table.
+/// Every node of every fixture store that opens as a table; the walk fails listing any that
+/// should and does not.
 async fn fixture_tables() -> Vec<(String, Arc<TableModel>)> {
-    let mut stores: Vec<_> = std::fs::read_dir(data_dir())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "zarr"))
-        .collect();
-    stores.sort();
-    let mut out = Vec::new();
-    for store in stores {
-        let root = store.to_string_lossy().into_owned();
-        let mut locations = vec![root.clone()];
-        if let Ok(Node::Group(g)) = Node::open(&root).await {
-            if let Ok(all) = g.walk().await {
-                locations.extend(all.into_iter().map(|(p, _)| format!("{root}/{p}")));
-            }
-        }
-        for location in locations {
-            if let Ok(model) = TableModel::open(&location, TableOptions::default()).await {
-                out.push((location, Arc::new(model)));
-            }
-        }
-    }
-    out
+    zarrow_testkit::fixture_tables(&TableOptions::default(), NOT_TABLES)
+        .await
+        .into_iter()
+        .map(|(location, model)| (location, Arc::new(model)))
+        .collect()
 }
+
+/// The fixture nodes that are no table, and why (`x*`: in every store whose name starts so).
+const NOT_TABLES: &[(&str, &str)] = &[
+    ("pbmc68k_reduced_*", "an AnnData root: a group of groups"),
+    (
+        "sparse_h5sparse_v2.zarr",
+        "a group holding one sparse matrix (X is its table)",
+    ),
+    (
+        "v2_from_zarr3.zarr",
+        "a collection of unrelated arrays, one table each",
+    ),
+    (
+        "v2_legacy.zarr",
+        "a collection of unrelated arrays, one table each",
+    ),
+    (
+        "v3_bytes.zarr",
+        "a collection of unrelated arrays, one table each",
+    ),
+    (
+        "v3_fixed.zarr",
+        "a collection of unrelated arrays, one table each",
+    ),
+    ("v3_hierarchy*/group_b/empty_group", "an empty group"),
+    (
+        "anndata_v*/layers",
+        "AnnData layers of sparse matrices, one table each",
+    ),
+    ("anndata_uns_*/layers", "empty AnnData layers"),
+    ("pbmc68k_reduced_*/layers", "empty AnnData layers"),
+    (
+        "*/obsm",
+        "AnnData obsm: arrays of different widths, or none",
+    ),
+    ("*/obsp", "AnnData obsp: sparse matrices, one table each"),
+    ("anndata_*/varm", "empty AnnData varm"),
+    ("*/varp", "empty AnnData varp"),
+    ("*/uns", "AnnData uns: unstructured, one table each"),
+    ("*/uns/louvain", "a group of parameters only"),
+    ("*/uns/neighbors", "a group of parameters only"),
+    (
+        "pbmc68k_reduced_*/raw",
+        "AnnData raw: X, var and varm, one table each",
+    ),
+    ("*/raw/varm", "empty AnnData varm"),
+    ("*/obsm/neighbors", "an AnnData awkward array"),
+    ("*/obs/bulk_labels", "a categorical: a column of obs"),
+    ("*/obs/cell_type", "a categorical: a column of obs"),
+    ("*/obs/louvain", "a categorical: a column of obs"),
+    ("*/obs/phase", "a categorical: a column of obs"),
+    ("*/obs/stage", "a categorical: a column of obs"),
+    ("*/obs/tissue", "a categorical: a column of obs"),
+];
 
 async fn collect(builder: ZarrRecordBatchStreamBuilder) -> Vec<RecordBatch> {
     builder.build().unwrap().try_collect().await.unwrap()

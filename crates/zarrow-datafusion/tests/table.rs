@@ -20,11 +20,7 @@ use serde_json::Value;
 use zarrow::ZarrStore;
 use zarrow_datafusion::{zarr_session_context, SessionContextZarrExt, ZarrTable, ZarrTableOptions};
 
-fn fixture(name: &str) -> String {
-    // (canonical: zarrow's local paths do not resolve `..` yet)
-    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/data");
-    format!("{}/{name}", std::fs::canonicalize(data).unwrap().display())
-}
+use zarrow_testkit::fixture;
 
 fn ctx() -> SessionContext {
     zarr_session_context(SessionConfig::new().with_target_partitions(4))

@@ -63,12 +63,7 @@ pub const ICECHUNK_PREFIX: &str = "icechunk+";
 
 #[cfg(test)]
 pub(crate) mod test_util {
-    /// The absolute location of a committed fixture store in `tests/fixtures/data`.
-    pub fn fixture(name: &str) -> String {
-        let data =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/data");
-        format!("{}/{name}", std::fs::canonicalize(data).unwrap().display())
-    }
+    pub use zarrow_testkit::fixture;
 
     /// The values of a Utf8 array, NULL as "NULL".
     pub fn strings(a: &arrow_array::ArrayRef) -> Vec<&str> {
