@@ -124,6 +124,10 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// An error of another library zarrow runs inside (a DataFusion error coming back through
+    /// zarrow's streams), kept whole so the layer that knows its type gets it back.
+    #[error(transparent)]
+    External(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl Error {
@@ -133,6 +137,41 @@ impl Error {
             array: array.into(),
             chunk: chunk.into(),
             source,
+        }
+    }
+
+    /// The path of the array (or node) the error is about, when it names one.
+    pub fn array(&self) -> Option<&str> {
+        match self {
+            Error::Chunk { array, .. }
+            | Error::UnsupportedDataType { array, .. }
+            | Error::UnsupportedCodec { array, .. }
+            | Error::UnsupportedChunkGrid { array, .. }
+            | Error::MustUnderstand { array, .. } => Some(array),
+            Error::Metadata { path, .. }
+            | Error::NodeNotFound { path }
+            | Error::Write { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// The store key of the chunk the error is about (with the inner chunk for sharded
+    /// arrays), when it is about one.
+    pub fn chunk_key(&self) -> Option<&str> {
+        match self {
+            Error::Chunk { chunk, .. } => Some(chunk),
+            _ => None,
+        }
+    }
+
+    /// Where in the store the error happened: the object read (a store error), the metadata
+    /// document, or the location given; `None` when the error names no place.
+    pub fn location(&self) -> Option<&str> {
+        match self {
+            Error::Store { path, .. } => Some(path),
+            Error::Metadata { key, .. } => Some(key),
+            Error::Location { location, .. } => Some(location),
+            _ => None,
         }
     }
 
