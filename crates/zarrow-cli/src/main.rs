@@ -261,7 +261,7 @@ fn run(cli: Cli) -> Result<()> {
     // every command: one that does not parse is an error naming its variable before anything
     // is read.
     zarrow::ReadLimits::from_env()?;
-    zarrow::RemoteOptions::from_env().map_err(|e| anyhow!(e))?;
+    zarrow::RemoteOptions::from_env()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -273,7 +273,7 @@ fn run(cli: Cli) -> Result<()> {
             Command::Tree(a) => {
                 let open = async {
                     let limits = zarrow::ReadLimits::from_env()?;
-                    let remote = zarrow::RemoteOptions::from_env().map_err(|e| anyhow!(e))?;
+                    let remote = zarrow::RemoteOptions::from_env()?;
                     let store = zarrow::ZarrStore::open_configured(&a.location, &[], &remote)?
                         .with_limits(limits);
                     let node = zarrow::Node::open_store(store, "").await?;

@@ -74,7 +74,7 @@ pub(crate) fn env_limits() -> PyResult<ReadLimits> {
 
 /// The remote timeouts and retries the environment sets (`ZARROW_TIMEOUT`, …), else none.
 fn env_remote() -> PyResult<RemoteOptions> {
-    RemoteOptions::from_env().map_err(ZarrowError::new_err)
+    RemoteOptions::from_env().map_err(to_py)
 }
 
 /// Storage options as `object_store` keys and values, sorted.

@@ -128,7 +128,7 @@ impl RemoteOptions {
     /// The defaults with the settings the environment gives ([`REMOTE_ENV`]) applied; a
     /// value that does not parse is an error naming its variable. Only the edges (the CLI,
     /// Python) call this: the library reads no `ZARROW_*` variable on its own.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> crate::Result<Self> {
         let mut options = RemoteOptions::default();
         for (key, value) in crate::options::env_values(REMOTE_ENV) {
             let var = REMOTE_ENV
@@ -137,7 +137,10 @@ impl RemoteOptions {
                 .map_or("", |e| e.1);
             options
                 .set(&key, &value)
-                .map_err(|e| format!("{var}: {e}"))?;
+                .map_err(|message| crate::Error::InvalidOption {
+                    key: var.to_string(),
+                    message,
+                })?;
         }
         Ok(options)
     }
