@@ -5,7 +5,8 @@
 # and two zarrow-executor processes queried over a local store and the S3 one), then the
 # examples, the Python package (its wheel, installed in a fresh venv, under pytest) and a tiny run
 # of the benchmark harness. Needs python3 with venv and PyPI on first run.
-# With CI=true a test whose venv or server is missing fails instead of skipping.
+# With CI=true a test whose venv or tool is missing fails instead of skipping (the rule is
+# zarrow_testkit::skip_unless_ci).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,8 +19,10 @@ step "loopback HTTP and S3 (moto) servers"
 eval "$(bash tests/remote/start.sh)"
 trap 'bash tests/remote/stop.sh' EXIT
 
-step "cargo test --workspace"
-cargo test --workspace
+step "cargo test --workspace (with the tests that need the loopback servers)"
+# Those tests are #[ignore = "needs the loopback servers…"]: a plain `cargo test` lists them as
+# ignored; here the servers run, so they are included (and a missing server fails them).
+cargo test --workspace -- --include-ignored
 
 step "core without optional features"
 cargo test -p zarrow --lib

@@ -266,11 +266,12 @@ fn bench_zarrow_runs(
 ) {
     let o = opts(string_type);
     let all = zarrow::decode::ChunkSelection::Prefix(N);
+    let metrics = zarrow::ScanMetrics::new();
     for zstd in [false, true] {
         let ch = chain(codec.clone(), zstd);
         let bytes = chunk.get(zstd);
         let runs = |bytes: Bytes| {
-            zarrow::decode::ChunkRows::new(&ch, &DataType::String, N, &all, bytes, &o)
+            zarrow::decode::ChunkRows::new(&ch, &DataType::String, N, &all, bytes, &o, &metrics)
                 .expect("decode")
         };
         let mut rows = runs(bytes.clone());

@@ -212,7 +212,7 @@ fuzz_target!(|input: &[u8]| {
         _ => StringType::View,
     };
     let mut opts = ZarrReadOptions::default().with_string_type(string_type);
-    opts.max_chunk_bytes = 1 << 20;
+    opts.limits.max_chunk_bytes = 1 << 20;
     // Whatever decodes must be a valid Arrow array, checked in full.
     if let Ok(array) =
         zarrow::decode::decode_chunk(&chain, &data_type, n, Bytes::copy_from_slice(data), &opts)

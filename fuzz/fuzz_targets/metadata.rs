@@ -42,14 +42,15 @@ fuzz_target!(|input: &[u8]| {
         Some(i) => (&rest[..i], Some(&rest[i + 1..])),
         None => (rest, None),
     };
+    let limits = zarrow::ReadLimits::default();
     match selector % 4 {
         0 => {
-            if let Ok(node) = metadata::parse_v3("fuzz", rest) {
+            if let Ok(node) = metadata::parse_v3("fuzz", rest, &limits) {
                 exercise(&node);
             }
         }
         1 => {
-            if let Ok(meta) = metadata::parse_v2_array("fuzz", doc, attrs) {
+            if let Ok(meta) = metadata::parse_v2_array("fuzz", doc, attrs, &limits) {
                 exercise_array(&meta);
             }
         }
@@ -57,7 +58,7 @@ fuzz_target!(|input: &[u8]| {
             let _ = metadata::parse_v2_group("fuzz", doc, attrs);
         }
         _ => {
-            if let Ok(nodes) = metadata::parse_v2_consolidated("fuzz", rest) {
+            if let Ok(nodes) = metadata::parse_v2_consolidated("fuzz", rest, &limits) {
                 for (_, node) in nodes.iter().take(64) {
                     exercise(node);
                 }

@@ -1,19 +1,12 @@
 //! Shared helpers: fixture paths, reading whole arrays, Arrow values as fixture JSON.
 
-use std::path::PathBuf;
-
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{DataType, TimeUnit};
 use base64::Engine;
 use serde_json::Value;
 use zarrow::{StringType, ZarrReadOptions, ZarrRecordBatchReaderBuilder};
 
-/// The fixture data directory.
-pub fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join("data")
-}
+pub use zarrow_testkit::fixtures_dir as data_dir;
 
 /// Every entry of every `expected_*.json` (those listing arrays).
 pub fn expected_entries() -> Vec<Value> {

@@ -2,7 +2,9 @@
 //! `tests/remote/start.sh` in front of the loopback HTTP server). Transient faults — 5xx, 429,
 //! resets, bodies cut short, slow answers — are retried and the answers are exact; persistent
 //! ones fail naming the array, the chunk and the status; a server that never answers, or a
-//! closed port, fails within the configured timeouts instead of holding the read.
+//! closed port, fails within the configured timeouts instead of holding the read. The tests
+//! that need the proxy are ignored unless asked for (`--include-ignored`, as tests/run-all.sh
+//! does after starting it).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -11,25 +13,10 @@ use arrow::array::RecordBatch;
 use futures::TryStreamExt;
 use zarrow::{RemoteOptions, StringType, TableModel, TableOptions, ZarrScan};
 
+use zarrow_testkit::loopback;
+
 use crate::common::expected_entries;
 use crate::fixtures::check_entries;
-
-fn proxy() -> Option<String> {
-    proxy_from("ZARROW_TEST_FAULT_PROXY")
-}
-
-fn proxy_from(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) => Some(v),
-        Err(_) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("CI=true but {var} is not set: .ci/run must start tests/remote/start.sh")
-        }
-        Err(_) => {
-            eprintln!("skipping: {var} not set (eval \"$(bash tests/remote/start.sh)\")");
-            None
-        }
-    }
-}
 
 /// The proxy's base URL for a fault spec, unique to this call (the proxy counts per spec).
 fn faulty(proxy: &str, spec: &str) -> String {
@@ -70,8 +57,9 @@ fn entries() -> Vec<serde_json::Value> {
 }
 
 #[test]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
 fn transient_faults_are_retried_and_the_answers_exact() {
-    let Some(proxy) = proxy() else { return };
+    let proxy = loopback("ZARROW_TEST_FAULT_PROXY");
     let entries = entries();
     assert!(entries.len() >= 15, "{} fixtures", entries.len());
     // Each fault hits the first request(s) of every key: metadata, chunks, shard indexes.
@@ -92,8 +80,9 @@ fn transient_faults_are_retried_and_the_answers_exact() {
 }
 
 #[tokio::test]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
 async fn persistent_faults_fail_naming_the_array_chunk_and_status() {
-    let Some(proxy) = proxy() else { return };
+    let proxy = loopback("ZARROW_TEST_FAULT_PROXY");
     for (spec, want) in [
         ("status=500,on=chunks", "500"),
         ("status=503,on=chunks", "503"),
@@ -117,8 +106,9 @@ async fn persistent_faults_fail_naming_the_array_chunk_and_status() {
 }
 
 #[tokio::test]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
 async fn a_wrong_body_is_an_error_never_a_wrong_answer() {
-    let Some(proxy) = proxy() else { return };
+    let proxy = loopback("ZARROW_TEST_FAULT_PROXY");
     // Well-formed responses whose bodies lack their last bytes: every chunk kind must notice.
     for path in [
         "v3_strings.zarr/string_no_compression",
@@ -152,8 +142,9 @@ async fn a_wrong_body_is_an_error_never_a_wrong_answer() {
 }
 
 #[tokio::test]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
 async fn a_metadata_document_claiming_100_gib_is_refused_before_it_is_read() {
-    let Some(proxy) = proxy() else { return };
+    let proxy = loopback("ZARROW_TEST_FAULT_PROXY");
     let location = format!(
         "{}/v3_strings.zarr/string_gzip",
         faulty(&proxy, "claim=107374182400,on=zarr.json")
@@ -166,8 +157,9 @@ async fn a_metadata_document_claiming_100_gib_is_refused_before_it_is_read() {
 }
 
 #[tokio::test]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
 async fn a_server_that_never_answers_fails_within_the_timeouts() {
-    let Some(proxy) = proxy() else { return };
+    let proxy = loopback("ZARROW_TEST_FAULT_PROXY");
     let location = format!(
         "{}/v3_strings.zarr/string_gzip",
         faulty(&proxy, "hang,on=chunks")
@@ -214,9 +206,6 @@ async fn a_server_that_never_answers_fails_within_the_timeouts() {
 
 #[tokio::test]
 async fn a_closed_port_fails_at_once() {
-    if proxy().is_none() {
-        return;
-    }
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
@@ -250,8 +239,9 @@ fn bad_remote_settings_are_errors() {
 }
 
 #[tokio::test]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
 async fn a_chunk_claiming_100_gib_is_refused_before_it_is_read() {
-    let Some(proxy) = proxy() else { return };
+    let proxy = loopback("ZARROW_TEST_FAULT_PROXY");
     // int64 chunks: a stored chunk can take at most twice its decoded size and 1 MiB.
     let location = format!(
         "{}/v3_numeric.zarr/int64",
@@ -283,17 +273,16 @@ async fn read_s3(array: &str, endpoint: &str) -> zarrow::Result<Vec<RecordBatch>
 }
 
 #[tokio::test]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
 async fn s3_faults_are_retried_or_named() {
-    let Some(proxy) = proxy_from("ZARROW_TEST_S3_FAULT_PROXY") else {
-        return;
-    };
+    let proxy = loopback("ZARROW_TEST_S3_FAULT_PROXY");
     let arrays = [
         "v3_strings.zarr/string_gzip",
         "v3_strings.zarr/string_sharded",
         "v3_strings.zarr/string_2d",
         "zarrs_vlen.zarr/strings_zstd_index_start",
     ];
-    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/data");
+    let data = zarrow_testkit::fixtures_dir();
     // Transient: once per key, every kind the proxy knows; the answers are those of the
     // local files.
     for spec in [

@@ -5,7 +5,7 @@
 
 use arrow::array::AsArray;
 use arrow::datatypes::Int32Type;
-use zarrow::{ChunkError, Error, ScanMetrics, ZarrArray, ZarrReadOptions};
+use zarrow::{ChunkError, Error, ReadContext, ZarrArray, ZarrReadOptions};
 
 use crate::common::{copy_dir, data_dir, location};
 
@@ -20,12 +20,9 @@ async fn a_chunk_is_three_ranged_reads() {
         .unwrap()
         .len();
 
-    let metrics = ScanMetrics::new();
-    let chunk = array
-        .fetch_chunk_counted(&[1, 4], &metrics)
-        .await
-        .unwrap()
-        .unwrap();
+    let ctx = ReadContext::default();
+    let metrics = &ctx.metrics;
+    let chunk = array.fetch_chunk_in(&[1, 4], &ctx).await.unwrap().unwrap();
     // Shard (20, 30) holds 2 x 2 inner shards (10, 15), each 2 x 3 chunks (5, 5); indexes are
     // 16 bytes an entry and a crc32c.
     let (outer_index, inner_index) = (4 * 16 + 4, 6 * 16 + 4);
@@ -37,7 +34,7 @@ async fn a_chunk_is_three_ranged_reads() {
     );
     assert!(counts.bytes_fetched < shard_size);
     // A chunk of the same inner shard: both indexes are cached.
-    array.fetch_chunk_counted(&[1, 5], &metrics).await.unwrap();
+    array.fetch_chunk_in(&[1, 5], &ctx).await.unwrap();
     assert_eq!(metrics.counts().requests, 4);
 
     let values = array
@@ -49,12 +46,9 @@ async fn a_chunk_is_three_ranged_reads() {
     assert_eq!(values.as_primitive::<Int32Type>().values().to_vec(), want);
 
     // Rows 20..29 were never written: shard c/1/0 is stored, the inner shard is not.
-    let metrics = ScanMetrics::new();
-    assert!(array
-        .fetch_chunk_counted(&[4, 0], &metrics)
-        .await
-        .unwrap()
-        .is_none());
+    let ctx = ReadContext::default();
+    let metrics = &ctx.metrics;
+    assert!(array.fetch_chunk_in(&[4, 0], &ctx).await.unwrap().is_none());
     assert_eq!(metrics.counts().requests, 1);
     assert_eq!(
         array.chunk_location(&[4, 0]).to_string(),

@@ -19,22 +19,7 @@ use zarrow::ZarrStore;
 use crate::common::{json_value, values_equal};
 
 fn python() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let venv = root.join(".venv-zarr3").join("bin").join("python");
-    if venv.exists() {
-        return Some(venv);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!(
-            "CI=true but {} is missing: .ci/run must run tests/fixtures/setup_venvs.sh",
-            venv.display()
-        );
-    }
-    eprintln!(
-        "skipping: no zarr-python venv at {} (run tests/fixtures/setup_venvs.sh)",
-        venv.display()
-    );
-    None
+    zarrow_testkit::venv_python(".venv-zarr3")
 }
 
 struct Case {

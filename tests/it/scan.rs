@@ -11,38 +11,75 @@ use arrow::array::RecordBatch;
 use arrow::ipc::reader::StreamReader;
 use futures::TryStreamExt;
 use zarrow::{
-    ChunkRanges, Node, TableModel, TableOptions, ZarrRecordBatchReaderBuilder,
-    ZarrRecordBatchStreamBuilder, ZarrScan,
+    ChunkRanges, ReadLimits, TableModel, TableOptions, ZarrReadOptions,
+    ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder, ZarrScan,
 };
 
 use crate::common::{data_dir, run_scan_with};
 
-/// Every node of every fixture store that opens as a table.
+/// Every node of every fixture store that opens as a table; the walk fails listing any that
+/// should and does not.
 async fn fixture_tables() -> Vec<(String, Arc<TableModel>)> {
-    let mut stores: Vec<_> = std::fs::read_dir(data_dir())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "zarr"))
-        .collect();
-    stores.sort();
-    let mut out = Vec::new();
-    for store in stores {
-        let root = store.to_string_lossy().into_owned();
-        let mut locations = vec![root.clone()];
-        if let Ok(Node::Group(g)) = Node::open(&root).await {
-            if let Ok(all) = g.walk().await {
-                locations.extend(all.into_iter().map(|(p, _)| format!("{root}/{p}")));
-            }
-        }
-        for location in locations {
-            if let Ok(model) = TableModel::open(&location, TableOptions::default()).await {
-                out.push((location, Arc::new(model)));
-            }
-        }
-    }
-    out
+    zarrow_testkit::fixture_tables(&TableOptions::default(), NOT_TABLES)
+        .await
+        .into_iter()
+        .map(|(location, model)| (location, Arc::new(model)))
+        .collect()
 }
+
+/// The fixture nodes that are no table, and why (`x*`: in every store whose name starts so).
+const NOT_TABLES: &[(&str, &str)] = &[
+    ("pbmc68k_reduced_*", "an AnnData root: a group of groups"),
+    (
+        "sparse_h5sparse_v2.zarr",
+        "a group holding one sparse matrix (X is its table)",
+    ),
+    (
+        "v2_from_zarr3.zarr",
+        "a collection of unrelated arrays, one table each",
+    ),
+    (
+        "v2_legacy.zarr",
+        "a collection of unrelated arrays, one table each",
+    ),
+    (
+        "v3_bytes.zarr",
+        "a collection of unrelated arrays, one table each",
+    ),
+    (
+        "v3_fixed.zarr",
+        "a collection of unrelated arrays, one table each",
+    ),
+    ("v3_hierarchy*/group_b/empty_group", "an empty group"),
+    (
+        "anndata_v*/layers",
+        "AnnData layers of sparse matrices, one table each",
+    ),
+    ("anndata_uns_*/layers", "empty AnnData layers"),
+    ("pbmc68k_reduced_*/layers", "empty AnnData layers"),
+    (
+        "*/obsm",
+        "AnnData obsm: arrays of different widths, or none",
+    ),
+    ("*/obsp", "AnnData obsp: sparse matrices, one table each"),
+    ("anndata_*/varm", "empty AnnData varm"),
+    ("*/varp", "empty AnnData varp"),
+    ("*/uns", "AnnData uns: unstructured, one table each"),
+    ("*/uns/louvain", "a group of parameters only"),
+    ("*/uns/neighbors", "a group of parameters only"),
+    (
+        "pbmc68k_reduced_*/raw",
+        "AnnData raw: X, var and varm, one table each",
+    ),
+    ("*/raw/varm", "empty AnnData varm"),
+    ("*/obsm/neighbors", "an AnnData awkward array"),
+    ("*/obs/bulk_labels", "a categorical: a column of obs"),
+    ("*/obs/cell_type", "a categorical: a column of obs"),
+    ("*/obs/louvain", "a categorical: a column of obs"),
+    ("*/obs/phase", "a categorical: a column of obs"),
+    ("*/obs/stage", "a categorical: a column of obs"),
+    ("*/obs/tissue", "a categorical: a column of obs"),
+];
 
 async fn collect(builder: ZarrRecordBatchStreamBuilder) -> Vec<RecordBatch> {
     builder.build().unwrap().try_collect().await.unwrap()
@@ -60,6 +97,68 @@ fn in_another_process(json: &str) -> Vec<RecordBatch> {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap()
+}
+
+/// The read limits travel in the written-down scan: the process that runs it (a Ballista
+/// executor, a Python worker) holds to the client's, whatever its own environment says — the
+/// library reads no `ZARROW_MAX_*`, only the CLI and Python do, at their edge.
+#[tokio::test]
+async fn a_written_down_scan_keeps_the_clients_limits() {
+    let location = data_dir()
+        .join("v3_strings.zarr/string_zstd")
+        .to_string_lossy()
+        .into_owned();
+    let tight = ReadLimits {
+        max_chunk_bytes: 8,
+        ..Default::default()
+    };
+    let options = TableOptions {
+        read: ZarrReadOptions::default().with_limits(tight),
+        ..Default::default()
+    };
+    let model = TableModel::open(&location, options).await.unwrap();
+    let json = ZarrScan::new(&model).to_json().unwrap();
+    assert_eq!(
+        ZarrScan::from_json(&json).unwrap().options.read.limits,
+        tight
+    );
+    // An executor whose environment would allow the chunks still refuses them.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_run_scan"));
+    command.env("ZARROW_MAX_CHUNK_BYTES", "4294967296");
+    let out = run_scan_with(command, &json);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "the executor read past the client's limit"
+    );
+    assert!(
+        stderr.contains("string_zstd") && stderr.contains("chunk '"),
+        "{stderr}"
+    );
+    // And one whose environment sets tiny limits reads a scan planned with the defaults.
+    let model = TableModel::open(&location, TableOptions::default())
+        .await
+        .unwrap();
+    let json = ZarrScan::new(&model).to_json().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_run_scan"));
+    for var in [
+        "ZARROW_MAX_CHUNK_BYTES",
+        "ZARROW_MAX_ITEM_BYTES",
+        "ZARROW_MAX_METADATA_BYTES",
+    ] {
+        command.env(var, "8");
+    }
+    let out = run_scan_with(command, &json);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: usize = StreamReader::try_new(std::io::Cursor::new(out.stdout), None)
+        .unwrap()
+        .map(|b| b.unwrap().num_rows())
+        .sum();
+    assert_eq!(rows as u64, model.num_rows());
 }
 
 #[tokio::test]

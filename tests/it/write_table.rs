@@ -224,27 +224,9 @@ async fn zarrow_reads_back(location: &str, batch: &RecordBatch, dimension: &str)
     }
 }
 
-fn venv_python(venv: &str) -> Option<PathBuf> {
-    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(venv)
-        .join("bin")
-        .join("python");
-    if python.exists() {
-        return Some(python);
-    }
-    assert!(
-        std::env::var("CI").map_or(true, |v| v != "true"),
-        "CI=true but {} is missing",
-        python.display()
-    );
-    eprintln!("skipping: no {}", python.display());
-    None
-}
-
 /// The columns the writer's own reader (`mode` zarr or xarray, in `venv`) reads from `store`.
 fn python_reads(venv: &str, mode: &str, store: &Path) -> Option<Map<String, Value>> {
-    let python = venv_python(venv)?;
+    let python = zarrow_testkit::venv_python(venv)?;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/read_table_back.py");
     let out = Command::new(python)
         .arg(script)
@@ -369,10 +351,9 @@ async fn sharded_arrow_vlen_round_trip() {
 /// `COPY … STORED AS ZARR` and `write_table` to S3 (moto on loopback, started by
 /// tests/remote/start.sh), read back over S3 by zarrow and by the session.
 #[tokio::test]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
 async fn copy_and_write_table_to_s3() {
-    let Some(bucket) = crate::remote::server("ZARROW_TEST_S3") else {
-        return;
-    };
+    let bucket = zarrow_testkit::loopback("ZARROW_TEST_S3");
     let ctx = zarrow_datafusion::zarr_session_context(Default::default());
     for (name, options) in [
         ("v3", "chunk_rows 2"),

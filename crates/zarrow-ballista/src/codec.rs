@@ -449,12 +449,7 @@ mod tests {
     use super::*;
     use crate::carrier::scan_as_file_groups;
 
-    fn fixture(path: &str) -> String {
-        format!(
-            "{}/../../tests/fixtures/data/{path}",
-            env!("CARGO_MANIFEST_DIR")
-        )
-    }
+    use zarrow_testkit::fixture;
 
     async fn planned_scan(sql: &str) -> ZarrScanExec {
         let ctx = SessionContext::new_with_config(

@@ -4,8 +4,10 @@
 //! both executors read chunks; an executor that cannot read a chunk is named in the error; an
 //! executor killed mid-query never makes a wrong answer.
 //!
-//! The S3 and HTTP parts need the loopback servers (`eval "$(bash tests/remote/start.sh)"`):
-//! without them they say so and pass, under CI (`CI=true`) they fail.
+//! The S3 and fault-proxy parts need the loopback servers (`eval "$(bash
+//! tests/remote/start.sh)"`): the fault tests are ignored unless asked for (tests/run-all.sh
+//! runs them with `--include-ignored`); the S3 queries of the cluster test are skipped without
+//! the server, except under CI (`CI=true`), where that fails.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -17,20 +19,6 @@ use zarrow_datafusion::zarr_session_context;
 
 mod common;
 use common::{data, try_run as run};
-
-/// A loopback server's address from the environment; under CI it must be there.
-fn server(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("CI=true but {var} is not set: .ci/run must start tests/remote/start.sh")
-        }
-        _ => {
-            eprintln!("{var} not set (run tests/remote/start.sh): skipping that part");
-            None
-        }
-    }
-}
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -212,7 +200,7 @@ async fn a_scheduler_and_two_executors_answer_as_one_process() {
         format!("SELECT cell_type, count(*) FROM '{anndata}/obs' GROUP BY cell_type"),
         format!("SELECT * FROM '{}/string_sharded_2d'", data("v3_strings.zarr")),
     ];
-    if let Some(s3) = server("ZARROW_TEST_S3") {
+    if let Some(s3) = zarrow_testkit::optional_loopback("ZARROW_TEST_S3") {
         queries.push(format!(
             "SELECT o.bulk_labels, count(*), round(sum(x.\"X\"), 3) FROM '{s3}/pbmc68k_reduced_v3.zarr/raw/X' x \
              JOIN '{s3}/pbmc68k_reduced_v3.zarr/obs' o ON x.dim_0 = o.dim_0 GROUP BY o.bulk_labels"
@@ -292,21 +280,17 @@ fn zarrow_cli() -> Option<PathBuf> {
     if path.is_file() {
         return Some(path);
     }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("CI=true but {} was not built", path.display());
-    }
-    eprintln!(
-        "{} not built (cargo build -p zarrow-cli): skipping the CLI part",
-        path.display()
+    zarrow_testkit::skip_unless_ci(
+        &format!("{} was not built", path.display()),
+        "cargo build -p zarrow-cli; cargo test --workspace builds it",
     );
     None
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
 async fn an_executor_that_cannot_read_a_chunk_is_named() {
-    let Some(proxy) = server("ZARROW_TEST_FAULT_PROXY") else {
-        return;
-    };
+    let proxy = zarrow_testkit::loopback("ZARROW_TEST_FAULT_PROXY");
     let cluster = Cluster::start(1);
     let client = cluster.client().await;
     // Metadata reads pass (the client and the scheduler plan); every chunk read fails.
@@ -336,10 +320,9 @@ async fn an_executor_that_cannot_read_a_chunk_is_named() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
 async fn an_executor_killed_mid_query_never_gives_a_wrong_answer() {
-    let Some(proxy) = server("ZARROW_TEST_FAULT_PROXY") else {
-        return;
-    };
+    let proxy = zarrow_testkit::loopback("ZARROW_TEST_FAULT_PROXY");
     let mut cluster = Cluster::start(2);
     let client = cluster.client().await;
     let local = zarr_session_context(config());

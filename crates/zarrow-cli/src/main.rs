@@ -88,15 +88,22 @@ struct TableArgs {
     string_type: Option<StringTypeArg>,
     /// A table option, `key=value`; repeatable. Keys: `string_type`, `fill_as_null=true`
     /// (fill values become NULL), `decode_cf=true` (CF conventions), `arrays=a,b` (the arrays of
-    /// a group table), `concurrency=N` (chunk reads in flight).
+    /// a group table), `concurrency=N` (chunk reads in flight), `max_item_bytes=N`,
+    /// `max_chunk_bytes=N`, `max_metadata_bytes=N` (read limits in bytes; defaults from
+    /// `ZARROW_MAX_ITEM_BYTES`, `ZARROW_MAX_CHUNK_BYTES`, `ZARROW_MAX_METADATA_BYTES`).
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     options: Vec<(String, String)>,
 }
 
 impl TableArgs {
-    /// The options as the `key → value` map the table provider parses.
+    /// The options as the `key → value` map the table provider parses: the settings the
+    /// environment gives (`ZARROW_MAX_ITEM_BYTES`, `ZARROW_TIMEOUT`, … — the CLI is where
+    /// zarrow reads them), then the options given, which win.
     fn to_map(&self) -> HashMap<String, String> {
-        let mut map: HashMap<String, String> = self.options.iter().cloned().collect();
+        let mut map: HashMap<String, String> = zarrow::options::env_options()
+            .into_iter()
+            .chain(self.options.iter().cloned())
+            .collect();
         if let Some(t) = self.string_type {
             map.insert("string_type".into(), t.option_value().into());
         }
@@ -253,6 +260,11 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    // The settings the environment gives are read here, at the edge, into the options of
+    // every command: one that does not parse is an error naming its variable before anything
+    // is read.
+    zarrow::ReadLimits::from_env()?;
+    zarrow::RemoteOptions::from_env()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -262,7 +274,15 @@ fn run(cli: Cli) -> Result<()> {
             Command::Sql(a) => sql::run(a).await,
             Command::Schema(a) => schema::run(a).await,
             Command::Tree(a) => {
-                let text = zarrow::tree::render(&a.location)
+                let open = async {
+                    let limits = zarrow::ReadLimits::from_env()?;
+                    let remote = zarrow::RemoteOptions::from_env()?;
+                    let store = zarrow::ZarrStore::open_configured(&a.location, &[], &remote)?
+                        .with_limits(limits);
+                    let node = zarrow::Node::open_store(store, "").await?;
+                    Ok::<_, anyhow::Error>(zarrow::tree::render_node(&a.location, node).await?)
+                };
+                let text = open
                     .await
                     .with_context(|| format!("cannot open '{}'", a.location))?;
                 let mut out = std::io::stdout().lock();

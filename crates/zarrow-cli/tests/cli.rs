@@ -819,21 +819,6 @@ fn help_and_version() {
     assert!(ok(&["export", "--help"]).contains("arrow-stream"));
 }
 
-/// The base URL of a loopback server started by `tests/remote/start.sh` (which `tests/run-all.sh`
-/// runs); without it the remote tests skip, except under CI (`CI=true`), where they fail.
-fn remote(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) => Some(v),
-        Err(_) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("CI=true but {var} is not set: run tests/remote/start.sh first")
-        }
-        Err(_) => {
-            eprintln!("skipping: {var} not set (eval \"$(bash tests/remote/start.sh)\" to run)");
-            None
-        }
-    }
-}
-
 /// The same queries over a remote base and over the local fixtures give the same CSV.
 fn same_over(base: &str) {
     let queries = [
@@ -887,19 +872,19 @@ fn same_files_over(base: &str) {
 }
 
 #[test]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
 fn sql_over_http() {
-    if let Some(base) = remote("ZARROW_TEST_HTTP") {
-        same_over(&base);
-        same_files_over(&base);
-    }
+    let base = zarrow_testkit::loopback("ZARROW_TEST_HTTP");
+    same_over(&base);
+    same_files_over(&base);
 }
 
 #[test]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
 fn sql_over_s3() {
-    if let Some(base) = remote("ZARROW_TEST_S3") {
-        same_over(&base);
-        same_files_over(&base);
-    }
+    let base = zarrow_testkit::loopback("ZARROW_TEST_S3");
+    same_over(&base);
+    same_files_over(&base);
 }
 
 #[test]
@@ -1048,6 +1033,52 @@ fn chunk_size_limit_is_an_option() {
         "{stderr}"
     );
     ok(&["sql", &sql]);
+    // The same limit as a table option (which wins over the environment).
+    let err = fails(&["sql", "--option", "max_chunk_bytes=100", &sql]);
+    assert!(err.contains("barcode") && err.contains("100"), "{err}");
+    let raised = Command::new(env!("CARGO_BIN_EXE_zarrow"))
+        .args(["sql", "--option", "max_chunk_bytes=1000000", &sql])
+        .current_dir(root())
+        .env("ZARROW_MAX_CHUNK_BYTES", "100")
+        .output()
+        .unwrap();
+    assert!(
+        raised.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raised.stderr)
+    );
+    // The metadata limit holds for `tree` too; a variable that does not parse is named.
+    for (var, value, args, says) in [
+        (
+            "ZARROW_MAX_METADATA_BYTES",
+            "10",
+            ["tree", OBS],
+            "max_metadata_bytes",
+        ),
+        (
+            "ZARROW_MAX_ITEM_BYTES",
+            "lots",
+            ["tree", OBS],
+            "ZARROW_MAX_ITEM_BYTES",
+        ),
+        ("ZARROW_TIMEOUT", "lots", ["tree", OBS], "ZARROW_TIMEOUT"),
+        (
+            "ZARROW_TIMEOUT",
+            "lots",
+            ["sql", "SELECT 1"],
+            "ZARROW_TIMEOUT",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_zarrow"))
+            .args(args)
+            .current_dir(root())
+            .env(var, value)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{var}={value}: {stderr}");
+        assert!(stderr.contains(says), "{var}={value}: {stderr}");
+    }
 }
 
 #[test]
@@ -1472,11 +1503,11 @@ fn shell_in_a_pseudo_terminal() {
         .env("TERM", "xterm");
     let mut shell = match Session::spawn(cmd) {
         Ok(s) => s,
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("CI=true but no pseudo-terminal: {e}")
-        }
         Err(e) => {
-            eprintln!("skipping: cannot open a pseudo-terminal: {e}");
+            zarrow_testkit::skip_unless_ci(
+                &format!("cannot open a pseudo-terminal: {e}"),
+                "the shell test needs one",
+            );
             return;
         }
     };

@@ -375,8 +375,8 @@ impl ExecutionPlan for ZarrScanExec {
                 futures::stream::once(async move {
                     let model = match store {
                         Some(store) => {
-                            let node = zarrow::Node::open_store(store, &scan.location).await?;
-                            TableModel::from_node(node, scan.options.clone()).await?
+                            TableModel::open_store(store, &scan.location, scan.options.clone())
+                                .await?
                         }
                         None => TableModel::open(&scan.location, scan.options.clone()).await?,
                     };

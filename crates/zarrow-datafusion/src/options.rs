@@ -7,9 +7,10 @@ use datafusion::common::config::{ConfigEntry, ConfigOptions, ExtensionOptions};
 use datafusion::common::extensions_options;
 use datafusion::config::ConfigExtension;
 use datafusion::error::{DataFusionError, Result};
+use zarrow::options::LIMIT_KEYS;
 use zarrow::remote::REMOTE_KEYS;
 use zarrow::table::TableOptions;
-use zarrow::{RemoteOptions, StringType, ZarrReadOptions};
+use zarrow::{ReadLimits, RemoteOptions, StringType, ZarrReadOptions};
 
 use crate::error::to_datafusion_error;
 
@@ -25,16 +26,22 @@ extensions_options! {
         pub decode_cf: bool, default = false
         /// Chunk reads in flight at once per partition
         pub concurrency: usize, default = 8
-        /// Remote stores: how long a connection may take (e.g. 5s; empty: ZARROW_CONNECT_TIMEOUT or 5s)
+        /// Remote stores: how long a connection may take (e.g. 5s; empty: 5s)
         pub connect_timeout: String, default = String::new()
-        /// Remote stores: how long one request may take (e.g. 30s; empty: ZARROW_TIMEOUT or 30s)
+        /// Remote stores: how long one request may take (e.g. 30s; empty: 30s)
         pub timeout: String, default = String::new()
-        /// Remote stores: how many times a failing request is retried (empty: ZARROW_MAX_RETRIES or 3)
+        /// Remote stores: how many times a failing request is retried (empty: 3)
         pub max_retries: String, default = String::new()
-        /// Remote stores: for how long a request is retried (e.g. 20s; empty: ZARROW_RETRY_TIMEOUT or 20s)
+        /// Remote stores: for how long a request is retried (e.g. 20s; empty: 20s)
         pub retry_timeout: String, default = String::new()
         /// Icechunk repositories: URL prefixes (comma-separated, * for all) of the containers virtual chunks may be read from
         pub virtual_chunks: String, default = String::new()
+        /// The largest element (string, bytes, fixed-size item) read, in bytes (default 16 MiB)
+        pub max_item_bytes: usize, default = zarrow::data_type::DEFAULT_MAX_ITEM_BYTES
+        /// The largest decoded variable-length chunk read, in bytes (default 2 GiB)
+        pub max_chunk_bytes: usize, default = zarrow::options::DEFAULT_MAX_CHUNK_BYTES
+        /// The largest metadata document read, in bytes (default 256 MiB)
+        pub max_metadata_bytes: u64, default = zarrow::store::DEFAULT_MAX_METADATA_BYTES
     }
 }
 
@@ -128,6 +135,10 @@ pub struct ZarrTableOptions {
     /// Timeouts and retries of a remote store (`connect_timeout`, `timeout`, `max_retries`,
     /// `retry_timeout`; see [`zarrow::remote`]).
     pub remote: RemoteOptions,
+    /// What zarrow allocates at most for sizes the data claims (`max_item_bytes`,
+    /// `max_chunk_bytes`, `max_metadata_bytes`): they travel with the table and its scans,
+    /// so executors hold to the client's limits.
+    pub limits: ReadLimits,
 }
 
 /// The option keys, as written in `OPTIONS (…)` (also accepted with a `format.` or
@@ -152,7 +163,8 @@ fn parse_bool(key: &str, value: &str) -> Result<bool> {
 
 impl ZarrTableOptions {
     /// Parse table options: `string_type` (utf8, large_utf8, view), `fill_as_null`,
-    /// `decode_cf` (true/false), `arrays` (comma-separated child array names), and for remote
+    /// `decode_cf` (true/false), `arrays` (comma-separated child array names), the read
+    /// limits `max_item_bytes`, `max_chunk_bytes`, `max_metadata_bytes` (bytes), and for remote
     /// stores `connect_timeout`, `timeout`, `retry_timeout` (`500ms`, `5s`, `2m`) and
     /// `max_retries`. Keys may carry a
     /// `format.` or `zarrow.` prefix (DataFusion adds `format.` to unqualified keys); any
@@ -184,6 +196,11 @@ impl ZarrTableOptions {
             decode_cf: config.decode_cf,
             arrays: None,
             remote,
+            limits: ReadLimits {
+                max_item_bytes: config.max_item_bytes,
+                max_chunk_bytes: config.max_chunk_bytes,
+                max_metadata_bytes: config.max_metadata_bytes,
+            },
         })
     }
 
@@ -213,12 +230,16 @@ impl ZarrTableOptions {
                     self.arrays = (!names.is_empty()).then_some(names);
                 }
                 key if REMOTE_KEYS.contains(&key) => set_remote(&mut self.remote, key, value)?,
+                key if LIMIT_KEYS.iter().any(|(k, _)| *k == key) => {
+                    self.limits.set(key, value).map_err(to_datafusion_error)?
+                }
                 _ => {
                     return Err(DataFusionError::Configuration(format!(
                         "unknown zarr table option '{key}'; expected one of {}",
                         KEYS.iter()
                             .chain(REMOTE_KEYS)
                             .copied()
+                            .chain(LIMIT_KEYS.iter().map(|(k, _)| *k))
                             .collect::<Vec<_>>()
                             .join(", ")
                     )))
@@ -246,6 +267,12 @@ impl ZarrTableOptions {
         self
     }
 
+    /// Set the read limits (see [`ReadLimits`]).
+    pub fn with_limits(mut self, limits: ReadLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// Set the arrays a group table is built from.
     pub fn with_arrays(mut self, arrays: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.arrays = Some(arrays.into_iter().map(Into::into).collect());
@@ -255,7 +282,9 @@ impl ZarrTableOptions {
     /// The core crate's table options (reads with default concurrency; scans set their own).
     pub fn to_table_options(&self) -> TableOptions {
         TableOptions {
-            read: ZarrReadOptions::default().with_string_type(self.string_type),
+            read: ZarrReadOptions::default()
+                .with_string_type(self.string_type)
+                .with_limits(self.limits),
             fill_as_null: self.fill_as_null,
             decode_cf: self.decode_cf,
             arrays: self.arrays.clone(),

@@ -24,8 +24,7 @@ fn chunks_hang(path: &Path) -> bool {
 
 /// A store over the fixture `name` whose chunk GETs never answer.
 fn hanging(name: &str) -> (ZarrStore, Arc<CountingStore>) {
-    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/data");
-    let root = std::fs::canonicalize(data).unwrap().join(name);
+    let root = zarrow_testkit::fixtures_dir().join(name);
     let mut store = CountingStore::new(Arc::new(LocalFileSystem::new()));
     store.hang = Some(chunks_hang);
     let store = Arc::new(store);

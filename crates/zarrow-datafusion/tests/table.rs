@@ -20,11 +20,7 @@ use serde_json::Value;
 use zarrow::ZarrStore;
 use zarrow_datafusion::{zarr_session_context, SessionContextZarrExt, ZarrTable, ZarrTableOptions};
 
-fn fixture(name: &str) -> String {
-    // (canonical: zarrow's local paths do not resolve `..` yet)
-    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/data");
-    format!("{}/{name}", std::fs::canonicalize(data).unwrap().display())
-}
+use zarrow_testkit::fixture;
 
 fn ctx() -> SessionContext {
     zarr_session_context(SessionConfig::new().with_target_partitions(4))
@@ -494,4 +490,40 @@ async fn a_store_the_application_registered_is_used_as_is() {
     )
     .await
     .is_err());
+}
+
+/// A corrupt chunk fails the query with zarrow's typed error inside DataFusion's: it comes
+/// back out naming the array and the chunk key.
+#[tokio::test]
+async fn a_corrupt_chunk_names_its_array_and_chunk_through_sql() {
+    let store = Arc::new(InMemory::new());
+    let meta = std::fs::read(fixture("v3_strings.zarr/string_zstd/zarr.json")).unwrap();
+    for (key, bytes) in [
+        ("s.zarr/zarr.json", meta),
+        ("s.zarr/c/1", b"not zstd at all".to_vec()),
+    ] {
+        object_store::ObjectStoreExt::put(store.as_ref(), &Path::from(key), bytes.into())
+            .await
+            .unwrap();
+    }
+    let ctx = ctx();
+    let table =
+        ZarrTable::try_new_with_store(ZarrStore::new(store, "s.zarr"), ZarrTableOptions::default())
+            .await
+            .unwrap();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let err = ctx
+        .sql("SELECT * FROM t")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err();
+    let e = zarrow_datafusion::from_datafusion_error(err);
+    assert!(
+        matches!(e, zarrow::Error::Chunk { .. }),
+        "not the chunk error: {e:?}"
+    );
+    assert_eq!(e.chunk_key(), Some("c/1"), "{e}");
+    assert!(e.array().is_some_and(|a| a.contains("s.zarr")), "{e}");
 }

@@ -1,6 +1,8 @@
 //! zarrow's errors as Python exceptions: `ZarrowError`, and under it `NotFoundError`,
 //! `UnsupportedError` (data types, codecs), `MetadataError`, `CorruptChunkError` (the message
-//! names the array and chunk) and `StoreError`.
+//! names the array and chunk) and `StoreError`. Every one has the attributes `array` (the
+//! array or node path), `chunk` (the chunk's store key) and `location` (the object or
+//! metadata document read, or the location given), `None` where the error names none.
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -51,11 +53,34 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MetadataError", py.get_type::<MetadataError>())?;
     m.add("CorruptChunkError", py.get_type::<CorruptChunkError>())?;
     m.add("StoreError", py.get_type::<StoreError>())?;
+    // Class-level defaults: an exception that names no array, chunk or location says None.
+    let base = py.get_type::<ZarrowError>();
+    for name in CONTEXT {
+        base.setattr(name, py.None())?;
+    }
     Ok(())
 }
 
+/// The attributes of every zarrow exception that say where the error happened.
+const CONTEXT: [&str; 3] = ["array", "chunk", "location"];
+
 /// The exception for a zarrow error.
 pub(crate) fn to_py(e: zarrow::Error) -> PyErr {
+    let context = [e.array(), e.chunk_key(), e.location()].map(|v| v.map(str::to_string));
+    let err = exception(e);
+    Python::attach(|py| {
+        let value = err.value(py);
+        for (name, v) in CONTEXT.into_iter().zip(context) {
+            if let Err(e) = value.setattr(name, v) {
+                return e;
+            }
+        }
+        err.clone_ref(py)
+    })
+}
+
+/// The exception class of a zarrow error, with its message.
+fn exception(e: zarrow::Error) -> PyErr {
     use zarrow::Error as E;
     let message = e.to_string();
     match e {

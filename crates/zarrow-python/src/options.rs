@@ -1,9 +1,14 @@
 //! Keyword options of the Python API → zarrow's table options and store options.
+//!
+//! This is one of zarrow's two edges (the CLI is the other) where the environment is read:
+//! the read limits (`ZARROW_MAX_ITEM_BYTES`, `ZARROW_MAX_CHUNK_BYTES`,
+//! `ZARROW_MAX_METADATA_BYTES`) and remote timeouts (`ZARROW_TIMEOUT`, …) become fields of the
+//! options, which travel with every scan.
 
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
-use zarrow::{StringType, ZarrStore};
+use zarrow::{ReadLimits, RemoteOptions, StringType, ZarrStore};
 use zarrow_datafusion::ZarrTableOptions;
 
 use crate::errors::{to_py, ZarrowError};
@@ -31,9 +36,10 @@ pub(crate) struct TableKwargs {
 }
 
 impl TableKwargs {
-    /// As zarrow-datafusion's table options.
+    /// As zarrow-datafusion's table options, with the read limits of the environment.
     pub(crate) fn table_options(&self) -> PyResult<ZarrTableOptions> {
-        let mut options = ZarrTableOptions::default();
+        let mut options = ZarrTableOptions::default().with_limits(env_limits()?);
+        options.remote = env_remote()?;
         if let Some(t) = &self.string_type {
             options = options.with_string_type(StringType::parse(t).map_err(to_py)?);
         }
@@ -53,7 +59,7 @@ impl TableKwargs {
     }
 
     /// The store at `location`, with the storage options (credentials, endpoints) given,
-    /// over those of the environment.
+    /// over those of the environment, and the read limits of the environment.
     pub(crate) fn store(&self, location: &str) -> PyResult<ZarrStore> {
         if let Some(given) = &self.storage_options {
             crate::usage::check_storage_options(location, given)?;
@@ -66,8 +72,22 @@ impl TableKwargs {
         if let Some(reference) = &self.reference {
             options.push(("ref".into(), reference.clone()));
         }
-        ZarrStore::open_with_options(location, &options).map_err(to_py)
+        Ok(
+            ZarrStore::open_configured(location, &options, &env_remote()?)
+                .map_err(to_py)?
+                .with_limits(env_limits()?),
+        )
     }
+}
+
+/// The read limits the environment sets (`ZARROW_MAX_*`), else the defaults.
+pub(crate) fn env_limits() -> PyResult<ReadLimits> {
+    ReadLimits::from_env().map_err(to_py)
+}
+
+/// The remote timeouts and retries the environment sets (`ZARROW_TIMEOUT`, …), else none.
+fn env_remote() -> PyResult<RemoteOptions> {
+    RemoteOptions::from_env().map_err(to_py)
 }
 
 /// Storage options as `object_store` keys and values, sorted.

@@ -526,32 +526,36 @@ pub const MAX_ITEM_BYTES: usize = i32::MAX as usize;
 /// data type in hostile metadata can make zarrow allocate; a variable-length item (string,
 /// bytes) longer than this is a chunk error on every decode path, and a chunk of `n` of them
 /// decodes to at most `n` × (4 + this) bytes (the bound every decompressor of the chunk stops
-/// at). `ZARROW_MAX_ITEM_BYTES` raises it up to [`MAX_ITEM_BYTES`].
+/// at). [`crate::ReadLimits::max_item_bytes`] raises it up to [`MAX_ITEM_BYTES`].
 pub const DEFAULT_MAX_ITEM_BYTES: usize = 16 << 20;
 
-/// The element size limit in force (see [`DEFAULT_MAX_ITEM_BYTES`]).
-pub fn max_item_bytes() -> usize {
-    std::env::var("ZARROW_MAX_ITEM_BYTES")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .unwrap_or(DEFAULT_MAX_ITEM_BYTES)
-        .min(MAX_ITEM_BYTES)
-}
-
+/// An element size no numpy dtype has is malformed metadata. The item limit of the read
+/// options is held to by the metadata parser ([`check_item_limit`]), before the fill value
+/// is built.
 fn check_item_bytes(name: &str, bytes: usize) -> Result<usize, String> {
     if bytes > MAX_ITEM_BYTES {
         return Err(format!(
             "{name}: an element of {bytes} bytes is larger than numpy allows ({MAX_ITEM_BYTES})"
         ));
     }
-    let max = max_item_bytes();
-    if bytes > max {
-        return Err(format!(
-            "{name}: an element of {bytes} bytes is larger than the {max} bytes zarrow reads \
-             (set ZARROW_MAX_ITEM_BYTES to read it)"
-        ));
-    }
     Ok(bytes)
+}
+
+/// A fixed-size `data_type` whose element is larger than the item limit of `limits` is an
+/// error (what it says: the sizes and the setting that raises the limit).
+pub fn check_item_limit(
+    data_type: &DataType,
+    limits: &crate::ReadLimits,
+) -> Result<(), DataTypeError> {
+    let max = limits.item_bytes();
+    match data_type.fixed_size() {
+        Some(bytes) if bytes > max => Err(DataTypeError::Invalid(format!(
+            "{}: an element of {bytes} bytes is larger than the {max} bytes zarrow reads \
+             (raise max_item_bytes, ZARROW_MAX_ITEM_BYTES, to read it)",
+            data_type.name()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Marker message: the data type is unknown (the caller turns it into `UnsupportedDataType`).
@@ -980,12 +984,19 @@ mod tests {
                 "{dtype}: {e:?}"
             );
         }
-        // Over the default limit: refused, naming the setting that raises it.
-        let e = parse_v2_dtype("<U536870911").unwrap_err();
+        // Over the item limit of the read options: refused, naming the setting that raises
+        // it; within a raised one, read.
+        let (big, _) = parse_v2_dtype("<U536870911").unwrap();
+        let e = check_item_limit(&big, &crate::ReadLimits::default()).unwrap_err();
         assert!(
-            matches!(&e, DataTypeError::Invalid(m) if m.contains("ZARROW_MAX_ITEM_BYTES")),
+            matches!(&e, DataTypeError::Invalid(m) if m.contains("max_item_bytes")),
             "{e:?}"
         );
+        let raised = crate::ReadLimits {
+            max_item_bytes: 1 << 31,
+            ..Default::default()
+        };
+        assert!(check_item_limit(&big, &raised).is_ok());
         assert_eq!(
             parse_v2_dtype("<U4194304").unwrap().0,
             DataType::FixedUtf32 {

@@ -91,6 +91,15 @@ pub enum Error {
         #[source]
         source: object_store::Error,
     },
+    /// An option or setting (a table option, a session setting, an environment variable the
+    /// CLI or Python reads) whose value is not valid.
+    #[error("option '{key}': {message}")]
+    InvalidOption {
+        /// The option's key, or the environment variable.
+        key: String,
+        /// What is wrong with the value.
+        message: String,
+    },
     /// An argument that does not fit the array (selection out of range, wrong column, …).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -115,6 +124,10 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// An error of another library zarrow runs inside (a DataFusion error coming back through
+    /// zarrow's streams), kept whole so the layer that knows its type gets it back.
+    #[error(transparent)]
+    External(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl Error {
@@ -124,6 +137,41 @@ impl Error {
             array: array.into(),
             chunk: chunk.into(),
             source,
+        }
+    }
+
+    /// The path of the array (or node) the error is about, when it names one.
+    pub fn array(&self) -> Option<&str> {
+        match self {
+            Error::Chunk { array, .. }
+            | Error::UnsupportedDataType { array, .. }
+            | Error::UnsupportedCodec { array, .. }
+            | Error::UnsupportedChunkGrid { array, .. }
+            | Error::MustUnderstand { array, .. } => Some(array),
+            Error::Metadata { path, .. }
+            | Error::NodeNotFound { path }
+            | Error::Write { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// The store key of the chunk the error is about (with the inner chunk for sharded
+    /// arrays), when it is about one.
+    pub fn chunk_key(&self) -> Option<&str> {
+        match self {
+            Error::Chunk { chunk, .. } => Some(chunk),
+            _ => None,
+        }
+    }
+
+    /// Where in the store the error happened: the object read (a store error), the metadata
+    /// document, or the location given; `None` when the error names no place.
+    pub fn location(&self) -> Option<&str> {
+        match self {
+            Error::Store { path, .. } => Some(path),
+            Error::Metadata { key, .. } => Some(key),
+            Error::Location { location, .. } => Some(location),
+            _ => None,
         }
     }
 
@@ -214,8 +262,8 @@ pub enum ChunkError {
     #[error("{0}")]
     TooLarge(String),
     /// A variable-length element longer than the item limit
-    /// ([`crate::data_type::max_item_bytes`], `ZARROW_MAX_ITEM_BYTES`).
-    #[error("element {element} is {bytes} bytes, more than the {limit} bytes zarrow reads (set ZARROW_MAX_ITEM_BYTES to read it)")]
+    /// ([`crate::ReadLimits::max_item_bytes`]).
+    #[error("element {element} is {bytes} bytes, more than the {limit} bytes zarrow reads (raise max_item_bytes, ZARROW_MAX_ITEM_BYTES, to read it)")]
     ItemTooLarge {
         /// The element (in chunk order).
         element: u64,

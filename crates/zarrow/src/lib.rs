@@ -48,7 +48,7 @@ pub use grid::{ChunkGrid, ChunkRanges};
 pub use metadata::{ArrayMetadata, DataType, GroupMetadata, NodeMetadata, StructField};
 pub use metrics::{ScanCounts, ScanMetrics};
 pub use node::{Node, ZarrGroup};
-pub use options::{BinaryType, StringType, ZarrReadOptions};
+pub use options::{BinaryType, ReadLimits, StringType, ZarrReadOptions};
 pub use reader::{
     ZarrRecordBatchReader, ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder,
 };
@@ -65,12 +65,7 @@ pub const ICECHUNK_PREFIX: &str = "icechunk+";
 
 #[cfg(test)]
 pub(crate) mod test_util {
-    /// The absolute location of a committed fixture store in `tests/fixtures/data`.
-    pub fn fixture(name: &str) -> String {
-        let data =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/data");
-        format!("{}/{name}", std::fs::canonicalize(data).unwrap().display())
-    }
+    pub use zarrow_testkit::fixture;
 
     /// The values of a Utf8 array, NULL as "NULL".
     pub fn strings(a: &arrow_array::ArrayRef) -> Vec<&str> {

@@ -81,6 +81,14 @@ impl ScanMetrics {
         c.decompress_nanos.fetch_add(nanos(time), Ordering::Relaxed);
     }
 
+    /// Runs `f` (a bytes-to-bytes codec), adding its time to the decompression time.
+    pub fn time_decompress<T>(&self, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        self.add_decompress(start.elapsed());
+        out
+    }
+
     /// Time spent decoding (decompression included).
     pub fn add_decode(&self, time: Duration) {
         let c = &self.counters;

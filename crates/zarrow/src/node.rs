@@ -47,19 +47,21 @@ impl Node {
             path.to_string()
         };
         if let Some(bytes) = store.get_document("zarr.json", &display).await? {
-            return Ok(match metadata::parse_v3(&display, &bytes)? {
-                NodeMetadata::Array(m) => Node::Array(ZarrArray::try_new(store, display, *m)?),
-                NodeMetadata::Group(meta) => Node::Group(ZarrGroup {
-                    store,
-                    path: display,
-                    meta,
-                }),
-                NodeMetadata::Unreadable(entry) => return Err(entry.error(&display)),
-            });
+            return Ok(
+                match metadata::parse_v3(&display, &bytes, store.limits())? {
+                    NodeMetadata::Array(m) => Node::Array(ZarrArray::try_new(store, display, *m)?),
+                    NodeMetadata::Group(meta) => Node::Group(ZarrGroup {
+                        store,
+                        path: display,
+                        meta,
+                    }),
+                    NodeMetadata::Unreadable(entry) => return Err(entry.error(&display)),
+                },
+            );
         }
         if let Some(zarray) = store.get_document(".zarray", &display).await? {
             let zattrs = store.get_document(".zattrs", &display).await?;
-            let m = metadata::parse_v2_array(&display, &zarray, zattrs.as_deref())?;
+            let m = metadata::parse_v2_array(&display, &zarray, zattrs.as_deref(), store.limits())?;
             return Ok(Node::Array(ZarrArray::try_new(store, display, m)?));
         }
         if let Some(zgroup) = store.get_document(".zgroup", &display).await? {
@@ -67,7 +69,7 @@ impl Node {
             let mut meta = metadata::parse_v2_group(&display, &zgroup, zattrs.as_deref())?;
             if let Some(zmeta) = store.get_document(".zmetadata", &display).await? {
                 meta.consolidated = Some(metadata::Consolidated::new(
-                    metadata::parse_v2_consolidated(&display, &zmeta)?,
+                    metadata::parse_v2_consolidated(&display, &zmeta, store.limits())?,
                 ));
             }
             return Ok(Node::Group(ZarrGroup {

@@ -95,13 +95,12 @@ pub struct ZarrReadOptions {
     pub string_type: StringType,
     /// How many chunk reads are in flight at once (default 8).
     pub concurrency: usize,
-    /// The largest decoded variable-length chunk accepted, in bytes (default 2 GiB, or
-    /// `ZARROW_MAX_CHUNK_BYTES`): a chunk whose headers claim more is an error, not an
-    /// allocation.
-    pub max_chunk_bytes: usize,
+    /// What zarrow allocates at most for sizes the data claims (see [`ReadLimits`]); part of
+    /// a serialized scan, so every process that runs it holds to the same limits.
+    pub limits: ReadLimits,
 }
 
-/// The default of [`ZarrReadOptions::max_chunk_bytes`].
+/// The default of [`ReadLimits::max_chunk_bytes`].
 pub const DEFAULT_MAX_CHUNK_BYTES: usize = 2 << 30;
 
 impl Default for ZarrReadOptions {
@@ -109,12 +108,133 @@ impl Default for ZarrReadOptions {
         ZarrReadOptions {
             string_type: StringType::Utf8,
             concurrency: 8,
-            max_chunk_bytes: std::env::var("ZARROW_MAX_CHUNK_BYTES")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(DEFAULT_MAX_CHUNK_BYTES),
+            limits: ReadLimits::default(),
         }
     }
+}
+
+/// The most zarrow allocates for a size it reads from a store (a metadata document, a data
+/// type's element, a chunk's headers): anything claiming more is a typed error, never an
+/// allocation. Plain data, serialized with the read options: a scan run by a Ballista
+/// executor or a Python worker holds to the limits of the client that planned it.
+///
+/// The library never reads these from the environment on its own; [`ReadLimits::from_env`]
+/// is what the CLI and the Python package call at their edge (`ZARROW_MAX_ITEM_BYTES`,
+/// `ZARROW_MAX_CHUNK_BYTES`, `ZARROW_MAX_METADATA_BYTES`).
+///
+/// ```
+/// use zarrow::{ReadLimits, ZarrReadOptions};
+///
+/// let mut limits = ReadLimits::default();
+/// limits.set("max_chunk_bytes", "1048576").unwrap();
+/// let options = ZarrReadOptions::default().with_limits(limits);
+/// assert_eq!(options.limits.max_chunk_bytes, 1 << 20);
+/// assert!(limits.set("max_chunk_bytes", "a lot").is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReadLimits {
+    /// The largest element (string, bytes, fixed-size item) read, in bytes (default
+    /// [`crate::data_type::DEFAULT_MAX_ITEM_BYTES`], 16 MiB; at most
+    /// [`crate::data_type::MAX_ITEM_BYTES`], numpy's own limit).
+    pub max_item_bytes: usize,
+    /// The largest decoded variable-length chunk, in bytes (default 2 GiB): a chunk whose
+    /// headers claim more is an error, not an allocation.
+    pub max_chunk_bytes: usize,
+    /// The largest metadata document (`zarr.json`, `.zmetadata`, …) read, in bytes (default
+    /// [`crate::store::DEFAULT_MAX_METADATA_BYTES`], 256 MiB).
+    pub max_metadata_bytes: u64,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        ReadLimits {
+            max_item_bytes: crate::data_type::DEFAULT_MAX_ITEM_BYTES,
+            max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
+            max_metadata_bytes: crate::store::DEFAULT_MAX_METADATA_BYTES,
+        }
+    }
+}
+
+/// The keys of [`ReadLimits::set`], as table options and session settings name them, with
+/// the environment variable the CLI and Python read each from.
+pub const LIMIT_KEYS: &[(&str, &str)] = &[
+    ("max_item_bytes", "ZARROW_MAX_ITEM_BYTES"),
+    ("max_chunk_bytes", "ZARROW_MAX_CHUNK_BYTES"),
+    ("max_metadata_bytes", "ZARROW_MAX_METADATA_BYTES"),
+];
+
+impl ReadLimits {
+    /// The item limit in force: [`Self::max_item_bytes`], never past numpy's
+    /// [`crate::data_type::MAX_ITEM_BYTES`].
+    pub fn item_bytes(&self) -> usize {
+        self.max_item_bytes.min(crate::data_type::MAX_ITEM_BYTES)
+    }
+
+    /// Set the limit named `key` (one of [`LIMIT_KEYS`]) to `value`, a number of bytes; an
+    /// error names the key and the value.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        self.set_named(key, key, value)
+    }
+
+    /// [`Self::set`], errors naming the setting `name` (an environment variable).
+    fn set_named(&mut self, key: &str, name: &str, value: &str) -> Result<()> {
+        let invalid = |message: String| Error::InvalidOption {
+            key: name.to_string(),
+            message,
+        };
+        let bytes = value
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| invalid(format!("expected a number of bytes, found '{value}'")))?;
+        let size = || {
+            usize::try_from(bytes)
+                .map_err(|_| invalid(format!("{bytes} bytes do not fit this platform's memory")))
+        };
+        match key {
+            "max_item_bytes" => self.max_item_bytes = size()?,
+            "max_chunk_bytes" => self.max_chunk_bytes = size()?,
+            "max_metadata_bytes" => self.max_metadata_bytes = bytes,
+            _ => return Err(invalid("not a read limit".into())),
+        }
+        Ok(())
+    }
+
+    /// The defaults with the limits the environment sets ([`LIMIT_KEYS`]) applied; a
+    /// variable that is not a number of bytes is an error naming it. Only the edges (the
+    /// CLI, Python) call this.
+    pub fn from_env() -> Result<Self> {
+        let mut limits = ReadLimits::default();
+        for (key, value) in env_values(LIMIT_KEYS) {
+            let var = LIMIT_KEYS
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or("", |e| e.1);
+            limits.set_named(&key, var, &value)?;
+        }
+        Ok(limits)
+    }
+}
+
+/// The `(option key, value)` of each `(key, variable)` of `settings` whose environment
+/// variable is set and not blank.
+pub(crate) fn env_values(settings: &[(&str, &str)]) -> Vec<(String, String)> {
+    settings
+        .iter()
+        .filter_map(|(key, var)| {
+            let value = std::env::var(var).ok().filter(|v| !v.trim().is_empty())?;
+            Some((key.to_string(), value))
+        })
+        .collect()
+}
+
+/// Every setting the environment gives, as the table option keys the CLI passes on (read
+/// limits, [`LIMIT_KEYS`], and remote timeouts, [`crate::remote::REMOTE_ENV`]): what the
+/// CLI starts its options from. Only the edges call this.
+pub fn env_options() -> Vec<(String, String)> {
+    let mut options = env_values(LIMIT_KEYS);
+    options.extend(env_values(crate::remote::REMOTE_ENV));
+    options
 }
 
 impl ZarrReadOptions {
@@ -127,6 +247,12 @@ impl ZarrReadOptions {
     /// Set the number of concurrent chunk reads.
     pub fn with_concurrency(mut self, n: usize) -> Self {
         self.concurrency = n.max(1);
+        self
+    }
+
+    /// Set the limits (see [`ReadLimits`]).
+    pub fn with_limits(mut self, limits: ReadLimits) -> Self {
+        self.limits = limits;
         self
     }
 

@@ -10,8 +10,9 @@
 //! Each setting comes from, first to last: the store options given with the location
 //! (`connect_timeout`, `timeout`, `max_retries`, `retry_timeout`, next to the credentials),
 //! [`RemoteOptions`] (table options and session settings, serialized with a scan), the
-//! environment (`ZARROW_CONNECT_TIMEOUT`, `ZARROW_TIMEOUT`, `ZARROW_MAX_RETRIES`,
-//! `ZARROW_RETRY_TIMEOUT`), the defaults. Durations are written `500ms`, `5s`, `2m` or as
+//! defaults. The CLI and Python fill unset ones from the environment
+//! ([`RemoteOptions::from_env`]: `ZARROW_CONNECT_TIMEOUT`, `ZARROW_TIMEOUT`,
+//! `ZARROW_MAX_RETRIES`, `ZARROW_RETRY_TIMEOUT`); the library itself does not read them. Durations are written `500ms`, `5s`, `2m` or as
 //! seconds (`1.5`).
 //!
 //! Every client goes through [`StreamedBodies`]: a response without a `Content-Length` (sent
@@ -35,8 +36,7 @@ pub const DEFAULT_MAX_RETRIES: usize = 3;
 /// For how long after its first attempt a request is retried by default.
 pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Timeouts and retries of remote stores; `None` takes the environment's value or the default
-/// (see the module docs).
+/// Timeouts and retries of remote stores; `None` takes the default (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RemoteOptions {
@@ -115,49 +115,45 @@ impl RemoteOptions {
         Ok((self, rest))
     }
 
-    /// Every setting resolved: the ones set here, else the environment's, else the defaults.
+    /// Every setting resolved: the ones set here, else the defaults.
     pub fn resolve(&self) -> Result<ResolvedRemote, String> {
-        let env = |name: &str, key: &str| -> Result<Option<String>, String> {
-            match std::env::var(name) {
-                Ok(v) if !v.trim().is_empty() => Ok(Some(v)),
-                Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
-                Err(e) => Err(format!("{name} ({key}): {e}")),
-            }
-        };
-        let duration = |set: Option<Duration>, name: &str, key: &str, default: Duration| match set {
-            Some(d) => Ok(d),
-            None => match env(name, key)? {
-                Some(v) => parse_duration(name, &v),
-                None => Ok(default),
-            },
-        };
-        let max_retries = match self.max_retries {
-            Some(n) => n,
-            None => match env("ZARROW_MAX_RETRIES", "max_retries")? {
-                Some(v) => v.trim().parse().map_err(|_| {
-                    format!("ZARROW_MAX_RETRIES: expected a number of retries, found '{v}'")
-                })?,
-                None => DEFAULT_MAX_RETRIES,
-            },
-        };
         Ok(ResolvedRemote {
-            connect_timeout: duration(
-                self.connect_timeout,
-                "ZARROW_CONNECT_TIMEOUT",
-                "connect_timeout",
-                DEFAULT_CONNECT_TIMEOUT,
-            )?,
-            timeout: duration(self.timeout, "ZARROW_TIMEOUT", "timeout", DEFAULT_TIMEOUT)?,
-            max_retries,
-            retry_timeout: duration(
-                self.retry_timeout,
-                "ZARROW_RETRY_TIMEOUT",
-                "retry_timeout",
-                DEFAULT_RETRY_TIMEOUT,
-            )?,
+            connect_timeout: self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            max_retries: self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+            retry_timeout: self.retry_timeout.unwrap_or(DEFAULT_RETRY_TIMEOUT),
         })
     }
+
+    /// The defaults with the settings the environment gives ([`REMOTE_ENV`]) applied; a
+    /// value that does not parse is an error naming its variable. Only the edges (the CLI,
+    /// Python) call this: the library reads no `ZARROW_*` variable on its own.
+    pub fn from_env() -> crate::Result<Self> {
+        let mut options = RemoteOptions::default();
+        for (key, value) in crate::options::env_values(REMOTE_ENV) {
+            let var = REMOTE_ENV
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or("", |e| e.1);
+            options
+                .set(&key, &value)
+                .map_err(|message| crate::Error::InvalidOption {
+                    key: var.to_string(),
+                    message,
+                })?;
+        }
+        Ok(options)
+    }
 }
+
+/// The settings of [`RemoteOptions`] the CLI and Python take from the environment: the option
+/// key and its variable.
+pub const REMOTE_ENV: &[(&str, &str)] = &[
+    ("connect_timeout", "ZARROW_CONNECT_TIMEOUT"),
+    ("timeout", "ZARROW_TIMEOUT"),
+    ("max_retries", "ZARROW_MAX_RETRIES"),
+    ("retry_timeout", "ZARROW_RETRY_TIMEOUT"),
+];
 
 /// [`RemoteOptions`] with every setting decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -412,10 +408,6 @@ mod tests {
 
     #[test]
     fn defaults_fail_a_dead_server_in_seconds() {
-        // (The environment of the test process may set ZARROW_*: only check unset values.)
-        if std::env::vars().any(|(k, _)| k.starts_with("ZARROW_") && k.ends_with("TIMEOUT")) {
-            return;
-        }
         let r = RemoteOptions::default().resolve().unwrap();
         assert!(r.connect_timeout <= Duration::from_secs(10));
         assert!(r.timeout + r.retry_timeout <= Duration::from_secs(60));

@@ -16,6 +16,7 @@ use object_store::path::Path;
 use object_store::{GetOptions, GetRange, GetResultPayload, ObjectStore, ObjectStoreExt};
 use url::Url;
 
+use crate::options::ReadLimits;
 use crate::remote::RemoteOptions;
 use crate::{Error, Result};
 
@@ -27,6 +28,8 @@ pub struct ZarrStore {
     location: String,
     /// How often a read cut short is tried again (see `retrying`).
     body_retries: usize,
+    /// What nodes opened from this store hold to: the metadata document and item limits.
+    limits: ReadLimits,
 }
 
 /// The process-wide store behind `memory://` locations.
@@ -44,6 +47,7 @@ impl ZarrStore {
             store,
             root,
             body_retries: crate::remote::DEFAULT_MAX_RETRIES,
+            limits: ReadLimits::default(),
         }
     }
 
@@ -112,6 +116,7 @@ impl ZarrStore {
             root,
             location: trimmed.to_string(),
             body_retries,
+            limits: ReadLimits::default(),
         })
     }
 
@@ -147,6 +152,7 @@ impl ZarrStore {
             root: Path::from(""),
             location: location.to_string(),
             body_retries: 0,
+            limits: ReadLimits::default(),
         })
     }
 
@@ -157,6 +163,19 @@ impl ZarrStore {
         _remote: &RemoteOptions,
     ) -> std::result::Result<Self, String> {
         Err("Icechunk repositories need zarrow built with the cargo feature `icechunk`".into())
+    }
+
+    /// This store with other limits (see [`ReadLimits`]): nodes opened from it read metadata
+    /// documents and data types under them. Openers given read options set theirs here.
+    pub fn with_limits(mut self, limits: ReadLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits nodes opened from this store hold to (the defaults unless
+    /// [`Self::with_limits`] set others).
+    pub fn limits(&self) -> &ReadLimits {
+        &self.limits
     }
 
     /// The object store.
@@ -182,6 +201,7 @@ impl ZarrStore {
             location: format!("{}/{}", self.location, relative.trim_matches('/')),
             root,
             body_retries: self.body_retries,
+            limits: self.limits,
         }
     }
 
@@ -277,17 +297,17 @@ impl ZarrStore {
 
     /// Get a metadata document (`zarr.json`, `.zarray`, `.zmetadata`, …) of the node named
     /// `node` in messages; `Ok(None)` if it does not exist. A document whose size (as the store
-    /// reports it: a file's length, a response's `Content-Length`) is over
-    /// [`max_metadata_bytes`] is an error before anything is allocated for it.
+    /// reports it: a file's length, a response's `Content-Length`) is over the store's
+    /// [`ReadLimits::max_metadata_bytes`] is an error before anything is allocated for it.
     pub async fn get_document(&self, relative: &str, node: &str) -> Result<Option<Bytes>> {
-        let limit = max_metadata_bytes();
+        let limit = self.limits.max_metadata_bytes;
         self.get_bounded(relative, limit, |size| {
             Error::metadata(
                 node,
                 relative,
                 format!(
                     "the document is {size} bytes, over the limit of {limit} \
-                     (ZARROW_MAX_METADATA_BYTES raises it)"
+                     (max_metadata_bytes, ZARROW_MAX_METADATA_BYTES, raises it)"
                 ),
             )
         })
@@ -420,15 +440,6 @@ impl ZarrStore {
 /// The largest metadata document read by default (256 MiB: consolidated metadata of hierarchies
 /// with hundreds of thousands of arrays fits).
 pub const DEFAULT_MAX_METADATA_BYTES: u64 = 256 << 20;
-
-/// The largest metadata document read: `ZARROW_MAX_METADATA_BYTES` (bytes) if set, else
-/// [`DEFAULT_MAX_METADATA_BYTES`].
-pub fn max_metadata_bytes() -> u64 {
-    std::env::var("ZARROW_MAX_METADATA_BYTES")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(DEFAULT_MAX_METADATA_BYTES)
-}
 
 /// The most bytes zarrow reads of one response, carried by its request (`GetOptions`'
 /// extensions) to the connector of remote stores (see [`crate::remote`]).

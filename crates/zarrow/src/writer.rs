@@ -379,7 +379,7 @@ pub async fn write_array(
     let array_store = store.child(path);
     let meta_bytes = serde_json::to_vec_pretty(&meta).map_err(|e| werr(e.to_string()))?;
     // The metadata must parse as what we meant: the reader's own parser checks it.
-    crate::metadata::parse_v3(path, &meta_bytes)?;
+    crate::metadata::parse_v3(path, &meta_bytes, &self_check_limits())?;
     array_store
         .put("zarr.json", Bytes::from(meta_bytes))
         .await?;
@@ -464,4 +464,13 @@ pub async fn write_group(
         message: e.to_string(),
     })?;
     store.child(path).put("zarr.json", Bytes::from(bytes)).await
+}
+
+/// The limits a writer checks its own metadata documents with: as a reader would parse them,
+/// whatever the size of their elements.
+pub(crate) fn self_check_limits() -> crate::ReadLimits {
+    crate::ReadLimits {
+        max_item_bytes: crate::data_type::MAX_ITEM_BYTES,
+        ..Default::default()
+    }
 }

@@ -10,7 +10,7 @@ use zarrow::{Node, ScanContext, TableModel, TableOptions, ZarrScan};
 /// Read `node` as a table, with `decode_cf` as given.
 pub async fn read_table(node: Node, decode_cf: bool) {
     let mut options = TableOptions::default();
-    options.read.max_chunk_bytes = 16 << 20;
+    options.read.limits.max_chunk_bytes = 16 << 20;
     options.read.concurrency = 2;
     options.decode_cf = decode_cf;
     let Ok(model) = TableModel::from_node(node, options).await else {

@@ -9,8 +9,7 @@
 use bytes::Bytes;
 use serde_json::json;
 use zarrow::codec::{ArrayToBytes, BytesToBytes, CodecChain};
-use zarrow::data_type::max_item_bytes;
-use zarrow::{ChunkError, DataType, Error, StringType, ZarrReadOptions};
+use zarrow::{ChunkError, DataType, Error, ReadLimits, StringType, ZarrReadOptions};
 
 use super::{array_meta, Fixture};
 
@@ -82,7 +81,7 @@ fn zlib_bomb(pieces: usize) -> Vec<u8> {
 /// `zarrow::decode::decoded_bound`): its count header and, per item, a length header and the
 /// item limit.
 fn vlen_bound(n: usize) -> usize {
-    4 + n * (4 + max_item_bytes())
+    4 + n * (4 + ReadLimits::default().item_bytes())
 }
 
 /// Read chunk 0 of `path` with `opts`: the chunk error, checked to name the array and chunk
@@ -157,7 +156,7 @@ async fn decompression_bombs_stop_at_the_chunk_bound() {
                     matches!(
                         e,
                         ChunkError::ItemTooLarge { element: 0, bytes, limit }
-                            if bytes == BOMB as u64 && limit == max_item_bytes() as u64
+                            if bytes == BOMB as u64 && limit == ReadLimits::default().item_bytes() as u64
                     ),
                     "{name} {t:?}: {e}"
                 );
@@ -195,7 +194,7 @@ async fn decompression_bombs_stop_at_the_chunk_bound() {
 #[tokio::test]
 async fn an_element_past_the_item_limit_is_refused() {
     let f = Fixture::new();
-    let limit = max_item_bytes();
+    let limit = ReadLimits::default().item_bytes();
     let long = vec![b'a'; limit + 1];
     let items: [&[u8]; 4] = [b"a", &long, b"", b"ccc"];
     let mut numcodecs = 4u32.to_le_bytes().to_vec();
@@ -304,7 +303,7 @@ async fn json2_stops_at_the_element_count() {
     f.put("j/0", zlib.encode(padded.as_bytes()).unwrap()).await;
     let mut opts = ZarrReadOptions::default();
     assert!(array.read_chunk(&[0], &opts).await.is_ok());
-    opts.max_chunk_bytes = 1 << 20;
+    opts.limits.max_chunk_bytes = 1 << 20;
     let e = chunk_error_with(&f, "j", &opts).await;
     assert!(
         matches!(&e, ChunkError::TooLarge(m) if m.contains(&(1 << 20).to_string())),

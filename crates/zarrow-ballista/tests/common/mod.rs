@@ -1,20 +1,11 @@
 //! What the standalone and the loopback cluster tests share: fixture paths and results as
 //! comparable text.
 
-use std::path::PathBuf;
-
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::prelude::SessionContext;
 
-/// A fixture store's path.
-pub fn data(path: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/data")
-        .join(path)
-        .to_string_lossy()
-        .into_owned()
-}
+pub use zarrow_testkit::fixture as data;
 
 /// The rows of a result as text lines, header first, then sorted (partitions may come back in
 /// any order).

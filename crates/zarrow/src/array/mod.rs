@@ -105,7 +105,7 @@ impl ZarrArray {
             &meta.data_type,
             &meta.fill_value,
             1,
-            &ZarrReadOptions::default(),
+            &ZarrReadOptions::default().with_limits(*store.limits()),
         )
         .map_err(|e| Error::metadata(&path, "fill_value", e))?;
         Ok(ZarrArray {
@@ -213,21 +213,20 @@ impl ZarrArray {
     }
 
     /// The most bytes a stored chunk of this array can take: twice what its elements decode to
-    /// at most ([`crate::decode::decoded_bound`]) and 1 MiB (no codec zarrow reads expands
-    /// data by more; checksums, headers and incompressible blocks add little), for
-    /// variable-length elements never over the per-chunk cap of [`ZarrReadOptions`]' default.
-    /// A larger object is refused before it is read (or, sent without its length, once that
-    /// much arrived).
-    fn max_stored_bytes(&self) -> u64 {
-        let opts = ZarrReadOptions::default();
+    /// at most under `opts`' limits ([`crate::decode::decoded_bound`]) and 1 MiB (no codec
+    /// zarrow reads expands data by more; checksums, headers and incompressible blocks add
+    /// little), for variable-length elements never over the per-chunk cap of `opts`. A larger
+    /// object is refused before it is read (or, sent without its length, once that much
+    /// arrived).
+    fn max_stored_bytes(&self, opts: &ZarrReadOptions) -> u64 {
         let n: u64 = self.meta.read_chunk_shape().iter().product();
         let n = usize::try_from(n).unwrap_or(usize::MAX);
         let decoded =
-            crate::decode::decoded_bound(self.meta.read_chain(), &self.meta.data_type, n, &opts);
+            crate::decode::decoded_bound(self.meta.read_chain(), &self.meta.data_type, n, opts);
         let stored = (decoded as u64).saturating_mul(2).saturating_add(1 << 20);
         match self.meta.data_type.fixed_size() {
             Some(_) => stored,
-            None => stored.min(opts.max_chunk_bytes as u64),
+            None => stored.min(opts.limits.max_chunk_bytes as u64),
         }
     }
 
@@ -265,18 +264,18 @@ impl ZarrArray {
         Ok(within)
     }
 
-    /// The stored bytes of a read unit; `None` if it is not stored (fill value).
+    /// The stored bytes of a read unit; `None` if it is not stored (fill value). Held to the
+    /// limits of the array's store (see [`Self::fetch_chunk_in`]).
     pub async fn fetch_chunk(&self, coords: &[u64]) -> Result<Option<Bytes>> {
-        self.fetch_chunk_counted(coords, &ScanMetrics::default())
-            .await
+        let opts = ZarrReadOptions::default().with_limits(*self.store.limits());
+        self.fetch_chunk_in(coords, &ReadContext::new(opts)).await
     }
 
-    /// [`Self::fetch_chunk`], counting requests, bytes and time into `metrics`.
-    pub async fn fetch_chunk_counted(
-        &self,
-        coords: &[u64],
-        metrics: &ScanMetrics,
-    ) -> Result<Option<Bytes>> {
+    /// [`Self::fetch_chunk`] in a read's context: a stored chunk larger than its elements can
+    /// take under the context's limits is refused; requests, bytes and time count into its
+    /// metrics.
+    pub async fn fetch_chunk_in(&self, coords: &[u64], ctx: &ReadContext) -> Result<Option<Bytes>> {
+        let metrics = &ctx.metrics;
         let loc = self.chunk_location(coords);
         let started = Instant::now();
         let fetched = match loc.inner {
@@ -284,7 +283,7 @@ impl ZarrArray {
                 let Some(range) = self.shard_range(&loc, metrics).await? else {
                     return Ok(None);
                 };
-                let limit = self.max_stored_bytes();
+                let limit = self.max_stored_bytes(&ctx.options);
                 let length = range.end.saturating_sub(range.start);
                 if length > limit {
                     return Err(self.chunk_error(
@@ -301,7 +300,7 @@ impl ZarrArray {
                 return Ok(Some(bytes));
             }
             _ => {
-                let limit = self.max_stored_bytes();
+                let limit = self.max_stored_bytes(&ctx.options);
                 self.store
                     .get_bounded(&loc.key, limit, |size| {
                         self.chunk_error(
@@ -329,9 +328,20 @@ impl ZarrArray {
         stored: Option<Bytes>,
         opts: &ZarrReadOptions,
     ) -> Result<ArrayRef> {
+        self.decode_chunk_counted(coords, stored, opts, &ScanMetrics::default())
+    }
+
+    /// [`Self::decode_chunk`], the time in bytes-to-bytes codecs counted into `metrics`.
+    fn decode_chunk_counted(
+        &self,
+        coords: &[u64],
+        stored: Option<Bytes>,
+        opts: &ZarrReadOptions,
+        metrics: &ScanMetrics,
+    ) -> Result<ArrayRef> {
         let valid = self.chunk_valid_shape(coords)?;
         let selection = self.selection(&valid);
-        self.unit_rows(&selection, stored, opts)
+        self.unit_rows(&selection, stored, opts, metrics)
             .and_then(|mut rows| rows.next_rows(rows.remaining()))
             .map_err(|e| self.chunk_error(&self.chunk_location(coords), e))
     }
@@ -350,6 +360,7 @@ impl ZarrArray {
         selection: &ChunkSelection,
         stored: Option<Bytes>,
         opts: &ZarrReadOptions,
+        metrics: &ScanMetrics,
     ) -> std::result::Result<ChunkRows, ChunkError> {
         let meta = &self.meta;
         match stored {
@@ -368,6 +379,7 @@ impl ZarrArray {
                     selection,
                     bytes,
                     opts,
+                    metrics,
                 )
             }
         }
@@ -385,19 +397,15 @@ impl ZarrArray {
         &self,
         coords: &[u64],
         stored: Option<Bytes>,
-        opts: &ZarrReadOptions,
-        metrics: &ScanMetrics,
+        ctx: &ReadContext,
     ) -> Result<ArrayRef> {
         let big = stored.as_ref().is_some_and(|b| b.len() > 64 * 1024);
-        let (this, coords, opts) = (self.clone(), coords.to_vec(), opts.clone());
-        let (array, decompress) = blocking(big, move || {
-            crate::decode::take_decompress_time();
-            let array = this.decode_chunk(&coords, stored, &opts);
-            (array, crate::decode::take_decompress_time())
+        let (this, coords) = (self.clone(), coords.to_vec());
+        let (opts, metrics) = (ctx.options.clone(), ctx.metrics.clone());
+        blocking(big, move || {
+            this.decode_chunk_counted(&coords, stored, &opts, &metrics)
         })
-        .await?;
-        metrics.add_decompress(decompress);
-        array
+        .await?
     }
 
     /// The in-bounds rows of the read unit at `coords`, from its stored bytes (from
@@ -410,17 +418,17 @@ impl ZarrArray {
         stored: Option<Bytes>,
         opts: &ZarrReadOptions,
     ) -> Result<ChunkReader> {
-        self.chunk_reader_counted(coords, stored, opts, &ScanMetrics::default())
+        self.chunk_reader_in(coords, stored, &ReadContext::new(opts.clone()))
             .await
     }
 
-    /// [`Self::chunk_reader`], counting decompression time into `metrics`.
-    pub async fn chunk_reader_counted(
+    /// [`Self::chunk_reader`] in a read's context: its options, decompression time (here and
+    /// as runs are decoded) counted into its metrics.
+    pub async fn chunk_reader_in(
         &self,
         coords: &[u64],
         stored: Option<Bytes>,
-        opts: &ZarrReadOptions,
-        metrics: &ScanMetrics,
+        ctx: &ReadContext,
     ) -> Result<ChunkReader> {
         let valid = self.chunk_valid_shape(coords)?;
         let chunk = self.chunk_location(coords).to_string();
@@ -428,14 +436,12 @@ impl ZarrArray {
         let meta = &self.meta;
         let cheap = ChunkRows::starts_cheaply(meta.read_chain(), &meta.data_type, &selection);
         let big = stored.as_ref().is_some_and(|b| b.len() > 64 * 1024);
-        let (this, opts) = (self.clone(), opts.clone());
-        let (rows, decompress) = blocking(!cheap && big, move || {
-            crate::decode::take_decompress_time();
-            let rows = this.unit_rows(&selection, stored, &opts);
-            (rows, crate::decode::take_decompress_time())
+        let this = self.clone();
+        let (opts, metrics) = (ctx.options.clone(), ctx.metrics.clone());
+        let rows = blocking(!cheap && big, move || {
+            this.unit_rows(&selection, stored, &opts, &metrics)
         })
         .await?;
-        metrics.add_decompress(decompress);
         match rows {
             Ok(rows) => Ok(ChunkReader {
                 rows,

@@ -158,10 +158,8 @@ impl ZarrArray {
         let mut done = 0u64;
         while done < k {
             let coords = [done / unit];
-            let stored = self.fetch_chunk_counted(&coords, &ctx.metrics).await?;
-            let mut rows = self
-                .chunk_reader_counted(&coords, stored, &ctx.options, &ctx.metrics)
-                .await?;
+            let stored = self.fetch_chunk_in(&coords, ctx).await?;
+            let mut rows = self.chunk_reader_in(&coords, stored, ctx).await?;
             let want = usize::try_from(k - done).unwrap_or(usize::MAX);
             let part = rows.next_rows(want.min(rows.remaining()))?;
             if part.is_empty() {
@@ -183,11 +181,9 @@ impl ZarrArray {
     /// [`Self::read_chunk`] in a scan's context: through its cache (if any), fetches counted.
     pub async fn read_chunk_in(&self, coords: &[u64], ctx: &ReadContext) -> Result<ArrayRef> {
         let read = || async {
-            let stored = self.fetch_chunk_counted(coords, &ctx.metrics).await?;
+            let stored = self.fetch_chunk_in(coords, ctx).await?;
             let started = std::time::Instant::now();
-            let array = self
-                .decode_fetched(coords, stored, &ctx.options, &ctx.metrics)
-                .await;
+            let array = self.decode_fetched(coords, stored, ctx).await;
             ctx.metrics.add_decode(started.elapsed());
             array
         };

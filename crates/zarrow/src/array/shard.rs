@@ -149,6 +149,7 @@ async fn read_inner_index(
         index_size,
         size,
         sharding.index_location,
+        metrics,
     )
     .map_err(ShardReadError::Index)?;
     index.base = within.start;
@@ -194,6 +195,7 @@ async fn read_index(
         index_size,
         size,
         sharding.index_location,
+        metrics,
     )
     .map(Some)
     .map_err(ShardReadError::Index)
@@ -206,6 +208,7 @@ fn parse(
     index_size: u64,
     shard_size: u64,
     location: IndexLocation,
+    metrics: &ScanMetrics,
 ) -> Result<ShardIndex, ChunkError> {
     if (bytes.len() as u64) != index_size {
         return Err(ChunkError::ShardIndex(format!(
@@ -213,7 +216,7 @@ fn parse(
             bytes.len()
         )));
     }
-    let raw = decode_bytes(chain, bytes, n * 16)?;
+    let raw = decode_bytes(chain, bytes, n * 16, metrics)?;
     if raw.len() != n * 16 {
         return Err(ChunkError::ShardIndex(format!(
             "decoded index is {} bytes, expected {}",

@@ -22,29 +22,9 @@ use bytes::Bytes;
 use crate::codec::{ArrayToBytes, CodecChain, IndexLocation, ZarrsVlen};
 use crate::data_type::{DataType, Endian, FillValue};
 use crate::error::ChunkError;
+use crate::metrics::ScanMetrics;
 use crate::options::ZarrReadOptions;
 use vlen::VlenTarget;
-
-thread_local! {
-    /// Time this thread spent in bytes-to-bytes codecs since [`take_decompress_time`] last
-    /// took it.
-    static DECOMPRESS_NANOS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// Runs `f` (a codec decoding), adding its time to this thread's decompression time.
-pub(crate) fn decompressing<T>(f: impl FnOnce() -> T) -> T {
-    let started = std::time::Instant::now();
-    let out = f();
-    let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    DECOMPRESS_NANOS.with(|n| n.set(n.get().saturating_add(nanos)));
-    out
-}
-
-/// The time this thread spent decompressing since the last call (decoding is synchronous:
-/// take it before and after a decode on the thread that runs it).
-pub fn take_decompress_time() -> std::time::Duration {
-    std::time::Duration::from_nanos(DECOMPRESS_NANOS.with(|n| n.replace(0)))
-}
 
 /// The limit of each bytes-to-bytes step's output, in the chain's (encode) order: `max` for
 /// the last to decode (the first listed), then carried back through each step's input bound
@@ -61,13 +41,14 @@ pub(crate) fn step_bounds(chain: &CodecChain, max: usize, cap: usize) -> Vec<usi
 }
 
 /// Run the bytes-to-bytes codecs of `chain` in decode order, each bounded by its step of
-/// `max` (see [`step_bounds`]).
+/// `max` (see [`step_bounds`]), their time counted into `metrics`.
 pub(crate) fn decode_bytes(
     chain: &CodecChain,
     buf: Bytes,
     max: usize,
+    metrics: &ScanMetrics,
 ) -> Result<Bytes, ChunkError> {
-    decode_chunk_bytes(chain, buf, max, usize::MAX, None)
+    decode_chunk_bytes(chain, buf, max, usize::MAX, None, metrics)
 }
 
 /// [`decode_bytes`] for a chunk of `elements` elements, when known (the object codecs,
@@ -78,6 +59,7 @@ pub(crate) fn decode_chunk_bytes(
     max: usize,
     cap: usize,
     elements: Option<usize>,
+    metrics: &ScanMetrics,
 ) -> Result<Bytes, ChunkError> {
     for (codec, bound) in chain
         .bytes_to_bytes
@@ -85,7 +67,7 @@ pub(crate) fn decode_chunk_bytes(
         .zip(step_bounds(chain, max, cap))
         .rev()
     {
-        buf = decompressing(|| codec.decode_elements(buf, bound, elements))?;
+        buf = metrics.time_decompress(|| codec.decode_elements(buf, bound, elements))?;
     }
     Ok(buf)
 }
@@ -94,8 +76,8 @@ pub(crate) fn decode_chunk_bytes(
 /// the limit every bytes-to-bytes decoder of the chunk stops at (a decompression bomb is an
 /// error there, not an allocation): the elements' size for a fixed-size type; for a
 /// variable-length one what `n` items of at most the item limit
-/// ([`crate::data_type::max_item_bytes`]) take in the chunk's layout, and never more than
-/// [`ZarrReadOptions::max_chunk_bytes`].
+/// ([`crate::ReadLimits::max_item_bytes`]) take in the chunk's layout, and never more than
+/// [`crate::ReadLimits::max_chunk_bytes`].
 ///
 /// ```text
 /// vlen-utf8/-bytes   4 + n × (4 + item limit)
@@ -111,7 +93,7 @@ pub(crate) fn decoded_bound(
     if let Some(size) = data_type.fixed_size() {
         return size.saturating_mul(n);
     }
-    let item = crate::data_type::max_item_bytes();
+    let item = opts.limits.item_bytes();
     let bound = match &chain.array_to_bytes {
         ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes => {
             n.saturating_mul(item.saturating_add(4)).saturating_add(4)
@@ -125,17 +107,17 @@ pub(crate) fn decoded_bound(
         }
         _ => usize::MAX,
     };
-    bound.min(opts.max_chunk_bytes)
+    bound.min(opts.limits.max_chunk_bytes)
 }
 
 /// The most bytes any bytes-to-bytes step of a chunk of `data_type` produces: for a
-/// variable-length type [`ZarrReadOptions::max_chunk_bytes`] (the decoded chunk's own bound
+/// variable-length type [`crate::ReadLimits::max_chunk_bytes`] (the decoded chunk's own bound
 /// is at most that, and the steps before it — `json2`'s text — are held to it as well); a
 /// fixed-size chunk's steps are bounded by its elements' size alone.
 pub(crate) fn step_cap(data_type: &DataType, opts: &ZarrReadOptions) -> usize {
     match data_type.fixed_size() {
         Some(_) => usize::MAX,
-        None => opts.max_chunk_bytes,
+        None => opts.limits.max_chunk_bytes,
     }
 }
 
@@ -143,7 +125,7 @@ fn vlen_target(data_type: &DataType, opts: &ZarrReadOptions) -> VlenTarget {
     VlenTarget {
         utf8: matches!(data_type, DataType::String),
         repr: opts.string_type,
-        max_item: crate::data_type::max_item_bytes(),
+        max_item: opts.limits.item_bytes(),
     }
 }
 
@@ -156,6 +138,18 @@ pub fn decode_chunk(
     stored: Bytes,
     opts: &ZarrReadOptions,
 ) -> Result<ArrayRef, ChunkError> {
+    decode_chunk_counted(chain, data_type, n, stored, opts, &ScanMetrics::default())
+}
+
+/// [`decode_chunk`], the time spent in bytes-to-bytes codecs counted into `metrics`.
+pub(crate) fn decode_chunk_counted(
+    chain: &CodecChain,
+    data_type: &DataType,
+    n: usize,
+    stored: Bytes,
+    opts: &ZarrReadOptions,
+    metrics: &ScanMetrics,
+) -> Result<ArrayRef, ChunkError> {
     // numcodecs items to Utf8 / LargeUtf8 through a codec that streams: compacted as they are
     // decompressed (see `rows`), never held decompressed whole.
     let numcodecs = matches!(
@@ -165,14 +159,14 @@ pub fn decode_chunk(
     let streams = chain.bytes_to_bytes.first().is_some_and(|c| c.streams());
     if numcodecs && streams && opts.string_type != crate::options::StringType::View {
         if let Ok(mut rows) =
-            rows::ChunkRows::by_runs(chain, data_type, n, n, stored.clone(), opts)?
+            rows::ChunkRows::by_runs(chain, data_type, n, n, stored.clone(), opts, metrics)?
         {
             return rows.next_rows(n);
         }
     }
     let max = decoded_bound(chain, data_type, n, opts);
     let cap = step_cap(data_type, opts);
-    let buf = decode_chunk_bytes(chain, stored, max, cap, Some(n))?;
+    let buf = decode_chunk_bytes(chain, stored, max, cap, Some(n), metrics)?;
     match &chain.array_to_bytes {
         ArrayToBytes::Bytes { endian } => {
             fixed::decode_fixed(buf, data_type, *endian, n, opts.string_type)
@@ -183,7 +177,7 @@ pub fn decode_chunk(
         ArrayToBytes::ArrowVlen { large } => {
             vlen::decode_arrow_layout(buf, n, *large, vlen_target(data_type, opts))
         }
-        ArrayToBytes::ZarrsVlen(z) => decode_zarrs_vlen(z, buf, n, data_type, opts),
+        ArrayToBytes::ZarrsVlen(z) => decode_zarrs_vlen(z, buf, n, data_type, opts, metrics),
         ArrayToBytes::Sharding(_) => Err(ChunkError::Invalid(
             "a shard reached the chunk decoder (shards are read by inner chunk)".into(),
         )),
@@ -196,6 +190,7 @@ fn decode_zarrs_vlen(
     n: usize,
     data_type: &DataType,
     opts: &ZarrReadOptions,
+    metrics: &ScanMetrics,
 ) -> Result<ArrayRef, ChunkError> {
     if buf.len() < 8 {
         return Err(ChunkError::Truncated("no index length".into()));
@@ -226,7 +221,12 @@ fn decode_zarrs_vlen(
         ),
     };
     let width = if z.index_u64 { 8 } else { 4 };
-    let index = decode_bytes(&z.index_codecs, index, (n + 1).saturating_mul(width))?;
+    let index = decode_bytes(
+        &z.index_codecs,
+        index,
+        (n + 1).saturating_mul(width),
+        metrics,
+    )?;
     let index = match z.index_codecs.array_to_bytes {
         ArrayToBytes::Bytes {
             endian: Some(Endian::Big),
@@ -253,9 +253,9 @@ fn decode_zarrs_vlen(
         .unwrap_or(0);
     let max = usize::try_from(declared)
         .unwrap_or(usize::MAX)
-        .min(n.saturating_mul(crate::data_type::max_item_bytes()))
-        .min(opts.max_chunk_bytes);
-    let data = decode_bytes(&z.data_codecs, data, max)?;
+        .min(n.saturating_mul(opts.limits.item_bytes()))
+        .min(opts.limits.max_chunk_bytes);
+    let data = decode_bytes(&z.data_codecs, data, max, metrics)?;
     vlen::decode_index_and_data(index, data, n, z.index_u64, vlen_target(data_type, opts))
 }
 

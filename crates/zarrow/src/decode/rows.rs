@@ -34,6 +34,7 @@ use super::ChunkSelection;
 use crate::codec::{ArrayToBytes, CodecChain};
 use crate::data_type::{DataType, Endian, FillValue};
 use crate::error::ChunkError;
+use crate::metrics::ScanMetrics;
 use crate::options::{StringType, ZarrReadOptions};
 
 /// The rows of one chunk, handed out in runs by [`ChunkRows::next_rows`].
@@ -124,6 +125,8 @@ impl ChunkRows {
     /// The in-bounds elements of a stored chunk of `n` elements (the chain's read unit),
     /// `selection` picking them. Cheap where the chunk can be handed out run by run (only
     /// the codecs that cannot stream are run here); otherwise the chunk is decoded whole.
+    /// The time spent in bytes-to-bytes codecs, here and in [`Self::next_rows`], is counted
+    /// into `metrics`.
     pub fn new(
         chain: &CodecChain,
         data_type: &DataType,
@@ -131,17 +134,18 @@ impl ChunkRows {
         selection: &ChunkSelection,
         stored: Bytes,
         opts: &ZarrReadOptions,
+        metrics: &ScanMetrics,
     ) -> Result<Self, ChunkError> {
         let stored = match selection {
             ChunkSelection::Prefix(rows) if chain.array_to_array.is_empty() => {
-                match Self::by_runs(chain, data_type, n, *rows, stored, opts)? {
+                match Self::by_runs(chain, data_type, n, *rows, stored, opts, metrics)? {
                     Ok(rows) => return Ok(rows),
                     Err(stored) => stored,
                 }
             }
             _ => stored,
         };
-        let full = super::decode_chunk(chain, data_type, n, stored, opts)?;
+        let full = super::decode_chunk_counted(chain, data_type, n, stored, opts, metrics)?;
         Ok(Self::decoded(selection.apply(full)?))
     }
 
@@ -154,10 +158,17 @@ impl ChunkRows {
         rows: usize,
         stored: Bytes,
         opts: &ZarrReadOptions,
+        metrics: &ScanMetrics,
     ) -> Result<Result<Self, Bytes>, ChunkError> {
         let kind = match (&chain.array_to_bytes, data_type.fixed_size()) {
             (ArrayToBytes::Bytes { endian }, Some(size)) => Kind::Fixed {
-                source: Source::new(chain, stored, size.saturating_mul(n), usize::MAX, n)?,
+                source: Source::new(
+                    chain,
+                    stored,
+                    (size.saturating_mul(n), usize::MAX),
+                    n,
+                    metrics,
+                )?,
                 data_type: data_type.clone(),
                 endian: *endian,
                 strings: opts.string_type,
@@ -166,7 +177,7 @@ impl ChunkRows {
             (ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes, _) => {
                 let max = super::decoded_bound(chain, data_type, n, opts);
                 let cap = super::step_cap(data_type, opts);
-                let mut source = Source::new(chain, stored, max, cap, n)?;
+                let mut source = Source::new(chain, stored, (max, cap), n, metrics)?;
                 let count = source.take_bytes(4, "the item count header")?;
                 let count = u32::from_le_bytes([count[0], count[1], count[2], count[3]]);
                 if count as usize != n {
@@ -300,6 +311,8 @@ struct Stream {
     /// Bytes read from the decoder so far, and the most it may give.
     read: usize,
     max: usize,
+    /// What the decoder's time counts into.
+    metrics: ScanMetrics,
     /// The decoded size the compressed data announces, if it does.
     announced: Option<usize>,
 }
@@ -313,13 +326,13 @@ impl Source {
     /// The source of `stored`, a chunk of `n` elements decoding to at most `max` bytes (no
     /// step to more than `cap`), through `chain`'s bytes-to-bytes codecs: the last one to
     /// decode (the first listed) is read as a stream where it can be, every other is decoded
-    /// whole.
+    /// whole. The codecs' time counts into `metrics`.
     fn new(
         chain: &CodecChain,
         stored: Bytes,
-        max: usize,
-        cap: usize,
+        (max, cap): (usize, usize),
         n: usize,
+        metrics: &ScanMetrics,
     ) -> Result<Self, ChunkError> {
         let Some((last, inner)) = chain.bytes_to_bytes.split_first() else {
             return Ok(Source::Whole {
@@ -330,7 +343,7 @@ impl Source {
         let mut buf = stored;
         let bounds = super::step_bounds(chain, max, cap);
         for (codec, bound) in inner.iter().zip(&bounds[1..]).rev() {
-            buf = super::decompressing(|| codec.decode_elements(buf, *bound, Some(n)))?;
+            buf = metrics.time_decompress(|| codec.decode_elements(buf, *bound, Some(n)))?;
         }
         Ok(match last.stream_decoder(&buf) {
             Some(reader) => Source::Stream(Stream {
@@ -341,10 +354,11 @@ impl Source {
                 filled: 0,
                 read: 0,
                 max,
+                metrics: metrics.clone(),
                 announced: last.announced_size(&buf),
             }),
             None => Source::Whole {
-                buf: super::decompressing(|| last.decode_elements(buf, max, Some(n)))?,
+                buf: metrics.time_decompress(|| last.decode_elements(buf, max, Some(n)))?,
                 pos: 0,
             },
         })
@@ -514,7 +528,7 @@ impl Stream {
                 self.buf.resize(end, 0);
             }
             let target = &mut self.buf[held..end];
-            match super::decompressing(|| self.reader.read(target)) {
+            match self.metrics.time_decompress(|| self.reader.read(target)) {
                 Ok(0) => break,
                 Ok(r) => got += r,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -634,6 +648,7 @@ mod tests {
                         &ChunkSelection::Prefix(5000),
                         Bytes::from(stored.clone()),
                         &opts,
+                        &ScanMetrics::default(),
                     )
                     .unwrap();
                     assert!(rows.is_incremental());
@@ -641,6 +656,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The decoder's time goes to the metrics the caller passed, run after run, and to no
+    /// other: nothing is kept per thread.
+    #[test]
+    #[cfg_attr(miri, ignore = "zstd is C code, which Miri cannot run")]
+    fn decompression_time_counts_into_the_metrics_passed() {
+        let items: Vec<String> = (0..20_000).map(|i| format!("item {i}")).collect();
+        let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+        let stored = zstd().encode(&numcodecs(&refs)).unwrap();
+        let (mine, other) = (ScanMetrics::new(), ScanMetrics::new());
+        let mut rows = ChunkRows::new(
+            &chain(ArrayToBytes::VlenUtf8, vec![zstd()]),
+            &DataType::String,
+            items.len(),
+            &ChunkSelection::Prefix(items.len()),
+            Bytes::from(stored),
+            &ZarrReadOptions::default(),
+            &mine,
+        )
+        .unwrap();
+        assert!(rows.is_incremental());
+        let before = mine.counts().decompress_time;
+        rows.next_rows(items.len()).unwrap();
+        assert!(mine.counts().decompress_time > before);
+        assert_eq!(other.counts().decompress_time, std::time::Duration::ZERO);
     }
 
     #[test]
@@ -655,6 +696,7 @@ mod tests {
             &ChunkSelection::Prefix(3),
             Bytes::from(stored),
             &ZarrReadOptions::default(),
+            &ScanMetrics::default(),
         )
         .unwrap();
         assert_eq!(all_rows(rows, 2).unwrap(), ["a", "b", "c"]);
@@ -676,6 +718,7 @@ mod tests {
                 &ChunkSelection::Prefix(3000),
                 Bytes::from(stored),
                 &ZarrReadOptions::default(),
+                &ScanMetrics::default(),
             )?;
             all_rows(rows, 1024)
         };
@@ -723,6 +766,7 @@ mod tests {
             filled: 0,
             read: 0,
             max: 1 << 30,
+            metrics: ScanMetrics::default(),
             announced: Some(1 << 30),
         };
         assert_eq!(s.fill(256 << 20).unwrap(), 100);
@@ -743,6 +787,7 @@ mod tests {
             &ChunkSelection::Prefix(n),
             Bytes::from(stored),
             &ZarrReadOptions::default(),
+            &ScanMetrics::default(),
         )
         .unwrap()
     }

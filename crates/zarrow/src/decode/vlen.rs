@@ -29,7 +29,7 @@ pub(crate) struct VlenTarget {
     pub utf8: bool,
     /// i32 offsets, i64 offsets or views.
     pub repr: StringType,
-    /// The longest item read, in bytes (the item limit, [`crate::data_type::max_item_bytes`]):
+    /// The longest item read, in bytes (the item limit, [`crate::ReadLimits::max_item_bytes`]):
     /// a longer one is [`ChunkError::ItemTooLarge`], whatever the path decoding it.
     pub max_item: usize,
 }

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::codec::{parse_v2_chain, parse_v3_chain, ArrayToBytes, ChainError, CodecChain};
 use crate::data_type;
 pub use crate::data_type::{DataType, DataTypeError, Endian, FillValue, NpTimeUnit, StructField};
-use crate::{Error, Result};
+use crate::{Error, ReadLimits, Result};
 
 /// A child path taken from metadata (a consolidated key, a name an AnnData attribute gives):
 /// it must stay inside the store, so `..` and `.` parts, empty parts (a leading `/`: an
@@ -213,15 +213,17 @@ pub struct UnreadableEntry {
     zarr_format: u8,
     doc: Map<String, Value>,
     attributes: Map<String, Value>,
+    /// The limits it was parsed under.
+    limits: ReadLimits,
 }
 
 impl UnreadableEntry {
     /// Why the entry cannot be read: the error of parsing it again, under the node path `path`.
     pub fn error(&self, path: &str) -> Error {
         let parsed = if self.zarr_format == 3 {
-            parse_v3_value(path, &self.doc).map(|_| ())
+            parse_v3_value(path, &self.doc, &self.limits).map(|_| ())
         } else {
-            parse_v2_array_value(path, &self.doc, self.attributes.clone()).map(|_| ())
+            parse_v2_array_value(path, &self.doc, self.attributes.clone(), &self.limits).map(|_| ())
         };
         parsed.err().unwrap_or_else(|| {
             Error::metadata(path, "consolidated metadata", "entry could not be read")
@@ -350,13 +352,18 @@ fn check_must_understand(path: &str, key: &str, name: &str, value: &Value) -> Re
     }
 }
 
-/// Parse a v3 `zarr.json` document.
-pub fn parse_v3(path: &str, bytes: &[u8]) -> Result<NodeMetadata> {
+/// Parse a v3 `zarr.json` document; a data type whose element is over the item limit of
+/// `limits` is an error.
+pub fn parse_v3(path: &str, bytes: &[u8], limits: &ReadLimits) -> Result<NodeMetadata> {
     let doc = parse_json(path, "zarr.json", bytes)?;
-    parse_v3_value(path, &doc)
+    parse_v3_value(path, &doc, limits)
 }
 
-fn parse_v3_value(path: &str, doc: &Map<String, Value>) -> Result<NodeMetadata> {
+fn parse_v3_value(
+    path: &str,
+    doc: &Map<String, Value>,
+    limits: &ReadLimits,
+) -> Result<NodeMetadata> {
     const KEY: &str = "zarr.json";
     match doc.get("zarr_format").and_then(Value::as_u64) {
         Some(3) => {}
@@ -390,12 +397,13 @@ fn parse_v3_value(path: &str, doc: &Map<String, Value>) -> Result<NodeMetadata> 
                         let meta = meta.as_object().ok_or_else(|| {
                             Error::metadata(&child_path, KEY, "consolidated entry is not an object")
                         })?;
-                        let node = match parse_v3_value(&child_path, meta) {
+                        let node = match parse_v3_value(&child_path, meta, limits) {
                             Ok(node) => node,
                             Err(_) => NodeMetadata::Unreadable(Box::new(UnreadableEntry {
                                 zarr_format: 3,
                                 doc: meta.clone(),
                                 attributes: Map::new(),
+                                limits: *limits,
                             })),
                         };
                         nodes.push((child.clone(), node));
@@ -411,7 +419,7 @@ fn parse_v3_value(path: &str, doc: &Map<String, Value>) -> Result<NodeMetadata> 
             }))
         }
         Some("array") => Ok(NodeMetadata::Array(Box::new(parse_v3_array(
-            path, doc, attributes,
+            path, doc, attributes, limits,
         )?))),
         other => Err(Error::metadata(
             path,
@@ -425,6 +433,7 @@ fn parse_v3_array(
     path: &str,
     doc: &Map<String, Value>,
     attributes: Map<String, Value>,
+    limits: &ReadLimits,
 ) -> Result<ArrayMetadata> {
     const KEY: &str = "zarr.json";
     for (k, v) in doc {
@@ -460,13 +469,15 @@ fn parse_v3_array(
     let data_type_json = doc
         .get("data_type")
         .ok_or_else(|| Error::metadata(path, KEY, "data_type missing"))?;
-    let data_type = data_type::parse_v3_data_type(data_type_json).map_err(|e| match e {
-        DataTypeError::Unsupported => Error::UnsupportedDataType {
-            array: path.to_string(),
-            data_type: data_type_json.to_string(),
-        },
-        DataTypeError::Invalid(msg) => Error::metadata(path, KEY, msg),
-    })?;
+    let data_type = data_type::parse_v3_data_type(data_type_json)
+        .and_then(|dt| data_type::check_item_limit(&dt, limits).map(|()| dt))
+        .map_err(|e| match e {
+            DataTypeError::Unsupported => Error::UnsupportedDataType {
+                array: path.to_string(),
+                data_type: data_type_json.to_string(),
+            },
+            DataTypeError::Invalid(msg) => Error::metadata(path, KEY, msg),
+        })?;
     let codecs = doc
         .get("codecs")
         .and_then(Value::as_array)
@@ -606,20 +617,27 @@ fn validate_array(path: &str, key: &str, meta: ArrayMetadata) -> Result<ArrayMet
     Ok(meta)
 }
 
-/// Parse v2 `.zarray` (plus the `.zattrs` document, if any).
-pub fn parse_v2_array(path: &str, zarray: &[u8], zattrs: Option<&[u8]>) -> Result<ArrayMetadata> {
+/// Parse v2 `.zarray` (plus the `.zattrs` document, if any); a dtype whose element is over
+/// the item limit of `limits` is an error.
+pub fn parse_v2_array(
+    path: &str,
+    zarray: &[u8],
+    zattrs: Option<&[u8]>,
+    limits: &ReadLimits,
+) -> Result<ArrayMetadata> {
     let doc = parse_json(path, ".zarray", zarray)?;
     let attributes = match zattrs {
         Some(b) => parse_json(path, ".zattrs", b)?,
         None => Map::new(),
     };
-    parse_v2_array_value(path, &doc, attributes)
+    parse_v2_array_value(path, &doc, attributes, limits)
 }
 
 fn parse_v2_array_value(
     path: &str,
     doc: &Map<String, Value>,
     attributes: Map<String, Value>,
+    limits: &ReadLimits,
 ) -> Result<ArrayMetadata> {
     const KEY: &str = ".zarray";
     match doc.get("zarr_format").and_then(Value::as_u64) {
@@ -647,6 +665,8 @@ fn parse_v2_array_value(
         }
         _ => Err(DataTypeError::Unsupported),
     };
+    let parsed =
+        parsed.and_then(|(dt, e)| data_type::check_item_limit(&dt, limits).map(|()| (dt, e)));
     let (mut data_type, endian) = parsed.map_err(|e| match e {
         DataTypeError::Unsupported => Error::UnsupportedDataType {
             array: path.to_string(),
@@ -736,8 +756,13 @@ pub fn parse_v2_group(path: &str, zgroup: &[u8], zattrs: Option<&[u8]>) -> Resul
     })
 }
 
-/// Parse a v2 `.zmetadata` document into (relative path, node) entries.
-pub fn parse_v2_consolidated(path: &str, bytes: &[u8]) -> Result<Vec<(String, NodeMetadata)>> {
+/// Parse a v2 `.zmetadata` document into (relative path, node) entries; an array whose
+/// metadata does not parse (under `limits`) is kept as [`NodeMetadata::Unreadable`].
+pub fn parse_v2_consolidated(
+    path: &str,
+    bytes: &[u8],
+    limits: &ReadLimits,
+) -> Result<Vec<(String, NodeMetadata)>> {
     const KEY: &str = ".zmetadata";
     let doc = parse_json(path, KEY, bytes)?;
     let meta = doc
@@ -774,12 +799,13 @@ pub fn parse_v2_consolidated(path: &str, bytes: &[u8]) -> Result<Vec<(String, No
             ".zarray" => {
                 let child = join_path(path, node);
                 let (doc, attributes) = (obj()?, attrs()?);
-                let entry = match parse_v2_array_value(&child, doc, attributes.clone()) {
+                let entry = match parse_v2_array_value(&child, doc, attributes.clone(), limits) {
                     Ok(m) => NodeMetadata::Array(Box::new(m)),
                     Err(_) => NodeMetadata::Unreadable(Box::new(UnreadableEntry {
                         zarr_format: 2,
                         doc: doc.clone(),
                         attributes,
+                        limits: *limits,
                     })),
                 };
                 nodes.push((node.to_string(), entry));
@@ -895,7 +921,7 @@ mod tests {
             "chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},
             "fill_value":"","codecs":[{"name":"vlen-utf8","configuration":{}}],
             "attributes":{},"dimension_names":["obs"]}"#;
-        let NodeMetadata::Array(a) = parse_v3("a", doc).unwrap() else {
+        let NodeMetadata::Array(a) = parse_v3("a", doc, &ReadLimits::default()).unwrap() else {
             panic!("not an array")
         };
         assert_eq!(a.read_grid_shape(), vec![3]);
@@ -908,13 +934,13 @@ mod tests {
             "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[4]}},
             "fill_value":0,"codecs":[{"name":"bytes"}],"frobnicate":{"must_understand":true}}"#;
         assert!(matches!(
-            parse_v3("a", doc),
+            parse_v3("a", doc, &ReadLimits::default()),
             Err(Error::MustUnderstand { .. })
         ));
         let doc = br#"{"zarr_format":3,"node_type":"array","shape":[10],"data_type":"int8",
             "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[4]}},
             "fill_value":0,"codecs":[{"name":"bytes"}],"frobnicate":{"must_understand":false}}"#;
-        assert!(parse_v3("a", doc).is_ok());
+        assert!(parse_v3("a", doc, &ReadLimits::default()).is_ok());
     }
 
     #[test]
@@ -923,15 +949,44 @@ mod tests {
         let doc = br#"{"zarr_format":3,"node_type":"array","shape":[4294967296,4294967296],
             "data_type":"int8","chunk_grid":{"name":"regular","configuration":{"chunk_shape":[1,1]}},
             "fill_value":0,"codecs":[{"name":"bytes"}]}"#;
-        let e = parse_v3("big", doc).unwrap_err().to_string();
+        let e = parse_v3("big", doc, &ReadLimits::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("big") && e.contains("more than 2^64 elements"),
             "{e}"
         );
         let doc = br#"{"zarr_format":2,"shape":[4294967296,4294967296],"chunks":[1,1],
             "dtype":"|i1","order":"C","fill_value":0,"filters":null,"compressor":null}"#;
-        let e = parse_v2_array("big", doc, None).unwrap_err().to_string();
+        let e = parse_v2_array("big", doc, None, &ReadLimits::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("more than 2^64 elements"), "{e}");
+    }
+
+    #[test]
+    fn the_item_limit_is_the_read_options_one() {
+        // A 32 MiB element: over the default item limit, read under a raised one.
+        let v3 = br#"{"zarr_format":3,"node_type":"array","shape":[1],
+            "data_type":{"name":"raw_bytes","configuration":{"length_bytes":33554432}},
+            "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[1]}},
+            "fill_value":0,"codecs":[{"name":"bytes"}]}"#;
+        let v2 = br#"{"zarr_format":2,"shape":[1],"chunks":[1],"dtype":"|S33554432",
+            "order":"C","fill_value":null,"filters":null,"compressor":null}"#;
+        let raised = ReadLimits {
+            max_item_bytes: 64 << 20,
+            ..Default::default()
+        };
+        let e = parse_v3("big", v3, &ReadLimits::default()).unwrap_err();
+        assert!(
+            matches!(&e, Error::Metadata { path, message, .. }
+            if path == "big" && message.contains("max_item_bytes")),
+            "{e}"
+        );
+        assert!(parse_v3("big", v3, &raised).is_ok());
+        let e = parse_v2_array("big", v2, None, &ReadLimits::default()).unwrap_err();
+        assert!(e.to_string().contains("ZARROW_MAX_ITEM_BYTES"), "{e}");
+        assert!(parse_v2_array("big", v2, None, &raised).is_ok());
     }
 
     #[test]
@@ -946,7 +1001,7 @@ mod tests {
                 r#"{{"zarr_format":2,"shape":[3],"chunks":[2],"dtype":"|O","order":"C",
                 "fill_value":{fill},"filters":[{{"id":"vlen-utf8"}}],"compressor":null}}"#
             );
-            let m = parse_v2_array("a", doc.as_bytes(), None).unwrap();
+            let m = parse_v2_array("a", doc.as_bytes(), None, &ReadLimits::default()).unwrap();
             assert_eq!(&*m.fill_value.bytes, expected, "fill {fill}");
             assert_eq!(
                 m.chunk_key_encoding,
@@ -959,14 +1014,14 @@ mod tests {
     fn v2_vlen_bytes_is_binary() {
         let doc = br#"{"zarr_format":2,"shape":[3],"chunks":[2],"dtype":"|O","order":"C",
             "fill_value":"AAE=","filters":[{"id":"vlen-bytes"}],"compressor":null}"#;
-        let m = parse_v2_array("a", doc, None).unwrap();
+        let m = parse_v2_array("a", doc, None, &ReadLimits::default()).unwrap();
         assert_eq!(m.data_type, DataType::Bytes);
         assert_eq!(&*m.fill_value.bytes, &[0, 1]);
     }
 
     #[test]
     fn bad_json_is_a_metadata_error() {
-        let err = parse_v3("x/y", b"{not json").unwrap_err();
+        let err = parse_v3("x/y", b"{not json", &ReadLimits::default()).unwrap_err();
         assert!(err.to_string().contains("x/y"), "{err}");
         assert!(matches!(err, Error::Metadata { .. }));
     }

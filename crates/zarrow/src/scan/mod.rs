@@ -31,7 +31,6 @@ pub use stream::ZarrRecordBatchStream;
 use crate::array::ChunkCache;
 use crate::grid::ChunkRanges;
 use crate::metrics::ScanMetrics;
-use crate::node::Node;
 use crate::store::ZarrStore;
 use crate::table::{TableModel, TableOptions};
 use crate::{Error, Result};
@@ -133,8 +132,7 @@ impl ZarrScan {
 
     /// Open the table at the root of `store` (e.g. one an application registered) and read it.
     pub async fn open_with_store(&self, store: ZarrStore) -> Result<ZarrRecordBatchStream> {
-        let node = Node::open_store(store, &self.location).await?;
-        let model = TableModel::from_node(node, self.options.clone()).await?;
+        let model = TableModel::open_store(store, &self.location, self.options.clone()).await?;
         self.stream(Arc::new(model), ScanContext::default())
     }
 

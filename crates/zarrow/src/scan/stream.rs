@@ -121,14 +121,13 @@ pub(super) fn open(
         ahead = ahead.min(2);
     }
     let projection = Arc::new(projection);
-    let (fetcher, fetch_projection, fetch_metrics) =
-        (model.clone(), projection.clone(), read.metrics.clone());
+    let (fetcher, fetch_projection, fetch_read) = (model.clone(), projection.clone(), read.clone());
     let out_schema = schema.clone();
     let inner = futures::stream::iter(plan)
         .enumerate()
         .map(move |(index, planned)| {
             let (this, projection) = (fetcher.clone(), fetch_projection.clone());
-            let (metrics, memory) = (fetch_metrics.clone(), memory.clone());
+            let (read, memory) = (fetch_read.clone(), memory.clone());
             in_background(async move {
                 let (coords, take) = planned?;
                 // Hold what the chunk will likely take before asking the store for it; what
@@ -137,7 +136,7 @@ pub(super) fn open(
                 let mut held = Held::new(memory);
                 let what = || format!("reading chunk {coords:?} of '{}'", this.location());
                 let reserved = held.reserve_ahead(index, &what).await?;
-                let fetched = this.fetch_aligned(&coords, &projection, &metrics).await?;
+                let fetched = this.fetch_aligned(&coords, &projection, &read).await?;
                 let stored: usize = fetched.iter().flatten().flatten().map(|b| b.len()).sum();
                 let unreserved = held.settle(reserved, stored);
                 Ok((coords, take, fetched, held, unreserved))
@@ -226,9 +225,7 @@ impl Iterator for ChunkBatches {
             return None;
         }
         let metrics = self.metrics.clone();
-        crate::decode::take_decompress_time();
         let batch = metrics.time_decode(|| self.batch(k));
-        metrics.add_decompress(crate::decode::take_decompress_time());
         // After an error nothing more of this chunk is handed out.
         if batch.is_ok() {
             self.done += k;

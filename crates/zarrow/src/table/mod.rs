@@ -219,11 +219,18 @@ impl TableModel {
     /// Open the node at `location` as a table.
     pub async fn open(location: &str, options: TableOptions) -> Result<Self> {
         let store = ZarrStore::open_configured(location, &[], &options.remote)?;
-        let node = Node::open_store(store, "").await?;
+        Self::open_store(store, "", options).await
+    }
+
+    /// Open the node at the root of `store` as a table (`path` names it in messages), its
+    /// metadata read under the limits of `options` ([`crate::ReadLimits`]).
+    pub async fn open_store(store: ZarrStore, path: &str, options: TableOptions) -> Result<Self> {
+        let node = Node::open_store(store.with_limits(options.read.limits), path).await?;
         Self::from_node(node, options).await
     }
 
-    /// A table over an open node.
+    /// A table over an open node (its metadata was read under the limits of the store it
+    /// was opened from: see [`Self::open_store`]).
     pub async fn from_node(node: Node, options: TableOptions) -> Result<Self> {
         options.read.string_type.check_available()?;
         match node {

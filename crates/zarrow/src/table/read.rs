@@ -16,7 +16,6 @@ use super::cf::{equals_scalar, null_where, CfDecode};
 use super::layout::{broadcast, index_values};
 use super::{anndata, sparse, ColumnRole, SourceKind, TableColumn, TableModel};
 use crate::array::{ChunkReader, ReadContext, ZarrArray};
-use crate::metrics::ScanMetrics;
 use crate::options::ZarrReadOptions;
 use crate::{Error, Result};
 
@@ -145,11 +144,11 @@ impl TableModel {
         &self,
         coords: &[u64],
         projection: &[usize],
-        metrics: &ScanMetrics,
+        ctx: &ReadContext,
     ) -> Result<Fetched> {
         let reads = projection.iter().map(|&i| async move {
             match self.fetched_ahead(i) {
-                Some(array) => array.fetch_chunk_counted(coords, metrics).await.map(Some),
+                Some(array) => array.fetch_chunk_in(coords, ctx).await.map(Some),
                 None => Ok(None),
             }
         });
@@ -327,9 +326,7 @@ impl TableModel {
                 match (column.map(|c| &c.kind), stored) {
                     (Some(SourceKind::Plain { array, fill, cf }), Some(stored)) => {
                         let started = std::time::Instant::now();
-                        let reader = array
-                            .chunk_reader_counted(coords, stored, &ctx.options, &ctx.metrics)
-                            .await?;
+                        let reader = array.chunk_reader_in(coords, stored, ctx).await?;
                         ctx.metrics.add_decode(started.elapsed());
                         let map = (fill.is_some() || cf.is_some()).then(|| {
                             let (array, fill, cf) = (array.clone(), fill.clone(), cf.clone());

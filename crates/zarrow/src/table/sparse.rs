@@ -130,10 +130,10 @@ pub(super) async fn load_indptr(
     let n = indptr.shape()[0];
     let bad =
         |why: String| Error::InvalidArgument(format!("sparse matrix '{}': {why}", indptr.path()));
-    if n.saturating_mul(8) > ctx.options.max_chunk_bytes as u64 {
+    if n.saturating_mul(8) > ctx.options.limits.max_chunk_bytes as u64 {
         return Err(bad(format!(
-            "{n} offsets are more than the {} bytes zarrow holds of one array (ZARROW_MAX_CHUNK_BYTES)",
-            ctx.options.max_chunk_bytes
+            "{n} offsets are more than the {} bytes zarrow holds of one array (max_chunk_bytes, ZARROW_MAX_CHUNK_BYTES)",
+            ctx.options.limits.max_chunk_bytes
         )));
     }
     let raw = indptr.read_region_in(&[0], &[n], ctx).await?;

@@ -241,6 +241,8 @@ impl TableWriter {
             c.check()?;
         }
         let opts = &self.options;
+        // every document is checked by the reader's own parser before it is written
+        let limits = crate::writer::self_check_limits();
         let mut consolidated = Map::new();
         for c in self.columns.iter() {
             let array = self.store.child(&c.path);
@@ -248,7 +250,12 @@ impl TableWriter {
                 let (zarray, zattrs) = c.v2_metadata(self.rows, opts)?;
                 let zarray_bytes = to_bytes(&c.path, &zarray)?;
                 let zattrs_bytes = to_bytes(&c.path, &zattrs)?;
-                crate::metadata::parse_v2_array(&c.path, &zarray_bytes, Some(&zattrs_bytes))?;
+                crate::metadata::parse_v2_array(
+                    &c.path,
+                    &zarray_bytes,
+                    Some(&zattrs_bytes),
+                    &limits,
+                )?;
                 array.put(".zarray", zarray_bytes.into()).await?;
                 array.put(".zattrs", zattrs_bytes.into()).await?;
                 consolidated.insert(format!("{}/.zarray", c.path), zarray);
@@ -256,7 +263,7 @@ impl TableWriter {
             } else {
                 let meta = c.v3_metadata(self.rows, opts);
                 let bytes = to_bytes(&c.path, &meta)?;
-                crate::metadata::parse_v3(&c.path, &bytes)?;
+                crate::metadata::parse_v3(&c.path, &bytes, &limits)?;
                 array.put("zarr.json", bytes.into()).await?;
                 consolidated.insert(c.path.clone(), meta);
             }
@@ -285,7 +292,7 @@ impl TableWriter {
                 },
             });
             let bytes = to_bytes("", &group)?;
-            crate::metadata::parse_v3("", &bytes)?;
+            crate::metadata::parse_v3("", &bytes, &limits)?;
             self.store.put("zarr.json", bytes.into()).await?;
         }
         Ok(self.rows)

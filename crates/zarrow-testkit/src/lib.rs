@@ -1,0 +1,150 @@
+//! What zarrow's tests share, in one place instead of a copy per test crate: where the fixture
+//! stores are, the rule for tests whose tools may be missing (skip with a message locally,
+//! fail under `CI=true`), the loopback servers `tests/remote/start.sh` starts, and the walk
+//! over every fixture table (which fails listing every node that should open and does not).
+//!
+//! Tests that need the loopback servers are marked
+//! `#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]`, so a plain
+//! `cargo test` reports them as ignored, never as passed; `tests/run-all.sh` starts the servers
+//! and runs them with `--include-ignored`, and then a missing server is a failure
+//! ([`loopback`]).
+
+use std::path::PathBuf;
+
+use zarrow::{Node, TableModel, TableOptions};
+
+/// The directory of the committed fixture stores (`tests/fixtures/data`), canonical.
+pub fn fixtures_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/data");
+    std::fs::canonicalize(&dir)
+        .unwrap_or_else(|e| panic!("no fixture directory at {}: {e}", dir.display()))
+}
+
+/// The absolute location of a fixture store (or a node in one: `"v3_strings.zarr/string_2d"`).
+pub fn fixture(name: &str) -> String {
+    fixtures_dir().join(name).to_string_lossy().into_owned()
+}
+
+/// The Python of one of the repository's venvs (`.venv-zarr3`, `.venv-zarr2`), which
+/// `tests/fixtures/setup_venvs.sh` makes: `None` when it is missing (the caller skips), except
+/// under CI ([`skip_unless_ci`]).
+pub fn venv_python(venv: &str) -> Option<PathBuf> {
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(venv)
+        .join("bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    skip_unless_ci(
+        &format!("no venv at {}", python.display()),
+        "run tests/fixtures/setup_venvs.sh (tests/run-all.sh does)",
+    );
+    None
+}
+
+/// Whether the tests run under CI (`CI=true`), where nothing they need may be missing.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// The skip-unless-CI rule, for a test (or part of one) whose tool is missing: under CI a
+/// failure naming `what` is missing and `how` to provide it; otherwise a note on stderr, and
+/// the caller skips.
+pub fn skip_unless_ci(what: &str, how: &str) {
+    assert!(!in_ci(), "CI=true but {what}: {how}");
+    eprintln!("skipping: {what} ({how})");
+}
+
+/// How the loopback servers are started.
+const START: &str = "eval \"$(bash tests/remote/start.sh)\", as tests/run-all.sh does";
+
+/// The address of a loopback server (`ZARROW_TEST_HTTP`, `ZARROW_TEST_S3`,
+/// `ZARROW_TEST_FAULT_PROXY`, …), for a test marked ignored unless the servers run: it was
+/// asked for, so a missing server is a failure saying how to start them.
+pub fn loopback(var: &str) -> String {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => v,
+        _ => panic!("{var} is not set: start the loopback servers ({START})"),
+    }
+}
+
+/// The address of a loopback server for the part of a test that needs one, the rest running
+/// without it: `None` (said on stderr) when it is not set, except under CI ([`skip_unless_ci`]).
+pub fn optional_loopback(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ => {
+            skip_unless_ci(&format!("{var} is not set"), START);
+            None
+        }
+    }
+}
+
+/// Every node of every fixture store (`*.zarr` in [`fixtures_dir`]: the root and every node
+/// below it) opened as a table with `options`, in path order. `not_tables` lists the nodes
+/// that do not open as tables, each with the reason: paths relative to the fixture directory,
+/// whose first component may end in `*` for every store whose name starts so
+/// (`"anndata_*/uns"`, `"*/uns"`). Panics listing every node
+/// that should open and does not, with its error, and every listed node that opens after all:
+/// nothing is dropped silently.
+pub async fn fixture_tables(
+    options: &TableOptions,
+    not_tables: &[(&str, &str)],
+) -> Vec<(String, TableModel)> {
+    let dir = fixtures_dir();
+    let mut stores: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "zarr"))
+        .collect();
+    stores.sort();
+    let mut tables = Vec::new();
+    let mut failed = Vec::new();
+    let mut opened_anyway = Vec::new();
+    for store in stores {
+        let root = store.to_string_lossy().into_owned();
+        let mut locations = vec![root.clone()];
+        match Node::open(&root).await {
+            Ok(Node::Group(g)) => match g.walk().await {
+                Ok(all) => locations.extend(all.into_iter().map(|(p, _)| format!("{root}/{p}"))),
+                Err(e) => failed.push(format!("{root}: walking the hierarchy: {e}")),
+            },
+            Ok(Node::Array(_)) => {}
+            Err(e) => failed.push(format!("{root}: {e}")),
+        }
+        for location in locations {
+            let relative = location
+                .strip_prefix(&format!("{}/", dir.display()))
+                .unwrap_or(&location)
+                .to_string();
+            let expected_not = not_tables.iter().any(|(p, _)| names(p, &relative));
+            match TableModel::open(&location, options.clone()).await {
+                Ok(_) if expected_not => opened_anyway.push(relative),
+                Ok(model) => tables.push((location, model)),
+                Err(_) if expected_not => {}
+                Err(e) => failed.push(format!("{relative}: {e}")),
+            }
+        }
+    }
+    assert!(
+        failed.is_empty() && opened_anyway.is_empty(),
+        "fixture tables that should open and do not:\n  {}\nlisted as not tables, yet open:\n  {}",
+        failed.join("\n  "),
+        opened_anyway.join("\n  ")
+    );
+    tables
+}
+
+/// Whether `pattern` names `path`: the same path, except that a first component ending in
+/// `*` names every store whose name starts with what comes before it.
+fn names(pattern: &str, path: &str) -> bool {
+    let (store, rest) = pattern.split_once('/').unwrap_or((pattern, ""));
+    let (path_store, path_rest) = path.split_once('/').unwrap_or((path, ""));
+    let store_matches = match store.strip_suffix('*') {
+        Some(prefix) => path_store.starts_with(prefix),
+        None => store == path_store,
+    };
+    store_matches && rest == path_rest
+}
