@@ -107,7 +107,7 @@ impl Default for ZarrReadOptions {
     fn default() -> Self {
         ZarrReadOptions {
             string_type: StringType::Utf8,
-            concurrency: 8,
+            concurrency: 16,
             limits: ReadLimits::default(),
         }
     }
