@@ -4,6 +4,8 @@
 //! must keep 16 requests in flight at once (the latency is hidden by overlap, not paid per
 //! chunk), and dropping the query must close every one of them.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,9 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::{Array, Int64Array};
-use datafusion::physical_plan::execute_stream;
 use datafusion::prelude::SessionConfig;
-use futures::StreamExt;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
@@ -205,16 +205,7 @@ async fn dropping_the_query_closes_every_request_in_flight() {
     let dir = tempfile::tempdir().unwrap();
     let (location, seen) = delayed_array(&dir, Duration::from_secs(60)).await;
     let ctx = context(&location).await;
-    let plan = ctx
-        .sql("SELECT max(v) FROM t")
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap();
-    let mut stream = execute_stream(plan, ctx.task_ctx()).unwrap();
-    let first = tokio::time::timeout(Duration::from_millis(300), stream.next()).await;
-    assert!(first.is_err(), "a held chunk produced a batch");
+    let stream = common::hung_query(&ctx, "SELECT max(v) FROM t", Duration::from_millis(300)).await;
     // Wait (at most 5 s) for the 16 requests, then drop the query.
     for _ in 0..50 {
         if seen.in_flight.load(Ordering::SeqCst) == 16 {

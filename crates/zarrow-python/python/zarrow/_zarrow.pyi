@@ -5,7 +5,13 @@ from typing import Any, final
 __version__: str
 
 class ZarrowError(Exception):
-    """Every error zarrow raises."""
+    """Every error zarrow raises. ``array``, ``chunk`` and ``location`` say where it happened
+    (the array or node, the chunk's store key, the object or document read); None where the
+    error names none."""
+
+    array: str | None
+    chunk: str | None
+    location: str | None
 
 class NotFoundError(ZarrowError):
     """No zarr array or group at a location."""
