@@ -15,9 +15,9 @@
 //! `ZARROW_MAX_RETRIES`, `ZARROW_RETRY_TIMEOUT`); the library itself does not read them. Durations are written `500ms`, `5s`, `2m` or as
 //! seconds (`1.5`).
 //!
-//! Every client goes through [`StreamedBodies`]: a response without a `Content-Length` (sent
+//! Every client goes through `StreamedBodies`: a response without a `Content-Length` (sent
 //! in chunks, as servers that stream do) is read up to the cap its request carries
-//! ([`crate::store::BodyCap`]: what the chunk may hold) and handed on with its length, which
+//! (`store::BodyCap`: what the chunk may hold) and handed on with its length, which
 //! `object_store` needs; one longer than the cap is handed on announcing the bytes that
 //! arrived, so the reader refuses it as it refuses a `Content-Length` over the cap.
 

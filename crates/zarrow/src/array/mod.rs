@@ -410,7 +410,7 @@ impl ZarrArray {
 
     /// The in-bounds rows of the read unit at `coords`, from its stored bytes (from
     /// [`Self::fetch_chunk`]; `None`: the fill value), to be decoded a run of rows at a time by
-    /// [`ChunkReader::next_rows`] — see [`crate::decode::rows`]. A unit that has to be decoded
+    /// [`ChunkReader::next_rows`] — see the `decode::rows` module. A unit that has to be decoded
     /// whole is decoded here, on the blocking pool when large and inside a runtime.
     pub async fn chunk_reader(
         &self,

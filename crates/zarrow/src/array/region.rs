@@ -143,7 +143,7 @@ impl ZarrArray {
     }
 
     /// The first `k` elements of a 1-D array, each read unit decoded only as far as they
-    /// reach (run by run where it can be, see [`crate::decode::rows`]): where a unit holds
+    /// reach (run by run where it can be, see the `decode::rows` module): where a unit holds
     /// more than is wanted — a categories array claiming 2^31 values in one chunk, of which
     /// int8 codes reach 128 — the rest is neither decoded nor filled. Not through the
     /// context's cache, which holds whole units. Other arrays read as [`Self::read_region_in`].
