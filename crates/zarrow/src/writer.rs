@@ -344,38 +344,23 @@ pub async fn write_array(
         }),
         Compression::Gzip(level) => Some(BytesToBytes::Gzip { level }),
     };
-    let mut codecs = vec![match (
-        fixed_size,
+    let mut codecs = vec![array_to_bytes_json(
+        fixed_size.is_some(),
         opts.vlen_encoding,
         parsed_type == crate::DataType::String,
-    ) {
-        (Some(_), _, _) => json!({"name": "bytes", "configuration": {"endian": "little"}}),
-        (None, VlenEncoding::Numcodecs, true) => json!({"name": "vlen-utf8", "configuration": {}}),
-        (None, VlenEncoding::Numcodecs, false) => {
-            json!({"name": "vlen-bytes", "configuration": {}})
-        }
-        (None, VlenEncoding::ArrowVlen { large }, _) => json!({
-            "name": "zarrow.arrow_vlen",
-            "configuration": {"offset_type": if large { "int64" } else { "int32" }}
-        }),
-    }];
+    )];
     if let Some(c) = &compression {
         codecs.push(c.to_v3_json());
     }
-    let mut meta = json!({
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": shape,
-        "data_type": data_type,
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": fill_json,
-        "codecs": codecs,
-        "attributes": opts.attributes,
+    let meta = v3_array_json(V3Array {
+        shape,
+        data_type: &data_type,
+        chunk_shape: &chunk_shape,
+        fill_value: fill_json,
+        codecs,
+        attributes: opts.attributes.clone(),
+        dimension_names: opts.dimension_names.as_deref(),
     });
-    if let Some(names) = &opts.dimension_names {
-        meta["dimension_names"] = json!(names);
-    }
     let array_store = store.child(path);
     let meta_bytes = serde_json::to_vec_pretty(&meta).map_err(|e| werr(e.to_string()))?;
     // The metadata must parse as what we meant: the reader's own parser checks it.
@@ -464,6 +449,58 @@ pub async fn write_group(
         message: e.to_string(),
     })?;
     store.child(path).put("zarr.json", Bytes::from(bytes)).await
+}
+
+/// The array-to-bytes codec of a v3 array: `bytes` (little-endian) for fixed-size elements,
+/// else the variable-length `encoding`: `vlen-utf8` for strings and `vlen-bytes` for bytes, or
+/// `zarrow.arrow_vlen`.
+pub(crate) fn array_to_bytes_json(
+    fixed_size: bool,
+    encoding: VlenEncoding,
+    strings: bool,
+) -> Value {
+    match (fixed_size, encoding) {
+        (true, _) => json!({"name": "bytes", "configuration": {"endian": "little"}}),
+        (false, VlenEncoding::Numcodecs) if strings => {
+            json!({"name": "vlen-utf8", "configuration": {}})
+        }
+        (false, VlenEncoding::Numcodecs) => json!({"name": "vlen-bytes", "configuration": {}}),
+        (false, VlenEncoding::ArrowVlen { large }) => json!({
+            "name": "zarrow.arrow_vlen",
+            "configuration": {"offset_type": if large { "int64" } else { "int32" }}
+        }),
+    }
+}
+
+/// What a v3 array's `zarr.json` says, for [`v3_array_json`].
+pub(crate) struct V3Array<'a> {
+    pub shape: &'a [u64],
+    pub data_type: &'a Value,
+    pub chunk_shape: &'a [u64],
+    pub fill_value: Value,
+    pub codecs: Vec<Value>,
+    pub attributes: Map<String, Value>,
+    pub dimension_names: Option<&'a [String]>,
+}
+
+/// A v3 array's `zarr.json` on a regular chunk grid with `/`-separated chunk keys, as both
+/// writers (arrays and tables) write it.
+pub(crate) fn v3_array_json(a: V3Array<'_>) -> Value {
+    let mut meta = json!({
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": a.shape,
+        "data_type": a.data_type,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": a.chunk_shape}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": a.fill_value,
+        "codecs": a.codecs,
+        "attributes": a.attributes,
+    });
+    if let Some(names) = a.dimension_names {
+        meta["dimension_names"] = json!(names);
+    }
+    meta
 }
 
 /// The limits a writer checks its own metadata documents with: as a reader would parse them,

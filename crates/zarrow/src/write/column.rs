@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 use super::options::TableWriteOptions;
 use crate::codec::compression::BytesToBytes;
-use crate::writer::{encode, zarr_type, VlenEncoding};
+use crate::writer::{array_to_bytes_json, encode, v3_array_json, zarr_type, V3Array, VlenEncoding};
 use crate::{Error, Result};
 
 /// A column being written.
@@ -319,24 +319,13 @@ impl ColumnWriter {
         attrs
     }
 
-    /// The array-to-bytes codec JSON.
-    fn serializer(&self, opts: &TableWriteOptions) -> Value {
-        match (self.fixed, opts.string_encoding) {
-            (Some(_), _) => json!({"name": "bytes", "configuration": {"endian": "little"}}),
-            (None, VlenEncoding::Numcodecs) if is_string(&self.write_type) => {
-                json!({"name": "vlen-utf8", "configuration": {}})
-            }
-            (None, VlenEncoding::Numcodecs) => json!({"name": "vlen-bytes", "configuration": {}}),
-            (None, VlenEncoding::ArrowVlen { large }) => json!({
-                "name": "zarrow.arrow_vlen",
-                "configuration": {"offset_type": if large { "int64" } else { "int32" }}
-            }),
-        }
-    }
-
     /// The v3 `zarr.json` of the array after `rows` rows.
     pub fn v3_metadata(&self, rows: u64, opts: &TableWriteOptions) -> Value {
-        let mut codecs = vec![self.serializer(opts)];
+        let mut codecs = vec![array_to_bytes_json(
+            self.fixed.is_some(),
+            opts.string_encoding,
+            is_string(&self.write_type),
+        )];
         codecs.extend(opts.compression.as_ref().map(BytesToBytes::to_v3_json));
         let codecs = match opts.shard_rows {
             None => codecs,
@@ -360,17 +349,14 @@ impl ColumnWriter {
                 .map(|t| t.1)
                 .unwrap_or(Value::Null),
         };
-        json!({
-            "zarr_format": 3,
-            "node_type": "array",
-            "shape": [rows],
-            "data_type": self.v3_type,
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [opts.unit_rows()]}},
-            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-            "fill_value": fill,
-            "codecs": codecs,
-            "attributes": self.v3_attributes(),
-            "dimension_names": [opts.dimension],
+        v3_array_json(V3Array {
+            shape: &[rows],
+            data_type: &self.v3_type,
+            chunk_shape: &[opts.unit_rows()],
+            fill_value: fill,
+            codecs,
+            attributes: self.v3_attributes(),
+            dimension_names: Some(std::slice::from_ref(&opts.dimension)),
         })
     }
 
