@@ -382,7 +382,7 @@ def check_rows(args, sources: dict[str, Path], rows: int) -> None:
 def explain_checks(args, sources: dict[str, Path]) -> dict:
     """EXPLAIN every query on both sides: the scan reads exactly the query's columns and the
     plan is not answered from statistics. Returns the string types each side uses."""
-    scan_re = {"zarr": re.compile(r"ZarrScanExec:.*?projection=\[([^\]]*)\]"),
+    scan_re = {"zarr": re.compile(r"DataSourceExec:.*?projection=\[([^\]]*)\].*?file_type=zarr"),
                "parquet": re.compile(r"DataSourceExec:.*?projection=\[([^\]]*)\]")}
     for qid, _, sql, columns in QUERIES:
         for fmt, source in sources.items():

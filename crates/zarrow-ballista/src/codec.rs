@@ -8,10 +8,13 @@
 //! - logical, a [`ZarrTable`]: JSON `{location, options}`. The scheduler's decoder reopens the
 //!   table's metadata there (through the task's registered object stores, else zarrow's own)
 //!   and refuses it if its schema is no longer the one the client planned with.
-//! - physical, a [`ZarrScanExec`]: `u32` length (little-endian) of the JSON of the scan — the
-//!   whole scan, its partitions (runs of chunks), their rows and the plan info — then the schema
-//!   as DataFusion's protobuf. No metadata is read to decode it: each partition opens the table
-//!   on the executor when it starts, and reads its own chunks from the store.
+//! - physical, a zarr scan (a `DataSourceExec` whose file source is a [`ZarrSource`], perhaps
+//!   sliced to one task's file groups by the scheduler): `u32` length (little-endian) of the
+//!   JSON of its file groups (each a list of runs of chunks with their rows), its limit and
+//!   how its chunks were chosen, then the schema as DataFusion's protobuf. No metadata is read
+//!   to decode it: the table is opened on the executor when the first partition starts, and
+//!   each reads its own chunks from the store. On an executor ([`ZarrPhysicalCodec::for_executor`])
+//!   the decoded source names the executor in its errors and logs each task.
 
 use std::sync::Arc;
 
@@ -20,6 +23,7 @@ use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::common::{DataFusionError, Result, TableReference};
 use datafusion::datasource::file_format::FileFormatFactory;
+use datafusion::datasource::physical_plan::FileSource;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{
     AggregateUDF, Extension, HigherOrderUDF, LogicalPlan, ScalarUDF, WindowUDF,
@@ -32,11 +36,9 @@ use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConve
 use datafusion_proto::protobuf;
 use prost::Message;
 use serde::{Deserialize, Serialize};
-use zarrow::ZarrScan;
-use zarrow_datafusion::{ScanPlanInfo, ZarrScanExec, ZarrTable, ZarrTableOptions};
+use zarrow_datafusion::{ScanPlan, ZarrRun, ZarrScanRef, ZarrSource, ZarrTable, ZarrTableOptions};
 
 use crate::blocking::block_on;
-use crate::carrier::{file_groups_as_scan, ZarrSchedulerTable};
 
 /// The payload is the wrapped (Ballista's) codec's.
 pub const TAG_INNER: u8 = 0;
@@ -182,8 +184,8 @@ impl LogicalExtensionCodec for ZarrLogicalCodec {
                 describe(&schema)
             )));
         }
-        // On the scheduler, where plans are decoded: scans planned so Ballista can slice them.
-        Ok(Arc::new(ZarrSchedulerTable(table)))
+        // Its scans are file scans: the scheduler slices their file groups into tasks.
+        Ok(Arc::new(table))
     }
 
     fn try_encode_table_provider(
@@ -269,15 +271,14 @@ fn describe(schema: &Schema) -> String {
 /// A zarr scan as it travels (the schema follows it as protobuf).
 #[derive(Debug, Serialize, Deserialize)]
 struct ScanNode {
-    scan: ZarrScan,
-    partitions: Vec<ZarrScan>,
-    rows: Vec<u64>,
-    info: ScanPlanInfo,
+    groups: Vec<Vec<ZarrRun>>,
+    limit: Option<usize>,
+    plan: Option<ScanPlan>,
 }
 
-/// Carries [`ZarrScanExec`]s in physical plans; everything else goes to `inner` (Ballista's
-/// physical codec by default). On an executor, [`Self::for_executor`] names it in the errors of
-/// the scans it decodes.
+/// Carries zarr scans in physical plans; everything else goes to `inner` (Ballista's
+/// physical codec by default). On an executor, [`Self::for_executor`] names it in the errors
+/// and the log of the scans it decodes.
 #[derive(Debug)]
 pub struct ZarrPhysicalCodec {
     inner: Arc<dyn PhysicalExtensionCodec>,
@@ -299,19 +300,18 @@ impl ZarrPhysicalCodec {
         }
     }
 
-    /// The codec of the executor `name`: the scans it decodes name it in their errors.
+    /// The codec of the executor `name`: the scans it decodes name it in their errors and
+    /// log what each task read.
     pub fn for_executor(mut self, name: impl Into<String>) -> Self {
         self.executor = Some(name.into());
         self
     }
 
-    fn encode_scan(exec: &ZarrScanExec, buf: &mut Vec<u8>) -> Result<()> {
-        let (scan, partitions, rows, info, schema) = exec.parts();
+    fn encode_scan(scan: ZarrScanRef<'_>, buf: &mut Vec<u8>) -> Result<()> {
         let node = ScanNode {
-            scan: scan.clone(),
-            partitions: partitions.to_vec(),
-            rows: rows.to_vec(),
-            info: info.clone(),
+            groups: scan.groups()?,
+            limit: scan.config.limit,
+            plan: scan.source.plan().cloned(),
         };
         let json = serde_json::to_vec(&node)
             .map_err(|e| DataFusionError::Internal(format!("encoding a zarr scan: {e}")))?;
@@ -319,13 +319,14 @@ impl ZarrPhysicalCodec {
             .map_err(|_| DataFusionError::Internal("a zarr scan over 4 GiB of JSON".into()))?;
         buf.extend_from_slice(&len.to_le_bytes());
         buf.extend_from_slice(&json);
+        let schema = scan.source.table_schema().table_schema();
         let schema = protobuf::Schema::try_from(schema.as_ref())?;
         schema
             .encode(buf)
             .map_err(|e| DataFusionError::Internal(format!("encoding a zarr scan's schema: {e}")))
     }
 
-    fn decode_scan(&self, buf: &[u8]) -> Result<ZarrScanExec> {
+    fn decode_scan(&self, buf: &[u8], ctx: &TaskContext) -> Result<Arc<dyn ExecutionPlan>> {
         let what = "a zarr scan";
         let (len, rest) = buf
             .split_first_chunk::<4>()
@@ -339,45 +340,32 @@ impl ZarrPhysicalCodec {
         }
         let (json, schema) = rest.split_at(len);
         let node: ScanNode = serde_json::from_slice(json).map_err(|e| codec_error(what, e))?;
-        if node.rows.len() != node.partitions.len() {
-            return Err(codec_error(
-                what,
-                format!(
-                    "{} partitions but {} row counts",
-                    node.partitions.len(),
-                    node.rows.len()
-                ),
-            ));
-        }
         let schema = protobuf::Schema::decode(schema).map_err(|e| codec_error(what, e))?;
         let schema = Schema::try_from(&schema).map_err(|e| codec_error(what, e))?;
-        // The schema is the scan's columns, in order (a cut protobuf may still parse).
+        // The schema is every run's columns, in order (a cut protobuf may still parse).
         let names: Vec<&String> = schema.fields().iter().map(|f| f.name()).collect();
-        if names.len() != node.scan.columns.len()
-            || names.iter().zip(&node.scan.columns).any(|(a, b)| *a != b)
-        {
-            return Err(codec_error(
-                what,
-                format!(
-                    "its schema ({}) is not its columns ({})",
-                    describe(&schema),
-                    node.scan.columns.join(", ")
-                ),
-            ));
+        for run in node.groups.iter().flatten() {
+            if names.len() != run.scan.columns.len()
+                || names.iter().zip(&run.scan.columns).any(|(a, b)| *a != b)
+            {
+                return Err(codec_error(
+                    what,
+                    format!(
+                        "its schema ({}) is not its columns ({})",
+                        describe(&schema),
+                        run.scan.columns.join(", ")
+                    ),
+                ));
+            }
         }
-        let exec = ZarrScanExec::from_parts(
-            node.scan,
-            node.partitions,
-            node.rows,
-            node.info,
-            Arc::new(schema),
-            None,
-            zarrow::ScanContext::default(),
-        );
-        Ok(match &self.executor {
-            Some(name) => exec.with_executor(name),
-            None => exec,
-        })
+        let mut source = ZarrSource::new(Arc::new(schema)).with_runtime(ctx.runtime_env());
+        if let Some(plan) = node.plan {
+            source = source.with_plan(plan);
+        }
+        if let Some(name) = &self.executor {
+            source = source.with_executor(name);
+        }
+        Ok(source.into_exec(node.groups, node.limit))
     }
 }
 
@@ -396,7 +384,7 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         if !inputs.is_empty() {
             return Err(codec_error("a zarr scan", "it has inputs"));
         }
-        Ok(Arc::new(self.decode_scan(rest)?))
+        self.decode_scan(rest, ctx)
     }
 
     fn try_encode(
@@ -405,13 +393,9 @@ impl PhysicalExtensionCodec for ZarrPhysicalCodec {
         buf: &mut Vec<u8>,
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> Result<()> {
-        if let Some(exec) = node.downcast_ref::<ZarrScanExec>() {
-            return tagged(buf, TAG_ZARR, |buf| Self::encode_scan(exec, buf));
-        }
-        // A scan as the scheduler plans it, restricted to one task's partitions.
-        if let Some(exec) = file_groups_as_scan(node.as_ref()) {
-            let exec = exec?;
-            return tagged(buf, TAG_ZARR, |buf| Self::encode_scan(&exec, buf));
+        // A zarr scan, whole or restricted by the scheduler to one task's file groups.
+        if let Some(scan) = ZarrScanRef::of(node.as_ref()) {
+            return tagged(buf, TAG_ZARR, |buf| Self::encode_scan(scan, buf));
         }
         tagged(buf, TAG_INNER, |buf| {
             self.inner.try_encode(node, buf, proto_converter)
@@ -447,11 +431,14 @@ mod tests {
     use zarrow_datafusion::SessionContextZarrExt;
 
     use super::*;
-    use crate::carrier::scan_as_file_groups;
+    use datafusion::datasource::physical_plan::{FileScanConfig, FileScanConfigBuilder};
+    use datafusion::datasource::source::DataSourceExec;
+    use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
+    use zarrow_datafusion::zarr_scans;
 
     use zarrow_testkit::fixture;
 
-    async fn planned_scan(sql: &str) -> ZarrScanExec {
+    async fn planned_scan(sql: &str) -> Arc<dyn ExecutionPlan> {
         let ctx = SessionContext::new_with_config(
             datafusion::prelude::SessionConfig::new().with_target_partitions(3),
         );
@@ -469,15 +456,14 @@ mod tests {
             .create_physical_plan()
             .await
             .unwrap();
-        let mut found = None;
         let mut stack = vec![plan];
         while let Some(p) = stack.pop() {
-            if let Some(exec) = p.downcast_ref::<ZarrScanExec>() {
-                found = Some(exec.clone());
+            if ZarrScanRef::of(p.as_ref()).is_some() {
+                return p;
             }
             stack.extend(p.children().into_iter().cloned());
         }
-        found.expect("a zarr scan in the plan")
+        panic!("no zarr scan in the plan")
     }
 
     fn encode(codec: &ZarrPhysicalCodec, plan: Arc<dyn ExecutionPlan>) -> Vec<u8> {
@@ -499,43 +485,47 @@ mod tests {
 
     #[tokio::test]
     async fn a_scan_travels_whole() {
-        let exec = planned_scan("SELECT dim_1, string_2d FROM t WHERE dim_0 >= 3").await;
-        assert!(exec.partitions().len() > 1);
+        let plan = planned_scan("SELECT dim_1, string_2d FROM t WHERE dim_0 >= 3").await;
+        let scan = ZarrScanRef::of(plan.as_ref()).unwrap();
+        assert!(scan.config.file_groups.len() > 1);
         let codec = ZarrPhysicalCodec::default().for_executor("e1 at host:1");
-        let back = decode(&codec, &encode(&codec, Arc::new(exec.clone()))).unwrap();
-        let back = back.downcast_ref::<ZarrScanExec>().unwrap();
-        assert_eq!(back.parts().0, exec.parts().0);
-        assert_eq!(back.partitions(), exec.partitions());
-        assert_eq!(back.parts().2, exec.parts().2);
-        assert_eq!(back.schema(), exec.schema());
-        assert_eq!(back.executor(), Some("e1 at host:1"));
+        let back = decode(&codec, &encode(&codec, plan.clone())).unwrap();
+        let got = ZarrScanRef::of(back.as_ref()).unwrap();
+        assert_eq!(got.groups().unwrap(), scan.groups().unwrap());
+        assert_eq!(got.source.plan(), scan.source.plan());
+        assert_eq!(back.schema(), plan.schema());
+        assert_eq!(got.source.executor(), Some("e1 at host:1"));
+        // The exact rows travel with the runs.
+        let rows = |p: &Arc<dyn ExecutionPlan>| {
+            StatisticsContext::new()
+                .compute(p.as_ref(), &StatisticsArgs::new())
+                .unwrap()
+                .num_rows
+        };
+        assert_eq!(rows(&back), rows(&plan));
+        assert_eq!(zarr_scans(back.as_ref()).len(), 1);
     }
 
     #[tokio::test]
     async fn a_sliced_scan_travels_as_its_partitions() {
-        let exec = planned_scan("SELECT * FROM t").await;
-        assert_eq!(exec.partitions().len(), 3);
-        let carrier = scan_as_file_groups(exec.clone());
+        let plan = planned_scan("SELECT * FROM t").await;
+        let scan = ZarrScanRef::of(plan.as_ref()).unwrap();
+        assert_eq!(scan.config.file_groups.len(), 3);
         // What Ballista's scheduler does for a task of partitions [2, 0]: keep those groups.
-        let config = (carrier.data_source().as_ref() as &dyn std::any::Any)
-            .downcast_ref::<datafusion::datasource::physical_plan::FileScanConfig>()
-            .unwrap();
+        let config: &FileScanConfig = scan.config;
         let groups = vec![config.file_groups[2].clone(), config.file_groups[0].clone()];
-        let sliced = datafusion::datasource::source::DataSourceExec::from_data_source(
-            datafusion::datasource::physical_plan::FileScanConfigBuilder::from(config.clone())
+        let sliced = DataSourceExec::from_data_source(
+            FileScanConfigBuilder::from(config.clone())
                 .with_file_groups(groups)
                 .with_limit(Some(4))
                 .build(),
         );
         let codec = ZarrPhysicalCodec::default();
         let back = decode(&codec, &encode(&codec, sliced)).unwrap();
-        let back = back.downcast_ref::<ZarrScanExec>().unwrap();
-        let want = [exec.partitions()[2].clone(), exec.partitions()[0].clone()];
-        assert_eq!(back.partitions().len(), 2);
-        for (got, want) in back.partitions().iter().zip(&want) {
-            assert_eq!(got.chunks, want.chunks);
-            assert_eq!(got.limit, Some(want.limit.map_or(4, |l| l.min(4))));
-        }
+        let got = ZarrScanRef::of(back.as_ref()).unwrap();
+        let all = scan.groups().unwrap();
+        assert_eq!(got.groups().unwrap(), vec![all[2].clone(), all[0].clone()]);
+        assert_eq!(got.config.limit, Some(4));
     }
 
     #[tokio::test]
@@ -555,9 +545,9 @@ mod tests {
 
     #[tokio::test]
     async fn damaged_payloads_are_errors() {
-        let exec = planned_scan("SELECT * FROM t").await;
+        let plan = planned_scan("SELECT * FROM t").await;
         let codec = ZarrPhysicalCodec::default();
-        let good = encode(&codec, Arc::new(exec));
+        let good = encode(&codec, plan);
         let mut cases: Vec<Vec<u8>> = vec![vec![], vec![7], vec![TAG_ZARR], vec![TAG_ZARR, 1, 2]];
         // Every truncation of a good payload.
         cases.extend((1..good.len()).map(|n| good[..n].to_vec()));
@@ -611,9 +601,9 @@ mod tests {
         let back = codec
             .try_decode_table_provider(&buf, &name, schema.clone(), &ctx)
             .unwrap();
-        let back = back.downcast_ref::<ZarrSchedulerTable>().unwrap();
-        assert!(back.0.options().decode_cf);
-        assert_eq!(back.0.schema(), schema);
+        let back = back.downcast_ref::<ZarrTable>().unwrap();
+        assert!(back.options().decode_cf);
+        assert_eq!(back.schema(), schema);
         // A plan made against other columns (the store changed since): refused, naming it.
         let other = Arc::new(Schema::new(vec![datafusion::arrow::datatypes::Field::new(
             "x",

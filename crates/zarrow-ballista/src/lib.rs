@@ -4,19 +4,18 @@
 //!  client (cluster_session_context, `zarrow sql --cluster df://HOST:PORT`)
 //!    │ plans the query; a ZarrTable travels as its location and options (ZarrLogicalCodec)
 //!    ▼
-//!  zarrow-scheduler: reopens each table's metadata, prunes chunks, splits the scan into
-//!    │ partitions (runs of chunks) = tasks; a ZarrScanExec travels as its serialized scan
-//!    ▼ (ZarrPhysicalCodec)
+//!  zarrow-scheduler: reopens each table's metadata, prunes chunks; the scan is a
+//!    │ DataSourceExec whose file groups are runs of chunks, sliced into tasks as any file
+//!    │ scan's; a task's groups travel as their serialized runs (ZarrPhysicalCodec)
+//!    ▼
 //!  zarrow-executor × N: each task opens the table and reads its own chunks from the store
 //! ```
 //!
 //! Both codecs wrap Ballista's own, so Parquet and CSV tables and Ballista's shuffles work in
-//! the same cluster. [`codec`] is the wire format, [`carrier`] how a scan is planned so Ballista can
-//! give each task its own partitions, [`session`] the clients, [`process`] the two
-//! binaries' main functions, [`blocking`] how a synchronous decoder reads metadata.
+//! the same cluster. [`codec`] is the wire format, [`session`] the clients, [`process`] the
+//! two binaries' main functions, [`blocking`] how a synchronous decoder reads metadata.
 
 pub mod blocking;
-pub mod carrier;
 pub mod codec;
 pub mod process;
 pub mod session;

@@ -20,6 +20,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use futures::StreamExt;
+use zarrow_datafusion::zarr_scans;
 
 use crate::memory::RuntimeArgs;
 use crate::output::{refuse_inside_inputs, Progress, ResultWriter, Sink, SqlFormat};
@@ -206,10 +207,9 @@ impl Runner {
         let df = self.ctx.execute_logical_plan(plan).await.map_err(context)?;
         let task = Arc::new(df.task_ctx());
         let physical = df.create_physical_plan().await.map_err(context)?;
-        let mut scans = Vec::new();
-        collect_scans(physical.as_ref(), &mut scans);
+        let scans = zarr_scans(physical.as_ref());
         if let Some(output) = &self.output {
-            let inputs: Vec<&str> = scans.iter().map(|s| s.scan().location.as_str()).collect();
+            let inputs: Vec<&str> = scans.iter().map(|s| s.location()).collect();
             refuse_inside_inputs(output, &inputs)?;
         }
         let mut stream = execute_stream(physical.clone(), task).map_err(context)?;
@@ -218,7 +218,7 @@ impl Runner {
         let mut progress =
             (!scans.is_empty()).then(|| Progress::after("scanned", Duration::from_secs(1)));
         let mut tick = tokio::time::interval(Duration::from_millis(200));
-        let planned: u64 = scans.iter().map(|s| s.chunks_read()).sum();
+        let planned: u64 = scans.iter().map(|s| s.chunks_planned()).sum();
         let has_columns = !schema.fields().is_empty();
         if has_columns {
             self.begin_result()?;
@@ -230,7 +230,7 @@ impl Runner {
                 batch = stream.next() => batch,
                 _ = tick.tick() => {
                     if let Some(p) = progress.as_mut() {
-                        let counts = scans.iter().map(|s| s.scan_counts());
+                        let counts = scans.iter().map(|s| s.counts());
                         let (rows, chunks) = counts.fold((0, 0), |(r, c), n| (r + n.rows_out, c + n.chunks_read));
                         p.set(rows, &format!(", {chunks}/{planned} chunks"));
                     }
@@ -415,27 +415,13 @@ pub(crate) fn tables(ctx: &SessionContext) -> Vec<TableName> {
 
 /// What the zarr scans of an executed plan did, on standard error (`--verbose`).
 fn print_scans(plan: &dyn ExecutionPlan) {
-    let mut scans = Vec::new();
-    collect_scans(plan, &mut scans);
-    for scan in scans {
+    for scan in zarr_scans(plan) {
         eprintln!(
             "scan of {}: chunks_pruned={} {}",
-            scan.scan().location,
+            scan.location(),
             scan.chunks_pruned(),
-            scan.scan_counts()
+            scan.counts()
         );
-    }
-}
-
-fn collect_scans<'a>(
-    plan: &'a dyn ExecutionPlan,
-    out: &mut Vec<&'a zarrow_datafusion::ZarrScanExec>,
-) {
-    if let Some(scan) = plan.downcast_ref::<zarrow_datafusion::ZarrScanExec>() {
-        out.push(scan);
-    }
-    for child in plan.children() {
-        collect_scans(child.as_ref(), out);
     }
 }
 

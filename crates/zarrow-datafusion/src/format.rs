@@ -1,12 +1,13 @@
-//! Zarr as a DataFusion file format: `COPY (SELECT …) TO 'out.zarr' STORED AS ZARR
-//! OPTIONS (…)` writes a zarr table through [`ZarrSink`], which streams the query's batches
-//! into `zarrow::TableWriter` (memory reserved in the session's pool).
-//!
-//! [`ZarrFormat`] is the write side only for now: reading stays with [`crate::ZarrTable`]
-//! and [`crate::ZarrScanExec`] (`CREATE EXTERNAL TABLE … STORED AS ZARR` goes through
-//! [`crate::ZarrTableFactory`]); its read methods answer "not implemented" until the scan
-//! moves onto this format.
+//! Zarr as a DataFusion file format. Reading: its file source is [`ZarrSource`], and a zarr
+//! scan is a `DataSourceExec` over runs of chunks (see [`crate::source`]); which runs to read
+//! is the table's choice ([`crate::ZarrTable`] prunes and splits), so a zarr location is
+//! opened as a table (`CREATE EXTERNAL TABLE … STORED AS ZARR` goes through
+//! [`crate::ZarrTableFactory`]), never listed as files. Writing: `COPY (SELECT …) TO
+//! 'out.zarr' STORED AS ZARR OPTIONS (…)` writes a zarr table through [`ZarrSink`], which
+//! streams the query's batches into `zarrow::TableWriter` (memory reserved in the session's
+//! pool).
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -14,19 +15,17 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
-use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{not_impl_err, plan_err, GetExt, Statistics};
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
 use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
-use datafusion::datasource::physical_plan::{
-    FileOpener, FileScanConfig, FileSinkConfig, FileSource,
-};
+use datafusion::datasource::physical_plan::{FileScanConfig, FileSinkConfig, FileSource};
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
+use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::{LexRequirement, PhysicalExpr};
+use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 use futures::StreamExt;
@@ -34,6 +33,7 @@ use object_store::{ObjectMeta, ObjectStore};
 use zarrow::{TableWriteOptions, TableWriter, ZarrStore};
 
 use crate::error::to_datafusion_error;
+use crate::source::ZarrSource;
 use crate::table::registered_store;
 
 /// The extension and `STORED AS` name.
@@ -98,9 +98,10 @@ impl ZarrFormat {
     }
 }
 
-fn read_not_implemented<T>() -> Result<T> {
+/// A zarr store is a directory of chunks, not a file: it is opened as a table.
+fn not_a_file<T>() -> Result<T> {
     not_impl_err!(
-        "reading through the zarr FileFormat: open zarr locations as tables \
+        "listing zarr stores as files: open zarr locations as tables \
          (CREATE EXTERNAL TABLE … STORED AS ZARR, or FROM 'x.zarr')"
     )
 }
@@ -125,7 +126,7 @@ impl FileFormat for ZarrFormat {
         _store: &Arc<dyn ObjectStore>,
         _objects: &[ObjectMeta],
     ) -> Result<SchemaRef> {
-        read_not_implemented()
+        not_a_file()
     }
 
     async fn infer_stats(
@@ -135,15 +136,22 @@ impl FileFormat for ZarrFormat {
         _table_schema: SchemaRef,
         _object: &ObjectMeta,
     ) -> Result<Statistics> {
-        read_not_implemented()
+        not_a_file()
     }
 
+    /// The scan of `conf`'s runs of chunks (files carrying a [`crate::ZarrRun`]), in the
+    /// session's runtime.
     async fn create_physical_plan(
         &self,
-        _state: &dyn Session,
-        _conf: FileScanConfig,
+        state: &dyn Session,
+        mut conf: FileScanConfig,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        read_not_implemented()
+        let Some(source) = (conf.file_source().as_ref() as &dyn Any).downcast_ref::<ZarrSource>()
+        else {
+            return plan_err!("a zarr scan needs the zarr file source");
+        };
+        conf.file_source = Arc::new(source.clone().with_runtime(state.runtime_env().clone()));
+        Ok(DataSourceExec::from_data_source(conf))
     }
 
     async fn create_writer_physical_plan(
@@ -165,53 +173,7 @@ impl FileFormat for ZarrFormat {
     }
 
     fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
-        Arc::new(ZarrSource {
-            table_schema,
-            metrics: ExecutionPlanMetricsSet::new(),
-        })
-    }
-}
-
-/// The read side of [`ZarrFormat`], not implemented yet (zarr scans are
-/// [`crate::ZarrScanExec`]s): opening a file through it is an error.
-#[derive(Debug, Clone)]
-pub struct ZarrSource {
-    table_schema: TableSchema,
-    metrics: ExecutionPlanMetricsSet,
-}
-
-impl FileSource for ZarrSource {
-    fn create_file_opener(
-        &self,
-        _object_store: Arc<dyn ObjectStore>,
-        _base_config: &FileScanConfig,
-        _partition: usize,
-    ) -> Result<Arc<dyn FileOpener>> {
-        read_not_implemented()
-    }
-
-    fn table_schema(&self) -> &TableSchema {
-        &self.table_schema
-    }
-
-    fn with_batch_size(&self, _batch_size: usize) -> Arc<dyn FileSource> {
-        Arc::new(self.clone())
-    }
-
-    fn metrics(&self) -> &ExecutionPlanMetricsSet {
-        &self.metrics
-    }
-
-    fn file_type(&self) -> &str {
-        EXTENSION
-    }
-
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
-        // No filter and no projection: nothing is pushed into a source that cannot read.
-        Ok(TreeNodeRecursion::Continue)
+        Arc::new(ZarrSource::new(table_schema))
     }
 }
 

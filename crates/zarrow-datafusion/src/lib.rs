@@ -5,23 +5,23 @@
 //! translates DataFusion's projection, filters and limit into a [`zarrow::ZarrScan`].
 //!
 //! ```text
-//!  SQL ─▶ ZarrTable (TableProvider) ──scan──▶ ZarrScanExec (ExecutionPlan)
-//!          │ schema from zarrow::TableModel          │ a ZarrScan: columns, chunk ranges
-//!          │ filters → pruning.rs: per dimension,    │ kept by pruning, limit; partitions =
-//!          │   PruningPredicate over runs of chunks  │ runs of chunks, each ZarrScan::stream;
-//!          ▼                                         ▼ metrics in EXPLAIN ANALYZE
-//!  ZarrTableFactory (STORED AS ZARR)         format.rs: ZarrFormat, COPY … STORED AS ZARR
-//!  ZarrUrlTableFactory (FROM 'x.zarr/node')   stores: the session's registered object store
+//!  SQL ─▶ ZarrTable (TableProvider) ──scan──▶ DataSourceExec over a FileScanConfig
+//!          │ schema from zarrow::TableModel          │ file source: ZarrSource (source.rs)
+//!          │ filters → pruning.rs: per dimension,    │ file groups = partitions, each a run of
+//!          │   PruningPredicate over runs of chunks  │ chunks (a ZarrRun: a ZarrScan + its rows)
+//!          ▼                                         ▼ read by ZarrScan::stream; MetricBuilder
+//!  ZarrTableFactory (STORED AS ZARR)         format.rs: ZarrFormat (its file source is
+//!  ZarrUrlTableFactory (FROM 'x.zarr/node')    ZarrSource), COPY … STORED AS ZARR (ZarrSink)
 //!  ZarrPredicate: a SQL predicate outside a query (pruning.rs + an exact batch filter)
-//!  ZarrConfig (SET zarrow.*)                  for a URL if there is one, else zarrow's own
-//!  remote_files: other formats' remote locations get zarrow's store on first use
+//!  ZarrConfig (SET zarrow.*)                  stores: the session's registered object store
+//!  remote_files: other formats' remote         for a URL if there is one, else zarrow's own
+//!    locations get zarrow's store on first use
 //! ```
 //!
 //! Start with [`zarr_session_context`], or [`SessionContextZarrExt::register_zarr`] on a
 //! context of your own.
 
 mod error;
-mod exec;
 mod factory;
 mod format;
 mod options;
@@ -29,16 +29,17 @@ mod predicate;
 mod pruning;
 mod remote_files;
 mod session;
+mod source;
 mod table;
 
 pub use error::{from_datafusion_error, to_datafusion_error};
-pub use exec::{ScanPlanInfo, ZarrScanExec};
 pub use factory::{is_zarr_location, StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
-pub use format::{ZarrFormat, ZarrFormatFactory, ZarrSink, ZarrSource};
+pub use format::{ZarrFormat, ZarrFormatFactory, ZarrSink};
 pub use options::{ZarrConfig, ZarrTableOptions};
 pub use predicate::{missing_column, BatchFilter, PrunedChunks, ZarrPredicate};
 pub use session::{
     enable_zarr_url_table, zarr_session_context, zarr_session_context_with_runtime,
     zarr_session_state, zarr_session_state_with_runtime, SessionContextZarrExt,
 };
+pub use source::{zarr_scans, ScanPlan, ScanPlanInfo, ZarrRun, ZarrScanRef, ZarrSource};
 pub use table::ZarrTable;

@@ -18,8 +18,8 @@ use datafusion::physical_expr::PhysicalExpr;
 use zarrow::table::TableModel;
 use zarrow::{ChunkRanges, ReadContext};
 
-use crate::exec::ScanPlanInfo;
 use crate::pruning;
+use crate::source::ScanPlanInfo;
 
 /// A SQL predicate (`"time >= 10 AND label LIKE 'a%'"`) over one table (see the module docs).
 #[derive(Debug, Clone)]

@@ -1,6 +1,7 @@
 //! [`ZarrTable`]: a zarr array or group as a DataFusion `TableProvider`.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -18,9 +19,9 @@ use zarrow::table::{ColumnRole, TableModel};
 use zarrow::{Node, ReadContext, ScanContext, ZarrScan, ZarrStore};
 
 use crate::error::to_datafusion_error;
-use crate::exec::{ScanPlanInfo, ZarrScanExec};
 use crate::options::{ZarrConfig, ZarrTableOptions};
 use crate::pruning;
+use crate::source::{ScanPlan, ScanPlanInfo, ZarrRun, ZarrSource};
 
 /// A zarr array or group as a table (rows are the cells of its dimensions; see
 /// [`zarrow::table`] for which arrays become which columns).
@@ -185,12 +186,10 @@ impl TableProvider for ZarrTable {
             cache: Some(ctx.cache.clone()),
             metrics: ctx.metrics.clone(),
         };
+        let started = Instant::now();
         let pruned = pruning::prune_chunks(state, &model, &prunable, &read_ctx).await?;
-        let info = ScanPlanInfo {
-            total_chunks: model.grid().num_chunks(),
-            kept_chunks: pruned.chunks.len(),
-            predicate: pruned.predicate,
-        };
+        let pruning_time = started.elapsed();
+        let kept_chunks = pruned.chunks.len();
         let mut scan = ZarrScan::new(&model);
         scan.columns = projection
             .iter()
@@ -205,9 +204,37 @@ impl TableProvider for ZarrTable {
             None => pruned.chunks,
         };
         scan.limit = limit.map(|l| l as u64);
-        let exec =
-            ZarrScanExec::try_new(model, scan, info, state.config().target_partitions(), ctx)?;
-        Ok(Arc::new(exec))
+        let plan = ScanPlan {
+            location: model.location().to_string(),
+            info: ScanPlanInfo {
+                total_chunks: model.grid().num_chunks(),
+                kept_chunks,
+                predicate: pruned.predicate,
+            },
+            chunks: scan.chunks.clone(),
+            pruning_nanos: u64::try_from(pruning_time.as_nanos()).unwrap_or(u64::MAX),
+        };
+        // The partitions: runs of nearly equal numbers of chunks (one with a limit).
+        let groups = scan
+            .split(state.config().target_partitions())
+            .into_iter()
+            .map(|scan| {
+                let rows = scan
+                    .chunks
+                    .rows(model.grid())
+                    .map_err(to_datafusion_error)?;
+                let rows = scan.limit.map_or(rows, |l| rows.min(l));
+                Ok(vec![ZarrRun { scan, rows }])
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let schema = model
+            .projected_schema(&projection)
+            .map_err(to_datafusion_error)?;
+        let source = ZarrSource::new(schema)
+            .with_plan(plan)
+            .with_model(model, ctx)
+            .with_runtime(state.runtime_env().clone());
+        Ok(source.into_exec(groups, limit))
     }
 
     fn supports_filters_pushdown(

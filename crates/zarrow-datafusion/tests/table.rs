@@ -527,3 +527,83 @@ async fn a_corrupt_chunk_names_its_array_and_chunk_through_sql() {
     assert_eq!(e.chunk_key(), Some("c/1"), "{e}");
     assert!(e.array().is_some_and(|a| a.contains("s.zarr")), "{e}");
 }
+
+/// The scan is a `DataSourceExec` over runs of chunks: exact row statistics, the limit cut
+/// to the chunks it needs, and its counters in DataFusion's metrics, per partition, with the
+/// chunks pruned and the time pruning took.
+#[tokio::test]
+async fn the_scan_is_a_file_scan_with_metrics_per_partition() {
+    use datafusion::common::stats::Precision;
+    use datafusion::physical_plan::metrics::MetricValue;
+    use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
+    use zarrow_datafusion::zarr_scans;
+
+    // string_2d: (7, 5) in chunks of (3, 2): 9 chunks; dim_0 >= 6 keeps the last row of 3.
+    let ctx = ctx();
+    ctx.register_zarr(
+        "t",
+        &fixture("v3_strings.zarr/string_2d"),
+        ZarrTableOptions::default(),
+    )
+    .await
+    .unwrap();
+    let df = ctx
+        .sql("SELECT dim_1, string_2d FROM t WHERE dim_0 >= 6")
+        .await
+        .unwrap();
+    let plan = df.create_physical_plan().await.unwrap();
+    let scans = zarr_scans(plan.as_ref());
+    assert_eq!(scans.len(), 1);
+    let scan = scans[0];
+    assert_eq!(scan.config.file_groups.len(), 3);
+    assert_eq!((scan.chunks_planned(), scan.chunks_pruned()), (3, 6));
+    let groups = scan.groups().unwrap();
+    assert_eq!(groups.iter().flatten().map(|r| r.rows).sum::<u64>(), 5);
+    let scan_plan = plan.children()[0].clone();
+    assert!(scan_plan.name() == "DataSourceExec", "{}", scan_plan.name());
+    let stats = StatisticsContext::new()
+        .compute(scan_plan.as_ref(), &StatisticsArgs::new())
+        .unwrap();
+    assert_eq!(stats.num_rows, Precision::Exact(5));
+    let rows: usize = collect(plan.clone(), ctx.task_ctx())
+        .await
+        .unwrap()
+        .iter()
+        .map(RecordBatch::num_rows)
+        .sum();
+    assert_eq!(rows, 5);
+    let counts = zarr_scans(plan.as_ref())[0].counts();
+    assert_eq!((counts.chunks_read, counts.rows_out), (3, 5));
+    let metrics = scan_plan.metrics().unwrap();
+    // Three partitions, one chunk each, each labelled with its partition.
+    let mut per_partition: Vec<(Option<usize>, usize)> = metrics
+        .iter()
+        .filter(|m| m.value().name() == "chunks_read")
+        .map(|m| (m.partition(), m.value().as_usize()))
+        .collect();
+    per_partition.sort();
+    assert_eq!(per_partition, [(Some(0), 1), (Some(1), 1), (Some(2), 1)]);
+    assert_eq!(
+        metrics.sum_by_name("chunks_pruned").map(|v| v.as_usize()),
+        Some(6)
+    );
+    let pruning = metrics.sum_by_name("pruning_time").unwrap();
+    assert!(matches!(pruning, MetricValue::Time { .. }) && pruning.as_usize() > 0);
+
+    // A limit: one partition holding only the chunks the limit needs (rows 0..3 lie in
+    // chunk row 0, dim_1's 3 chunks), its statistics the limit's rows.
+    let plan = ctx
+        .sql("SELECT * FROM t LIMIT 3")
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    let scan = zarr_scans(plan.as_ref())[0];
+    assert_eq!(scan.config.file_groups.len(), 1);
+    assert_eq!(scan.config.limit, Some(3));
+    let planned = scan.chunks_planned();
+    assert!(planned < 9, "{planned}");
+    collect(plan.clone(), ctx.task_ctx()).await.unwrap();
+    assert!(zarr_scans(plan.as_ref())[0].counts().chunks_read <= planned);
+}

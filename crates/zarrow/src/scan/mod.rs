@@ -15,8 +15,8 @@
 //!                 └── ZarrScan::stream(model, ScanContext) ──┘   (stream.rs: the pipeline)
 //! ```
 //!
-//! The sync reader, the async stream builder and zarrow-datafusion's `ZarrScanExec` all read
-//! through [`ZarrScan::stream`].
+//! The sync reader, the async stream builder and zarrow-datafusion's `ZarrSource` (the file
+//! source of a zarr `DataSourceExec`) all read through [`ZarrScan::stream`].
 
 mod memory;
 mod stream;

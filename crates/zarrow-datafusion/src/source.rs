@@ -1,0 +1,583 @@
+//! [`ZarrSource`]: the read side of [`crate::ZarrFormat`], a DataFusion `FileSource`. A zarr
+//! scan is a `DataSourceExec` over a `FileScanConfig` whose file groups are the partitions: each
+//! holds one `PartitionedFile` standing for a run of chunks, the [`ZarrRun`] (a serializable
+//! [`ZarrScan`] and its exact rows) in its extensions. DataFusion gives the partitions, limit,
+//! statistics and metrics; a scheduler (Ballista) slices the groups like any file scan's.
+//!
+//! Each run is read by [`ZarrScan::stream`] on the open table (the one planned on, or, where
+//! the plan was decoded, opened once from the run's location through the object store the
+//! task's runtime has registered, else zarrow's own resolution). Its counters go into the
+//! source's `ExecutionPlanMetricsSet` per partition as it reads; [`zarr_scans`] finds the
+//! scans of a plan and adds them up.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{exec_datafusion_err, Statistics};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{
+    FileGroup, FileOpenFuture, FileOpener, FileScanConfig, FileScanConfigBuilder, FileSource,
+};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit, MemoryReservation};
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricValue, Time,
+};
+use datafusion::physical_plan::{DisplayFormatType, ExecutionPlan};
+use futures::{StreamExt, TryStreamExt};
+use object_store::ObjectStore;
+use tokio::sync::OnceCell;
+use zarrow::table::TableModel;
+use zarrow::{ChunkRanges, ScanContext, ScanCounts, ScanMetrics, ZarrScan};
+
+use crate::error::to_datafusion_error;
+use crate::table::registered_store;
+
+/// What `EXPLAIN` shows of how the scan's chunks were chosen.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ScanPlanInfo {
+    /// Chunks of rows in the table.
+    pub total_chunks: u64,
+    /// Chunks kept by pruning (before the limit).
+    pub kept_chunks: u64,
+    /// The filter pruned with, for display.
+    pub predicate: Option<String>,
+}
+
+/// How a scan's chunks were chosen, as its source shows and carries it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ScanPlan {
+    /// The table's location.
+    pub location: String,
+    /// Chunks in the table and kept by pruning, and the predicate.
+    pub info: ScanPlanInfo,
+    /// The chunks the scan reads (kept, and cut to a limit's), for `EXPLAIN VERBOSE`.
+    pub chunks: ChunkRanges,
+    /// Time spent pruning, in nanoseconds.
+    pub pruning_nanos: u64,
+}
+
+/// One file of a zarr scan: a run of chunks and its exact rows (after the run's limit).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ZarrRun {
+    /// The read of the run (location, options, columns, chunks, limit).
+    pub scan: ZarrScan,
+    /// The rows it gives.
+    pub rows: u64,
+}
+
+/// The zarr `FileSource` (see the module docs).
+#[derive(Debug, Clone)]
+pub struct ZarrSource {
+    table_schema: TableSchema,
+    metrics: ExecutionPlanMetricsSet,
+    batch_size: Option<usize>,
+    plan: Option<Arc<ScanPlan>>,
+    /// The open table, shared by the partitions (opened by the first that needs it).
+    model: Arc<OnceCell<Arc<TableModel>>>,
+    /// The runtime the plan runs in: its object stores and memory pool.
+    runtime: Option<Arc<RuntimeEnv>>,
+    ctx: ScanContext,
+    /// The process that reads the chunks (a Ballista executor): named in errors and logged.
+    executor: Option<Arc<str>>,
+}
+
+impl ZarrSource {
+    /// A source reading columns `table_schema` (what each run's scan reads, in order).
+    pub fn new(table_schema: impl Into<TableSchema>) -> Self {
+        ZarrSource {
+            table_schema: table_schema.into(),
+            metrics: ExecutionPlanMetricsSet::new(),
+            batch_size: None,
+            plan: None,
+            model: Arc::new(OnceCell::new()),
+            runtime: None,
+            ctx: ScanContext::default(),
+            executor: None,
+        }
+    }
+
+    /// With how its chunks were chosen: shown by `EXPLAIN`, and `chunks_pruned` and
+    /// `pruning_time` in its metrics.
+    pub fn with_plan(mut self, plan: ScanPlan) -> Self {
+        let set = &self.metrics;
+        let pruned = plan.info.total_chunks.saturating_sub(plan.info.kept_chunks);
+        MetricBuilder::new(set)
+            .global_counter("chunks_pruned")
+            .add(usize::try_from(pruned).unwrap_or(usize::MAX));
+        let time = Time::new();
+        time.add_duration(Duration::from_nanos(plan.pruning_nanos));
+        MetricBuilder::new(set).build(MetricValue::Time {
+            name: "pruning_time".into(),
+            time,
+        });
+        self.plan = Some(Arc::new(plan));
+        self
+    }
+
+    /// With the open table (the one the scan was planned on) and the context its partitions
+    /// share (the cache pruning filled).
+    pub fn with_model(mut self, model: Arc<TableModel>, ctx: ScanContext) -> Self {
+        self.model = Arc::new(OnceCell::from(model));
+        self.ctx = ctx;
+        self
+    }
+
+    /// Running in `runtime`: tables open through its object stores, partitions reserve
+    /// memory in its pool.
+    pub fn with_runtime(mut self, runtime: Arc<RuntimeEnv>) -> Self {
+        self.runtime = Some(runtime);
+        self
+    }
+
+    /// Run by `executor`: read errors name it (`executor <name>: …`), and each partition
+    /// logs when it starts and what it read, as a Ballista executor marks what it decodes.
+    pub fn with_executor(mut self, executor: &str) -> Self {
+        self.executor = Some(executor.into());
+        self
+    }
+
+    /// How the chunks were chosen, if known.
+    pub fn plan(&self) -> Option<&ScanPlan> {
+        self.plan.as_deref()
+    }
+
+    /// The executor named in errors, if any.
+    pub fn executor(&self) -> Option<&str> {
+        self.executor.as_deref()
+    }
+
+    /// The scan `DataSourceExec` of `groups` (each a partition of runs), reading at most
+    /// `limit` rows: file statistics are the runs' exact rows.
+    pub fn into_exec(self, groups: Vec<Vec<ZarrRun>>, limit: Option<usize>) -> Arc<DataSourceExec> {
+        let schema = self.table_schema.table_schema().clone();
+        let stats = |rows: u64| {
+            let stats = Statistics::new_unknown(&schema);
+            Arc::new(match usize::try_from(rows) {
+                Ok(rows) => stats.with_num_rows(Precision::Exact(rows)),
+                Err(_) => stats,
+            })
+        };
+        let mut total = 0;
+        let groups = groups
+            .into_iter()
+            .map(|runs| {
+                let rows: u64 = runs.iter().map(|r| r.rows).sum();
+                total += rows;
+                let files = runs
+                    .into_iter()
+                    .map(|run| {
+                        let path = run.scan.location.clone();
+                        let rows = run.rows;
+                        PartitionedFile::new(path, 0)
+                            .with_statistics(stats(rows))
+                            .with_extension(run)
+                    })
+                    .collect();
+                FileGroup::new(files).with_statistics(stats(rows))
+            })
+            .collect();
+        let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(self))
+            .with_file_groups(groups)
+            .with_statistics(stats(total).as_ref().clone())
+            .with_limit(limit)
+            .build();
+        DataSourceExec::from_data_source(config)
+    }
+
+    /// The open table of `scan`: the source's, or opened once from its location.
+    async fn model(&self, scan: &ZarrScan) -> Result<Arc<TableModel>> {
+        let runtime = self.runtime.clone();
+        self.model
+            .get_or_try_init(|| async move {
+                let store = runtime
+                    .as_deref()
+                    .and_then(|r| registered_store(r, &scan.location));
+                let options = scan.options.clone();
+                let model = match store {
+                    Some(store) => TableModel::open_store(store, &scan.location, options).await,
+                    None => TableModel::open(&scan.location, options).await,
+                };
+                model.map(Arc::new).map_err(to_datafusion_error)
+            })
+            .await
+            .cloned()
+    }
+
+    /// Partition `partition`'s budget in the runtime's memory pool, if there is a runtime.
+    fn reservation(&self, partition: usize) -> Option<Arc<dyn zarrow::scan::ScanMemory>> {
+        let pool = &self.runtime.as_ref()?.memory_pool;
+        let bounded = !matches!(pool.memory_limit(), MemoryLimit::Infinite);
+        let consumer = MemoryConsumer::new(format!("ZarrScan[{partition}]"));
+        Some(Arc::new(PoolReservation(consumer.register(pool), bounded)))
+    }
+}
+
+impl FileSource for ZarrSource {
+    fn create_file_opener(
+        &self,
+        _object_store: Arc<dyn ObjectStore>,
+        base_config: &FileScanConfig,
+        partition: usize,
+    ) -> Result<Arc<dyn FileOpener>> {
+        Ok(Arc::new(ZarrOpener {
+            source: self.clone(),
+            partition,
+            limit: base_config.limit.map(|l| l as u64),
+            metrics: PartitionMetrics::new(&self.metrics, partition),
+        }))
+    }
+
+    fn table_schema(&self) -> &TableSchema {
+        &self.table_schema
+    }
+
+    fn with_batch_size(&self, batch_size: usize) -> Arc<dyn FileSource> {
+        Arc::new(ZarrSource {
+            batch_size: Some(batch_size),
+            ..self.clone()
+        })
+    }
+
+    fn metrics(&self) -> &ExecutionPlanMetricsSet {
+        &self.metrics
+    }
+
+    fn file_type(&self) -> &str {
+        "zarr"
+    }
+
+    fn fmt_extra(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let Some(plan) = &self.plan else {
+            return Ok(());
+        };
+        let (kept, total) = (plan.info.kept_chunks, plan.info.total_chunks);
+        let pruned = total.saturating_sub(kept);
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                write!(
+                    f,
+                    ", location={}, chunks={kept}/{total} ({pruned} pruned)",
+                    plan.location
+                )?;
+                if let Some(p) = &plan.info.predicate {
+                    write!(f, ", predicate={p}")?;
+                }
+                if matches!(t, DisplayFormatType::Verbose) {
+                    write!(f, ", ranges={}", plan.chunks)?;
+                }
+                Ok(())
+            }
+            DisplayFormatType::TreeRender => {
+                writeln!(f, "location={}", plan.location)?;
+                writeln!(f, "chunks={kept}/{total}")?;
+                writeln!(f, "pruned={pruned}")
+            }
+        }
+    }
+
+    /// The partitions are runs of chunks made for the session's target partitions; byte
+    /// ranges of a "file" mean nothing here.
+    fn supports_repartitioning(&self) -> bool {
+        false
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        // No filter and no projection expressions: the columns are the runs' scans'.
+        Ok(TreeNodeRecursion::Continue)
+    }
+}
+
+/// One partition's scan counters in the source's metrics set.
+#[derive(Debug, Clone)]
+struct PartitionMetrics {
+    chunks_read: Count,
+    requests: Count,
+    bytes_fetched: Count,
+    fetch_time: Time,
+    decompress_time: Time,
+    decode_time: Time,
+}
+
+impl PartitionMetrics {
+    fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
+        let count = |name: &'static str| MetricBuilder::new(set).counter(name, partition);
+        let time = |name: &'static str| MetricBuilder::new(set).subset_time(name, partition);
+        PartitionMetrics {
+            chunks_read: count("chunks_read"),
+            requests: count("requests"),
+            bytes_fetched: count("bytes_fetched"),
+            fetch_time: time("fetch_time"),
+            decompress_time: time("decompress_time"),
+            decode_time: time("decode_time"),
+        }
+    }
+}
+
+/// Adds a partition's scan counters to its metrics as they grow.
+struct Publisher {
+    metrics: PartitionMetrics,
+    counters: ScanMetrics,
+    /// What was added so far.
+    seen: Mutex<ScanCounts>,
+}
+
+impl Publisher {
+    /// Add what the counters count beyond what was added before; the counts now.
+    fn publish(&self) -> ScanCounts {
+        let now = self.counters.counts();
+        let Ok(mut seen) = self.seen.lock() else {
+            return now;
+        };
+        let m = &self.metrics;
+        let add = |c: &Count, n: u64, s: u64| {
+            c.add(usize::try_from(n.saturating_sub(s)).unwrap_or(usize::MAX))
+        };
+        add(&m.chunks_read, now.chunks_read, seen.chunks_read);
+        add(&m.requests, now.requests, seen.requests);
+        add(&m.bytes_fetched, now.bytes_fetched, seen.bytes_fetched);
+        m.fetch_time
+            .add_duration(now.fetch_time.saturating_sub(seen.fetch_time));
+        m.decompress_time
+            .add_duration(now.decompress_time.saturating_sub(seen.decompress_time));
+        m.decode_time
+            .add_duration(now.decode_time.saturating_sub(seen.decode_time));
+        *seen = now;
+        now
+    }
+}
+
+/// Opens the runs of one partition.
+struct ZarrOpener {
+    source: ZarrSource,
+    partition: usize,
+    /// The scan's limit (each partition reads at most this many rows).
+    limit: Option<u64>,
+    metrics: PartitionMetrics,
+}
+
+impl FileOpener for ZarrOpener {
+    fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
+        let Some(run) = file.extension::<ZarrRun>() else {
+            return Err(DataFusionError::Plan(format!(
+                "the zarr scan's file {} carries no run of chunks",
+                file.path()
+            )));
+        };
+        let mut scan = run.scan.clone();
+        if let Some(batch_size) = self.source.batch_size {
+            scan.batch_size = batch_size;
+        }
+        scan.limit = match (scan.limit, self.limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let source = self.source.clone();
+        let metrics = self.metrics.clone();
+        let partition = self.partition;
+        let executor = source.executor.clone();
+        let named = executor.clone();
+        let name = move |e: DataFusionError| match &named {
+            Some(executor) => e.context(format!("executor {executor}")),
+            None => e,
+        };
+        let name_stream = name.clone();
+        let open = async move {
+            let model = source.model(&scan).await?;
+            if let Some(limit) = scan.limit {
+                // Only the chunks the limit needs.
+                scan.chunks = scan
+                    .chunks
+                    .take_rows(model.grid(), limit)
+                    .map_err(to_datafusion_error)?;
+            }
+            let counters = ScanMetrics::new();
+            let ctx = ScanContext {
+                metrics: counters.clone(),
+                memory: source.reservation(partition),
+                ..source.ctx.clone()
+            };
+            // Only an executor logs its tasks.
+            let task = executor.as_ref().map(|executor| {
+                let task = format!(
+                    "executor {executor}: zarr scan of {} ({} chunks: {})",
+                    scan.location,
+                    scan.chunks.len(),
+                    scan.chunks
+                );
+                log::info!("{task} started");
+                task
+            });
+            let stream = scan.stream(model, ctx).map_err(to_datafusion_error)?;
+            // What the stream counts goes to the metrics batch by batch (the rest at its
+            // end), so a plan's metrics tell a running scan's progress.
+            let publisher = Arc::new(Publisher {
+                metrics,
+                counters,
+                seen: Mutex::new(ScanCounts::default()),
+            });
+            let live = publisher.clone();
+            let done = futures::stream::once(async move {
+                let c = publisher.publish();
+                if let Some(task) = task {
+                    log::info!(
+                        "{task} done: rows={} chunks_read={} requests={} bytes_fetched={}",
+                        c.rows_out,
+                        c.chunks_read,
+                        c.requests,
+                        c.bytes_fetched
+                    );
+                }
+                Ok(None)
+            });
+            let stream = stream
+                .map(move |batch| {
+                    live.publish();
+                    batch
+                })
+                .map_err(to_datafusion_error)
+                .map_err(name_stream)
+                .map_ok(Some)
+                .chain(done)
+                .try_filter_map(|b| futures::future::ready(Ok(b)));
+            Ok(stream.boxed())
+        };
+        Ok(Box::pin(async move { open.await.map_err(name) }))
+    }
+}
+
+/// A partition's reservation in the session's memory pool, as the scan's budget: what the
+/// stream holds (stored bytes fetched ahead, columns read whole) is counted there, so a
+/// `--memory-limit` bounds it (see `zarrow::scan::ScanMemory`).
+#[derive(Debug)]
+struct PoolReservation(MemoryReservation, bool);
+
+impl zarrow::scan::ScanMemory for PoolReservation {
+    fn try_grow(&self, bytes: usize) -> std::result::Result<(), String> {
+        self.0.try_grow(bytes).map_err(|e| match e {
+            DataFusionError::ResourcesExhausted(m) => m,
+            other => other.to_string(),
+        })
+    }
+
+    fn shrink(&self, bytes: usize) {
+        // Never below zero (which would panic): a guard gives back only what it reserved.
+        let _ = self.0.try_shrink(bytes);
+    }
+
+    /// DataFusion's `UnboundedMemoryPool` (the default runtime) only counts: the scan reads
+    /// ahead `concurrency` chunks. A finite pool, or one that does not say (custom pools),
+    /// is a limit.
+    fn is_bounded(&self) -> bool {
+        self.1
+    }
+}
+
+/// A zarr scan in a physical plan: a `DataSourceExec` whose file source is a [`ZarrSource`].
+#[derive(Debug, Clone, Copy)]
+pub struct ZarrScanRef<'a> {
+    /// The scan's configuration (file groups, limit).
+    pub config: &'a FileScanConfig,
+    /// Its source.
+    pub source: &'a ZarrSource,
+}
+
+impl<'a> ZarrScanRef<'a> {
+    /// `plan` if it is a zarr scan.
+    pub fn of(plan: &'a dyn ExecutionPlan) -> Option<Self> {
+        let exec = plan.downcast_ref::<DataSourceExec>()?;
+        let config = exec.data_source().downcast_ref::<FileScanConfig>()?;
+        let source = (config.file_source().as_ref() as &dyn Any).downcast_ref::<ZarrSource>()?;
+        Some(ZarrScanRef { config, source })
+    }
+
+    /// The table's location ("" if the source was made without a plan).
+    pub fn location(&self) -> &str {
+        self.source.plan().map_or("", |p| p.location.as_str())
+    }
+
+    /// The runs of each partition.
+    pub fn groups(&self) -> Result<Vec<Vec<ZarrRun>>> {
+        self.config
+            .file_groups
+            .iter()
+            .map(|group| {
+                group
+                    .iter()
+                    .map(|file| {
+                        file.extension::<ZarrRun>().cloned().ok_or_else(|| {
+                            exec_datafusion_err!("a zarr scan's file carries no run of chunks")
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The chunks the partitions are planned to read (before a limit's cut).
+    pub fn chunks_planned(&self) -> u64 {
+        self.config
+            .file_groups
+            .iter()
+            .flat_map(|g| g.iter())
+            .filter_map(|f| f.extension::<ZarrRun>())
+            .map(|r| r.scan.chunks.len())
+            .sum()
+    }
+
+    /// The chunks pruned by filters.
+    pub fn chunks_pruned(&self) -> u64 {
+        self.source.plan().map_or(0, |p| {
+            p.info.total_chunks.saturating_sub(p.info.kept_chunks)
+        })
+    }
+
+    /// What the partitions have done so far, added up.
+    pub fn counts(&self) -> ScanCounts {
+        let mut c = ScanCounts::default();
+        let metrics = self.source.metrics().clone_inner();
+        for m in metrics.iter() {
+            let n = m.value().as_usize() as u64;
+            let d = Duration::from_nanos(n);
+            match m.value().name() {
+                "output_rows" => c.rows_out += n,
+                "chunks_read" => c.chunks_read += n,
+                "requests" => c.requests += n,
+                "bytes_fetched" => c.bytes_fetched += n,
+                "fetch_time" => c.fetch_time += d,
+                "decompress_time" => c.decompress_time += d,
+                "decode_time" => c.decode_time += d,
+                _ => {}
+            }
+        }
+        c
+    }
+}
+
+/// The zarr scans of `plan`, leaves first in plan order.
+pub fn zarr_scans(plan: &dyn ExecutionPlan) -> Vec<ZarrScanRef<'_>> {
+    let mut out = Vec::new();
+    collect(plan, &mut out);
+    out
+}
+
+fn collect<'a>(plan: &'a dyn ExecutionPlan, out: &mut Vec<ZarrScanRef<'a>>) {
+    if let Some(scan) = ZarrScanRef::of(plan) {
+        out.push(scan);
+    }
+    for child in plan.children() {
+        collect(child.as_ref(), out);
+    }
+}
