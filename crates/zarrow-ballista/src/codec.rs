@@ -526,6 +526,17 @@ mod tests {
         let all = scan.groups().unwrap();
         assert_eq!(got.groups().unwrap(), vec![all[2].clone(), all[0].clone()]);
         assert_eq!(got.config.limit, Some(4));
+        // Each partition gives at most the limit's rows: so say its statistics.
+        let rows = StatisticsContext::new()
+            .compute(
+                back.as_ref(),
+                &StatisticsArgs::new().with_partition(Some(0)),
+            )
+            .unwrap()
+            .num_rows;
+        let want = all[2][0].rows.min(4) as usize;
+        assert!(all[2][0].rows > 4);
+        assert_eq!(rows, datafusion::common::stats::Precision::Exact(want));
     }
 
     #[tokio::test]

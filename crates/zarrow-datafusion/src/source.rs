@@ -156,11 +156,13 @@ impl ZarrSource {
         self.executor.as_deref()
     }
 
-    /// The scan `DataSourceExec` of `groups` (each a partition of runs), reading at most
-    /// `limit` rows: file statistics are the runs' exact rows.
+    /// The scan `DataSourceExec` of `groups` (each a partition of runs), each partition
+    /// reading at most `limit` rows: the statistics are the runs' exact rows, cut to it.
     pub fn into_exec(self, groups: Vec<Vec<ZarrRun>>, limit: Option<usize>) -> Arc<DataSourceExec> {
         let schema = self.table_schema.table_schema().clone();
+        let limit_rows = limit.map(|l| l as u64);
         let stats = |rows: u64| {
+            let rows = limit_rows.map_or(rows, |l| rows.min(l));
             let stats = Statistics::new_unknown(&schema);
             Arc::new(match usize::try_from(rows) {
                 Ok(rows) => stats.with_num_rows(Precision::Exact(rows)),
@@ -172,7 +174,7 @@ impl ZarrSource {
             .into_iter()
             .map(|runs| {
                 let rows: u64 = runs.iter().map(|r| r.rows).sum();
-                total += rows;
+                total += limit_rows.map_or(rows, |l| rows.min(l));
                 let files = runs
                     .into_iter()
                     .map(|run| {

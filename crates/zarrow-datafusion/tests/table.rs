@@ -607,3 +607,57 @@ async fn the_scan_is_a_file_scan_with_metrics_per_partition() {
     collect(plan.clone(), ctx.task_ctx()).await.unwrap();
     assert!(zarr_scans(plan.as_ref())[0].counts().chunks_read <= planned);
 }
+
+/// `ZarrFormat` reads: its file source over files carrying runs of chunks is a zarr scan, and
+/// a file without a run is a plan error, not a panic.
+#[tokio::test]
+async fn the_format_reads_runs_of_chunks() {
+    use datafusion::datasource::file_format::FileFormat;
+    use datafusion::datasource::listing::PartitionedFile;
+    use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
+    use datafusion::datasource::table_schema::TableSchema;
+    use datafusion::execution::object_store::ObjectStoreUrl;
+    use zarrow::{TableModel, ZarrScan};
+    use zarrow_datafusion::{ZarrFormat, ZarrRun};
+
+    let location = fixture("v3_strings.zarr/string_2d");
+    let model = TableModel::open(&location, Default::default())
+        .await
+        .unwrap();
+    let ctx = ctx();
+    let format = ZarrFormat::default();
+    let source = format.file_source(TableSchema::from(model.schema()));
+    let scan = ZarrScan::new(&model);
+    let runs: Vec<FileGroup> = scan
+        .split(2)
+        .into_iter()
+        .map(|scan| {
+            let rows = scan.chunks.rows(model.grid()).unwrap();
+            let file =
+                PartitionedFile::new(location.clone(), 0).with_extension(ZarrRun { scan, rows });
+            FileGroup::new(vec![file])
+        })
+        .collect();
+    let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), source.clone())
+        .with_file_groups(runs)
+        .build();
+    let plan = format
+        .create_physical_plan(&ctx.state(), config)
+        .await
+        .unwrap();
+    let batches = collect(plan, ctx.task_ctx()).await.unwrap();
+    assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 35);
+
+    let bare = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), source)
+        .with_file(PartitionedFile::new(location, 0))
+        .build();
+    let plan = format
+        .create_physical_plan(&ctx.state(), bare)
+        .await
+        .unwrap();
+    let err = collect(plan, ctx.task_ctx()).await.unwrap_err();
+    assert!(
+        err.to_string().contains("carries no run of chunks"),
+        "{err}"
+    );
+}
