@@ -291,10 +291,18 @@ def main() -> None:
             python = other_python if tool in OTHER_VENV else sys.executable
             results.setdefault(task, {})[tool] = spawn(python, tool, task, args)
 
-    failures = report(results, args)
+    failures, checks = report(results, args)
     if args.json:
-        args.json.write_text(json.dumps({"data": str(args.data), "chunk": args.chunk,
-                                         "repeat": args.repeat, "results": results},
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from sql_compare import run_stamp  # the stamp every harness writes
+
+        versions = package_versions(sys.executable)
+        if other_python != sys.executable:
+            versions["other tools' venv"] = package_versions(other_python)
+        args.json.write_text(json.dumps({"stamp": run_stamp(), "data": str(args.data),
+                                         "rows": rows_of(args.data), "chunk": args.chunk,
+                                         "repeat": args.repeat, "versions": versions,
+                                         "results": results, "checks": checks},
                                         indent=2) + "\n")
     if tmp is not None:
         tmp.cleanup()
@@ -302,8 +310,29 @@ def main() -> None:
         raise SystemExit("answers disagree: " + "; ".join(failures))
 
 
-def report(results: dict, args) -> list[str]:
-    """Print the tables and the targets; the tasks whose answers disagree."""
+def package_versions(python: str) -> dict:
+    """The versions of the packages the tools run on, as `python` has them installed."""
+    code = ("import importlib.metadata as m, json, platform\n"
+            "v = {'python': platform.python_version()}\n"
+            f"for p in {sorted(set(BENCH_PACKAGES) | {'zarrow', 'duckdb', 'datafusion'})!r}:\n"
+            "    try: v[p] = m.version(p)\n"
+            "    except m.PackageNotFoundError: pass\n"
+            "print(json.dumps(v))")
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    return json.loads(out.stdout) if out.returncode == 0 else {"error": out.stderr.strip()[-200:]}
+
+
+def rows_of(data: Path) -> int | None:
+    """The rows of `data`'s store, from the stamp `sql_compare.py` leaves beside it."""
+    try:
+        return int(json.loads((data / "stamp.json").read_text())["zarr"]["params"]["rows"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def report(results: dict, args) -> tuple[list[str], list[dict]]:
+    """Print the tables and the targets; the tasks whose answers disagree, and the targets
+    checked (as the result file records them)."""
     failures = []
     print(f"data: {args.data} (chunks of {args.chunk:,} rows); median of {args.repeat}")
     for task, by_tool in results.items():
@@ -329,13 +358,15 @@ def report(results: dict, args) -> list[str]:
         ("scan_polars label read / rainbear <= 0.2 (>= 5x)",
          med("read_label", "zarrow_polars"), med("read_label", "rainbear"), 0.2),
     ]
+    checks = []
     for name, a, b, limit in pairs:
         if a is None or b is None:
             print(f"  {name}: not measured")
         else:
             ratio = a / b
             print(f"  {name}: {ratio:.2f} {'met' if ratio <= limit else 'NOT met'}")
-    return failures
+            checks.append({"target": name, "value": f"{ratio:.2f}", "ok": ratio <= limit})
+    return failures, checks
 
 
 if __name__ == "__main__":
