@@ -4,7 +4,8 @@ Parquet twin), each task of each tool in a Python process of its own: wall time 
 `--repeat` after a warm-up, timed inside the process), the process's peak RSS (its VmHWM), and
 whether its answer agrees with the others'.
 
-Tasks: `read_label` (the `label` column read whole), `group_by_label` (`GROUP BY label`),
+Tasks: `read_label` (the `label` column read whole: the sum of its values' lengths, which no
+tool answers from metadata), `group_by_label` (`GROUP BY label`),
 `like_id` (`count(*) WHERE id LIKE '%zz%'`), `one_chunk` (the rows of one chunk, chosen by a
 filter on the dimension `row`: `sum(n)` over them).
 
@@ -84,7 +85,7 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
             def read_label() -> int:
                 # The C stream of scan() (read once: a new one each run).
                 con.register("s", zarrow.scan(group, ["label"]))
-                return int(con.sql("SELECT count(label) FROM s").fetchall()[0][0])
+                return int(con.sql("SELECT sum(length(label)) FROM s").fetchall()[0][0])
 
             return read_label, None
         # A dataset: DuckDB pushes the projection and the filters into the zarr scan.
@@ -95,11 +96,13 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
         if tool == "polars_parquet":
             import polars as pl
 
-            return polars_task(pl.scan_parquet(parquet), task, lo, hi), None
+            # The twin has no `row` column: the file's row index stands for the dimension.
+            return polars_task(pl.scan_parquet(parquet, row_index_name="row"), task, lo, hi), None
         import duckdb
 
         con = duckdb.connect()
-        con.sql(f"CREATE VIEW t AS SELECT * FROM read_parquet('{parquet}')")
+        con.sql(f"CREATE VIEW t AS SELECT *, file_row_number AS row "
+                f"FROM read_parquet('{parquet}', file_row_number = true)")
         return sql_task(lambda q: [dict(zip(["k", "v"], r)) for r in con.sql(q).fetchall()],
                         task, lo, hi, duckdb_rows=True)
     if tool in ("zarr_python", "zarr_python_zarrs"):
@@ -123,7 +126,7 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
             return answer_counts(zip(values, n))
 
         return {
-            "read_label": lambda: len(g["label"][:]),
+            "read_label": lambda: int(np.strings.str_len(g["label"][:]).sum()),
             "group_by_label": counts,
             "like_id": like,
             # The dimension has no coordinate array: row i is position i.
@@ -156,7 +159,7 @@ def polars_task(lf, task: str, lo: int, hi: int):
     import polars as pl
 
     return {
-        "read_label": lambda: lf.select("label").collect().height,
+        "read_label": lambda: lf.select(pl.col("label").str.len_bytes().sum()).collect().item(),
         "group_by_label": lambda: answer_counts(lf.group_by("label").len().collect().iter_rows()),
         "like_id": lambda: lf.filter(pl.col("id").str.contains("zz", literal=True))
         .select(pl.len()).collect().item(),
@@ -168,7 +171,7 @@ def polars_task(lf, task: str, lo: int, hi: int):
 def sql_task(run, task: str, lo: int, hi: int, duckdb_rows: bool = False):
     """A task as SQL over a table `t`."""
     queries = {
-        "read_label": "SELECT count(label) AS v FROM t",
+        "read_label": "SELECT sum(length(label)) AS v FROM t",
         "group_by_label": "SELECT label AS k, count(*) AS v FROM t GROUP BY label",
         "like_id": "SELECT count(*) AS v FROM t WHERE id LIKE '%zz%'",
         "one_chunk": f"SELECT sum(n) AS v FROM t WHERE \"row\" >= {lo} AND \"row\" < {hi}",
@@ -240,7 +243,9 @@ def make_smoke_data(root: Path, rows: int, chunk: int) -> Path:
     import zarrow
 
     sql_compare.write_zarr(root / "bench.zarr", rows, chunk)
-    pq.write_table(zarrow.read_table(str(root / "bench.zarr")), root / "bench.parquet")
+    # Like sql_compare.py's twin: the data columns only (the file's row index is `row`).
+    table = zarrow.read_table(str(root / "bench.zarr"))
+    pq.write_table(table.drop_columns(["row"]), root / "bench.parquet")
     return root
 
 
