@@ -210,8 +210,7 @@ def render_python(data: dict) -> list[str]:
 
 def render_remote(data: dict) -> list[str]:
     tuned = data.get("tuned", {})
-    note = (data.get("stamp") or {}).get("note")
-    out = ([f"Note: {note}.", ""] if note else []) + [f"{int(data.get('rows', 0)):,} rows over loopback HTTP ({data.get('server', '?')}) behind a "
+    out = [f"{int(data.get('rows', 0)):,} rows over loopback HTTP ({data.get('server', '?')}) behind a "
            f"delay proxy; median seconds of {data.get('repeat', '?')} runs after a warm-up, each its "
            "own process. *tuned*: `concurrency` "
            f"{tuned.get('concurrency', '?')}, `target_partitions` {tuned.get('target_partitions', '?')}; "
@@ -270,11 +269,12 @@ def render_python_tools(data: dict) -> list[str]:
         rows_out.append(cells)
     out += md_table(["tool"] + [f"{t} (time / peak RSS)" for t in data["results"]], rows_out)
     out.append("")
-    agree = []
-    for task, by_tool in data["results"].items():
-        answers = {json.dumps(r["answer"], sort_keys=True) for r in by_tool.values() if "answer" in r}
-        agree.append(f"{task}: {'agree' if len(answers) <= 1 else 'DISAGREE'}")
+    agree = [f"{task}: {'agree' if ok else 'DISAGREE'}"
+             for task, ok in data.get("answers_agree", {}).items()]
     out += ["Answers: " + "; ".join(agree) + ".", ""]
+    for task, tools in data.get("not_compared", {}).items():
+        out += [f"Not compared on {task}: {', '.join(f'`{t}`' for t in tools)} (the Parquet twin "
+                "holds the rows in another order, so its row-index range is other rows).", ""]
     if skipped:
         out += ["Not measured:", ""] + [f"- `{t}`: {why}" for t, why in skipped.items()] + [""]
     versions = data.get("versions", {})
@@ -374,6 +374,8 @@ def render(results_dir: Path) -> str:
         runs.sort(key=lambda r: (run_date(r[1]), r[0].name), reverse=True)  # newest first
         for path, data in runs:
             out += [f"## {title}", "", stamp_line(data, path), ""]
+            note = (data.get("stamp") or {}).get("note")
+            out += [f"Note: {note}.", ""] if note else []
             out += fn(data)
             shown += 1
     unknown = [f.name for f in files if not any(f.name.startswith(p) for p, _, _ in HARNESSES)]
