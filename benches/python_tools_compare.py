@@ -4,7 +4,8 @@ Parquet twin), each task of each tool in a Python process of its own: wall time 
 `--repeat` after a warm-up, timed inside the process), the process's peak RSS (its VmHWM), and
 whether its answer agrees with the others'.
 
-Tasks: `read_label` (the `label` column read whole), `group_by_label` (`GROUP BY label`),
+Tasks: `read_label` (the `label` column read whole: the sum of its values' lengths, which no
+tool answers from metadata), `group_by_label` (`GROUP BY label`),
 `like_id` (`count(*) WHERE id LIKE '%zz%'`), `one_chunk` (the rows of one chunk, chosen by a
 filter on the dimension `row`: `sum(n)` over them).
 
@@ -67,7 +68,7 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
     if tool == "zarrow_polars":
         import zarrow
 
-        return polars_task(zarrow.scan_polars(group), task, lo, hi), None
+        return polars_task(lambda: zarrow.scan_polars(group), task, lo, hi), None
     if tool == "zarrow_datafusion":
         import datafusion
         import zarrow
@@ -84,7 +85,7 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
             def read_label() -> int:
                 # The C stream of scan() (read once: a new one each run).
                 con.register("s", zarrow.scan(group, ["label"]))
-                return int(con.sql("SELECT count(label) FROM s").fetchall()[0][0])
+                return int(con.sql("SELECT sum(length(label)) FROM s").fetchall()[0][0])
 
             return read_label, None
         # A dataset: DuckDB pushes the projection and the filters into the zarr scan.
@@ -95,11 +96,14 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
         if tool == "polars_parquet":
             import polars as pl
 
-            return polars_task(pl.scan_parquet(parquet), task, lo, hi), None
+            # The twin has no `row` column: the file's row index stands for the dimension.
+            return polars_task(lambda: pl.scan_parquet(parquet, row_index_name="row"), task, lo,
+                               hi), None
         import duckdb
 
         con = duckdb.connect()
-        con.sql(f"CREATE VIEW t AS SELECT * FROM read_parquet('{parquet}')")
+        con.sql(f"CREATE VIEW t AS SELECT *, file_row_number AS row "
+                f"FROM read_parquet('{parquet}', file_row_number = true)")
         return sql_task(lambda q: [dict(zip(["k", "v"], r)) for r in con.sql(q).fetchall()],
                         task, lo, hi, duckdb_rows=True)
     if tool in ("zarr_python", "zarr_python_zarrs"):
@@ -123,7 +127,7 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
             return answer_counts(zip(values, n))
 
         return {
-            "read_label": lambda: len(g["label"][:]),
+            "read_label": lambda: int(np.strings.str_len(g["label"][:]).sum()),
             "group_by_label": counts,
             "like_id": like,
             # The dimension has no coordinate array: row i is position i.
@@ -137,7 +141,7 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
         scan = getattr(rainbear, "scan_zarr", None)
         if scan is None:
             raise Skip(f"rainbear {getattr(rainbear, '__version__', '?')} has no scan_zarr")
-        return polars_task(scan(group), task, lo, hi), None
+        return polars_task(lambda: scan(group), task, lo, hi), None
     if tool == "xarray_sql":
         try:
             import xarray as xr
@@ -151,16 +155,18 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
     raise SystemExit(f"unknown tool {tool}")
 
 
-def polars_task(lf, task: str, lo: int, hi: int):
-    """A task over a polars LazyFrame."""
+def polars_task(scan, task: str, lo: int, hi: int):
+    """A task over the polars LazyFrame `scan()` makes. Each run makes a new one: rainbear keeps
+    the chunks it has read inside its LazyFrame, so collecting the same one again is a cache hit
+    (measured: 1.7 s, then 0.12-0.19 s), not a read."""
     import polars as pl
 
     return {
-        "read_label": lambda: lf.select("label").collect().height,
-        "group_by_label": lambda: answer_counts(lf.group_by("label").len().collect().iter_rows()),
-        "like_id": lambda: lf.filter(pl.col("id").str.contains("zz", literal=True))
+        "read_label": lambda: scan().select(pl.col("label").str.len_bytes().sum()).collect().item(),
+        "group_by_label": lambda: answer_counts(scan().group_by("label").len().collect().iter_rows()),
+        "like_id": lambda: scan().filter(pl.col("id").str.contains("zz", literal=True))
         .select(pl.len()).collect().item(),
-        "one_chunk": lambda: lf.filter((pl.col("row") >= lo) & (pl.col("row") < hi))
+        "one_chunk": lambda: scan().filter((pl.col("row") >= lo) & (pl.col("row") < hi))
         .select(pl.col("n").sum()).collect().item(),
     }[task]
 
@@ -168,7 +174,7 @@ def polars_task(lf, task: str, lo: int, hi: int):
 def sql_task(run, task: str, lo: int, hi: int, duckdb_rows: bool = False):
     """A task as SQL over a table `t`."""
     queries = {
-        "read_label": "SELECT count(label) AS v FROM t",
+        "read_label": "SELECT sum(length(label)) AS v FROM t",
         "group_by_label": "SELECT label AS k, count(*) AS v FROM t GROUP BY label",
         "like_id": "SELECT count(*) AS v FROM t WHERE id LIKE '%zz%'",
         "one_chunk": f"SELECT sum(n) AS v FROM t WHERE \"row\" >= {lo} AND \"row\" < {hi}",
@@ -240,7 +246,9 @@ def make_smoke_data(root: Path, rows: int, chunk: int) -> Path:
     import zarrow
 
     sql_compare.write_zarr(root / "bench.zarr", rows, chunk)
-    pq.write_table(zarrow.read_table(str(root / "bench.zarr")), root / "bench.parquet")
+    # Like sql_compare.py's twin: the data columns only (the file's row index is `row`).
+    table = zarrow.read_table(str(root / "bench.zarr"))
+    pq.write_table(table.drop_columns(["row"]), root / "bench.parquet")
     return root
 
 
@@ -266,6 +274,8 @@ def main() -> None:
                     help="the interpreter --setup-bench-venv makes the venv with (rainbear "
                          "needs Python >= 3.12)")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--note", default=None,
+                    help="a remark for the result file's stamp (which build, what else ran)")
     ap.add_argument("--smoke", action="store_true", help="20k rows in a temp dir, one run")
     ap.add_argument("--worker", nargs=2, metavar=("TOOL", "TASK"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -291,10 +301,23 @@ def main() -> None:
             python = other_python if tool in OTHER_VENV else sys.executable
             results.setdefault(task, {})[tool] = spawn(python, tool, task, args)
 
-    failures = report(results, args)
+    failures, checks = report(results, args)
     if args.json:
-        args.json.write_text(json.dumps({"data": str(args.data), "chunk": args.chunk,
-                                         "repeat": args.repeat, "results": results},
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from sql_compare import run_stamp  # the stamp every harness writes
+
+        versions = package_versions(sys.executable)
+        if other_python != sys.executable:
+            versions["other tools' venv"] = package_versions(other_python)
+        stamp = {**run_stamp(), **({"note": args.note} if args.note else {})}
+        args.json.write_text(json.dumps({"stamp": stamp, "data": str(args.data),
+                                         "rows": rows_of(args.data), "chunk": args.chunk,
+                                         "repeat": args.repeat, "versions": versions,
+                                         "results": results, "checks": checks,
+                                         "answers_agree": {t: answers_agree(t, r)
+                                                           for t, r in results.items()},
+                                         "not_compared": {t: sorted(v) for t, v
+                                                          in ORDER_DEPENDENT.items()}},
                                         indent=2) + "\n")
     if tmp is not None:
         tmp.cleanup()
@@ -302,13 +325,46 @@ def main() -> None:
         raise SystemExit("answers disagree: " + "; ".join(failures))
 
 
-def report(results: dict, args) -> list[str]:
-    """Print the tables and the targets; the tasks whose answers disagree."""
+def package_versions(python: str) -> dict:
+    """The versions of the packages the tools run on, as `python` has them installed."""
+    code = ("import importlib.metadata as m, json, platform\n"
+            "v = {'python': platform.python_version()}\n"
+            f"for p in {sorted(set(BENCH_PACKAGES) | {'zarrow', 'duckdb', 'datafusion'})!r}:\n"
+            "    try: v[p] = m.version(p)\n"
+            "    except m.PackageNotFoundError: pass\n"
+            "print(json.dumps(v))")
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    return json.loads(out.stdout) if out.returncode == 0 else {"error": out.stderr.strip()[-200:]}
+
+
+def rows_of(data: Path) -> int | None:
+    """The rows of `data`'s store, from the stamp `sql_compare.py` leaves beside it."""
+    try:
+        return int(json.loads((data / "stamp.json").read_text())["zarr"]["params"]["rows"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+# The Parquet twin holds the store's rows in another order (DataFusion's parallel COPY wrote it),
+# so the rows at a range of its row index are not the store's: those answers are not compared.
+ORDER_DEPENDENT = {"one_chunk": {"polars_parquet", "duckdb_parquet"}}
+
+
+def answers_agree(task: str, by_tool: dict) -> bool:
+    """Whether every tool that answered `task` gave the same answer."""
+    skip = ORDER_DEPENDENT.get(task, set())
+    answers = {json.dumps(r["answer"], sort_keys=True) for t, r in by_tool.items()
+               if "answer" in r and t not in skip}
+    return len(answers) <= 1
+
+
+def report(results: dict, args) -> tuple[list[str], list[dict]]:
+    """Print the tables and the targets; the tasks whose answers disagree, and the targets
+    checked (as the result file records them)."""
     failures = []
     print(f"data: {args.data} (chunks of {args.chunk:,} rows); median of {args.repeat}")
     for task, by_tool in results.items():
-        answers = {json.dumps(r["answer"], sort_keys=True) for r in by_tool.values() if "answer" in r}
-        agree = len(answers) <= 1
+        agree = answers_agree(task, by_tool)
         if not agree:
             failures.append(task)
         print(f"\n{task} (answers {'agree' if agree else 'DISAGREE'})")
@@ -329,13 +385,15 @@ def report(results: dict, args) -> list[str]:
         ("scan_polars label read / rainbear <= 0.2 (>= 5x)",
          med("read_label", "zarrow_polars"), med("read_label", "rainbear"), 0.2),
     ]
+    checks = []
     for name, a, b, limit in pairs:
         if a is None or b is None:
             print(f"  {name}: not measured")
         else:
             ratio = a / b
             print(f"  {name}: {ratio:.2f} {'met' if ratio <= limit else 'NOT met'}")
-    return failures
+            checks.append({"target": name, "value": f"{ratio:.2f}", "ok": ratio <= limit})
+    return failures, checks
 
 
 if __name__ == "__main__":

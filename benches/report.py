@@ -42,6 +42,8 @@ HOW = """\
 | Icechunk repository against the plain store | `.venv-icechunk/bin/python benches/icechunk_compare.py` | `target/bench-data/r<rows>_c<chunk>/icechunk_compare_results.json` |
 | a remote store at 0, 20 and 80 ms RTT (nginx + `delay_proxy`) | `.venv-zarr3/bin/python benches/remote_compare.py` | `target/bench-data/remote_compare_results.json` |
 | the sizes of the CLI and the Python extension | `.venv-zarr3/bin/python benches/sizes.py --datafusion-python target/venv-zarrow-wheel --json target/sizes_results.json` | the `--json` file |
+| Python tools side by side (in a venv with the release wheel; the other tools' venv made by `--setup-bench-venv --bench-python python3.12`) | `python benches/python_tools_compare.py --bench-venv target/venv-bench-tools --json target/bench-data/python_tools_compare_results.json` | the `--json` file |
+| writing zarr: `COPY … STORED AS ZARR` vs Parquet, xarray, zarr-python | `.venv-zarr3/bin/python benches/write_compare.py` | `target/bench-data/write_compare_results.json` |
 | Python package (in a venv with the release wheel) | `python benches/python_compare.py --cli-ratios target/bench-data/sql_compare_results.json --json target/bench-data/python_compare_results.json` | the `--json` file |
 
 Builds: `cargo build --release -p zarrow-cli -p zarrow-ballista -p zarrow-benches --bin zarrow
@@ -208,8 +210,7 @@ def render_python(data: dict) -> list[str]:
 
 def render_remote(data: dict) -> list[str]:
     tuned = data.get("tuned", {})
-    note = (data.get("stamp") or {}).get("note")
-    out = ([f"Note: {note}.", ""] if note else []) + [f"{int(data.get('rows', 0)):,} rows over loopback HTTP ({data.get('server', '?')}) behind a "
+    out = [f"{int(data.get('rows', 0)):,} rows over loopback HTTP ({data.get('server', '?')}) behind a "
            f"delay proxy; median seconds of {data.get('repeat', '?')} runs after a warm-up, each its "
            "own process. *tuned*: `concurrency` "
            f"{tuned.get('concurrency', '?')}, `target_partitions` {tuned.get('target_partitions', '?')}; "
@@ -242,6 +243,71 @@ def render_remote(data: dict) -> list[str]:
         out += md_table(["RTT", "task", "zarrow", "zarrow tuned", "Parquet", "zarr-python fsspec",
                          "zarr-python obstore", "requests (zarrow)"], rows) + [""]
     checks = [(c["target"], c["value"], c["ok"]) for c in data.get("checks", [])]
+    return out + render_checks(checks)
+
+
+def render_python_tools(data: dict) -> list[str]:
+    rows = data.get("rows")
+    out = [f"{f'{rows:,} rows' if rows else data.get('data', '?')} in chunks of "
+           f"{int(data.get('chunk', 0)):,} rows; median seconds of {data.get('repeat', '?')} runs "
+           "after a warm-up, each task of each tool in a Python process of its own, and that "
+           "process's peak RSS.", ""]
+    tools = []
+    for by_tool in data["results"].values():
+        tools += [t for t in by_tool if t not in tools]
+    rows_out, skipped = [], {}
+    for tool in tools:
+        cells = [f"`{tool}`"]
+        for task, by_tool in data["results"].items():
+            r = by_tool.get(tool, {})
+            if "seconds" in r:
+                cells.append(f"{med(r['seconds']):.3f} s / {r.get('peak_rss_mib') or 0:.0f} MiB")
+            else:
+                cells.append("—")
+                if "skip" in r:
+                    skipped.setdefault(tool, r["skip"])
+        rows_out.append(cells)
+    out += md_table(["tool"] + [f"{t} (time / peak RSS)" for t in data["results"]], rows_out)
+    out.append("")
+    agree = [f"{task}: {'agree' if ok else 'DISAGREE'}"
+             for task, ok in data.get("answers_agree", {}).items()]
+    out += ["Answers: " + "; ".join(agree) + ".", ""]
+    for task, tools in data.get("not_compared", {}).items():
+        out += [f"Not compared on {task}: {', '.join(f'`{t}`' for t in tools)} (the Parquet twin "
+                "holds the rows in another order, so its row-index range is other rows).", ""]
+    if skipped:
+        out += ["Not measured:", ""] + [f"- `{t}`: {why}" for t, why in skipped.items()] + [""]
+    versions = data.get("versions", {})
+    if versions:
+        flat = {k: v for k, v in versions.items() if isinstance(v, str)}
+        out += ["Versions: " + ", ".join(f"{k} {v}" for k, v in flat.items())]
+        for name, v in versions.items():
+            if isinstance(v, dict):
+                out[-1] += f"; {name}: " + ", ".join(f"{k} {x}" for k, x in v.items())
+        out += [""]
+    checks = [(c["target"], c["value"], c["ok"]) for c in data.get("checks", [])]
+    return out + render_checks(checks)
+
+
+def render_write(data: dict) -> list[str]:
+    out = [f"{int(data.get('rows', 0)):,} rows from the Parquet twin to zarr v3 (zstd 3, "
+           f"vlen-utf8, chunks of {int(data.get('chunk', 0)):,} rows); median of "
+           f"{data.get('repeat', '?')} runs after a warm-up, each writer in a process of its "
+           f"own; the Python writers loaded {data.get('python_writers_source', '?')}.", ""]
+    rows = [[name, f"{r['median_s']:.2f}", f"{r['peak_rss_mib']:.0f}"]
+            for name, r in data["results"].items()]
+    out += md_table(["writer", "seconds", "peak RSS MiB"], rows) + [""]
+    checks = []
+    results = data["results"]
+    zarr_s = results.get("zarrow COPY → zarr", {}).get("median_s")
+    for target, ok in data.get("targets", {}).items():
+        if zarr_s and "Parquet" in target:
+            value = f"{zarr_s / results['DataFusion COPY → Parquet']['median_s']:.2f}×"
+        elif zarr_s and "xarray" in target:
+            value = f"{results['pandas + xarray to_zarr']['median_s'] / zarr_s:.1f}× faster"
+        else:
+            value = "—"
+        checks.append((target, value, ok))
     return out + render_checks(checks)
 
 
@@ -286,6 +352,10 @@ HARNESSES = [
     ("sizes", "Artifact sizes (`sizes.py`)", render_sizes),
     ("remote_compare", "Remote store with latency: zarr vs Parquet and zarr-python (`remote_compare.py`)",
      render_remote),
+    ("python_tools_compare", "Python tools: polars, DuckDB, datafusion-python, rainbear, xarray-sql, "
+     "zarr-python (`python_tools_compare.py`)", render_python_tools),
+    ("write_compare", "Writing zarr: COPY vs Parquet, xarray and zarr-python (`write_compare.py`)",
+     render_write),
 ]
 
 
@@ -304,6 +374,8 @@ def render(results_dir: Path) -> str:
         runs.sort(key=lambda r: (run_date(r[1]), r[0].name), reverse=True)  # newest first
         for path, data in runs:
             out += [f"## {title}", "", stamp_line(data, path), ""]
+            note = (data.get("stamp") or {}).get("note")
+            out += [f"Note: {note}.", ""] if note else []
             out += fn(data)
             shown += 1
     unknown = [f.name for f in files if not any(f.name.startswith(p) for p, _, _ in HARNESSES)]

@@ -98,6 +98,8 @@ def main() -> None:
     ap.add_argument("--zarrow", type=Path, default=REPO / "target/release/zarrow")
     ap.add_argument("--data-dir", type=Path, default=REPO / "target/bench-data")
     ap.add_argument("--strict", action="store_true")
+    ap.add_argument("--note", default=None,
+                    help="a remark for the result file's stamp (which build, what else ran)")
     args = ap.parse_args()
     args.control = False
     stamp = sc.ensure_data(args, args.rows, parquet=True)
@@ -136,7 +138,8 @@ def main() -> None:
     except ImportError:
         python_source = "the zarr twin (zarr-python; no pyarrow in this interpreter)"
     print(f"the Python writers loaded {python_source}")
-    result = {"stamp": sc.machine_facts(args), "rows": args.rows, "chunk": args.chunk,
+    stamp = {**sc.machine_facts(args), **({"note": args.note} if args.note else {})}
+    result = {"stamp": stamp, "rows": args.rows, "chunk": args.chunk,
               "python_writers_source": python_source,
               "repeat": args.repeat, "results": table, "targets": targets}
     (args.data_dir / "write_compare_results.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -84,6 +84,11 @@ fn exception(e: zarrow::Error) -> PyErr {
     use zarrow::Error as E;
     let message = e.to_string();
     match e {
+        E::ColumnNotFound {
+            ref table,
+            ref column,
+            ref columns,
+        } => crate::usage::column_not_found(table, column, columns),
         E::NodeNotFound { .. } => NotFoundError::new_err(message),
         E::Store { ref source, .. } if matches!(source, object_store::Error::NotFound { .. }) => {
             NotFoundError::new_err(message)

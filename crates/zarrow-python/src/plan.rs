@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
+use datafusion::common::SchemaError;
+use datafusion::error::DataFusionError;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use zarrow::{ReadContext, ScanContext, TableModel, ZarrRecordBatchStreamBuilder, ZarrScan};
@@ -76,19 +78,40 @@ impl ScanCounters {
     }
 }
 
+/// The predicate `sql` (`what`: `filter` or `prune`) over `model`. A column it names that the
+/// table lacks is [`zarrow::Error::ColumnNotFound`] (Python's `ColumnNotFoundError`, the close
+/// names suggested); any other mistake an [`zarrow::Error::InvalidArgument`] quoting it.
+fn parse_predicate(model: &TableModel, what: &str, sql: &str) -> zarrow::Result<ZarrPredicate> {
+    ZarrPredicate::parse(model, sql).map_err(|e| match e.find_root() {
+        DataFusionError::SchemaError(inner, _) => match inner.as_ref() {
+            SchemaError::FieldNotFound { field, .. } => model
+                .column_index(&field.name)
+                .err()
+                .unwrap_or_else(|| invalid_predicate(model, what, sql, &e)),
+            _ => invalid_predicate(model, what, sql, &e),
+        },
+        _ => invalid_predicate(model, what, sql, &e),
+    })
+}
+
+fn invalid_predicate(
+    model: &TableModel,
+    what: &str,
+    sql: &str,
+    e: &DataFusionError,
+) -> zarrow::Error {
+    zarrow::Error::InvalidArgument(format!(
+        "{what} `{sql}` on '{}': {}",
+        model.location(),
+        e.find_root()
+    ))
+}
+
 impl ScanPlan {
     /// Plan the read of `request` over `model`: parse the predicates, prune.
     pub async fn new(model: Arc<TableModel>, request: ScanRequest) -> zarrow::Result<Self> {
         let df = from_datafusion_error;
-        let parse = |what: &str, sql: &str| {
-            ZarrPredicate::parse(&model, sql).map_err(|e| {
-                zarrow::Error::InvalidArgument(format!(
-                    "{what} `{sql}` on '{}': {}",
-                    model.location(),
-                    e.find_root()
-                ))
-            })
-        };
+        let parse = |what: &str, sql: &str| parse_predicate(&model, what, sql);
         let filter = match &request.filter {
             Some(sql) => Some(parse("filter", sql)?),
             None => None,

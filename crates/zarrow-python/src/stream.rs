@@ -286,7 +286,7 @@ fn open_plan(
     if let Some(columns) = columns {
         let projection = columns
             .iter()
-            .map(|c| crate::usage::column_index(&model, c))
+            .map(|c| model.column_index(c).map_err(to_py))
             .collect::<PyResult<Vec<usize>>>()?;
         request.projection = Some(projection);
     }

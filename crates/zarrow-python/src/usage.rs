@@ -11,7 +11,7 @@ use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
-use zarrow::{Node, TableModel, ZarrStore};
+use zarrow::{Node, ZarrStore};
 
 use crate::errors::{NotFoundError, ZarrowError};
 
@@ -122,21 +122,17 @@ fn did_you_mean(close: &[String]) -> String {
     }
 }
 
-/// The index of column `name` of `model`, or `ColumnNotFoundError`.
-pub(crate) fn column_index(model: &TableModel, name: &str) -> PyResult<usize> {
-    model.column_index(name).map_err(|_| {
-        let schema = model.schema();
-        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-        raise(
-            &COLUMN_NOT_FOUND,
-            format!(
-                "'{}' has no column '{name}'.{} Its columns: {}",
-                model.location(),
-                did_you_mean(&close_names(name, names.iter().copied())),
-                names.join(", ")
-            ),
-        )
-    })
+/// `ColumnNotFoundError` for `column`, which the table at `table` with `columns` lacks: the
+/// close names suggested, the columns listed.
+pub(crate) fn column_not_found(table: &str, column: &str, columns: &[String]) -> PyErr {
+    raise(
+        &COLUMN_NOT_FOUND,
+        format!(
+            "'{table}' has no column '{column}'.{} Its columns: {}",
+            did_you_mean(&close_names(column, columns.iter().map(String::as_str))),
+            columns.join(", ")
+        ),
+    )
 }
 
 /// `OptionError` for keyword arguments `function` does not take.

@@ -35,6 +35,9 @@ def test_a_directory_that_is_not_zarr(tmp_path):
     lambda: zarrow.scan(XARRAY, ["temprature"]),
     lambda: zarrow.read_table(XARRAY, columns=["time", "temprature"]),
     lambda: zarrow.scan_polars(XARRAY, columns=["temprature"]),
+    lambda: zarrow.scan(XARRAY, filter="temprature > 10"),
+    lambda: zarrow.read_table(XARRAY, filter="time > 0 AND temprature > 10"),
+    lambda: zarrow.scan(XARRAY, prune="temprature > 10"),
 ])
 def test_a_misspelled_column_suggests_the_close_name(read):
     with pytest.raises(zarrow.ColumnNotFoundError) as info:

@@ -100,7 +100,17 @@ pub enum Error {
         /// What is wrong with the value.
         message: String,
     },
-    /// An argument that does not fit the array (selection out of range, wrong column, …).
+    /// A column the table does not have (a projection, a filter, a name asked for).
+    #[error("'{table}' has no column '{column}' (columns: {})", columns.join(", "))]
+    ColumnNotFound {
+        /// The table's location.
+        table: String,
+        /// The name asked for.
+        column: String,
+        /// The table's columns, in order.
+        columns: Vec<String>,
+    },
+    /// An argument that does not fit the array (selection out of range, …).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     /// An Arrow error from building arrays or batches.
@@ -171,6 +181,7 @@ impl Error {
             Error::Store { path, .. } => Some(path),
             Error::Metadata { key, .. } => Some(key),
             Error::Location { location, .. } => Some(location),
+            Error::ColumnNotFound { table, .. } => Some(table),
             _ => None,
         }
     }

@@ -870,18 +870,18 @@ impl TableModel {
     /// The index of the column `name` in the schema; an error listing the columns if there is
     /// none.
     pub fn column_index(&self, name: &str) -> Result<usize> {
-        self.schema.index_of(name).map_err(|_| {
-            Error::InvalidArgument(format!(
-                "'{}' has no column '{name}' (columns: {})",
-                self.location,
-                self.schema
+        self.schema
+            .index_of(name)
+            .map_err(|_| Error::ColumnNotFound {
+                table: self.location.clone(),
+                column: name.to_string(),
+                columns: self
+                    .schema
                     .fields()
                     .iter()
-                    .map(|f| f.name().as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })
+                    .map(|f| f.name().clone())
+                    .collect(),
+            })
     }
 
     /// The number of rows (checked to fit when the table was opened).
