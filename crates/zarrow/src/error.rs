@@ -55,6 +55,20 @@ pub enum Error {
         /// Why it cannot be used.
         reason: String,
     },
+    /// A known codec whose configuration in the metadata is malformed, or valid but not one
+    /// zarrow reads ([`crate::codec::ConfigError::is_unsupported`]).
+    #[error("invalid metadata for '{array}' ({document}): codec {codec}: {source}")]
+    CodecConfig {
+        /// The array path.
+        array: String,
+        /// The metadata document holding the codec (`zarr.json`, `.zarray`).
+        document: String,
+        /// The codec name as written (v3 `name`, v2 `id`).
+        codec: String,
+        /// What is wrong with its configuration (it names the key).
+        #[source]
+        source: Box<crate::codec::ConfigError>,
+    },
     /// A chunk grid other than the regular one.
     #[error("array '{array}': unsupported chunk grid '{grid}' (zarrow reads the regular grid)")]
     UnsupportedChunkGrid {
@@ -146,6 +160,7 @@ impl Error {
             Error::Chunk { array, .. }
             | Error::UnsupportedDataType { array, .. }
             | Error::UnsupportedCodec { array, .. }
+            | Error::CodecConfig { array, .. }
             | Error::UnsupportedChunkGrid { array, .. }
             | Error::MustUnderstand { array, .. } => Some(array),
             Error::Metadata { path, .. }
@@ -170,6 +185,7 @@ impl Error {
         match self {
             Error::Store { path, .. } => Some(path),
             Error::Metadata { key, .. } => Some(key),
+            Error::CodecConfig { document, .. } => Some(document),
             Error::Location { location, .. } => Some(location),
             _ => None,
         }

@@ -32,6 +32,7 @@ mod zstd;
 use serde_json::Value;
 
 pub use compression::BytesToBytes;
+pub use config::ConfigError;
 
 use crate::data_type::{DataType, Endian};
 
@@ -191,6 +192,41 @@ pub enum ChainError {
     },
     /// Malformed codec metadata.
     Invalid(String),
+    /// A known codec whose configuration is malformed or not one zarrow reads.
+    Config {
+        /// The codec name as written (v3 `name`, v2 `id`).
+        codec: String,
+        /// What is wrong with its configuration.
+        source: ConfigError,
+    },
+}
+
+impl ChainError {
+    /// This error about the array at `array`, whose metadata document `document` holds the
+    /// chain.
+    pub(crate) fn into_error(self, array: &str, document: &str) -> crate::Error {
+        match self {
+            ChainError::Unsupported { codec, reason } => crate::Error::UnsupportedCodec {
+                array: array.to_string(),
+                codec,
+                reason,
+            },
+            ChainError::Invalid(msg) => crate::Error::metadata(array, document, msg),
+            ChainError::Config { codec, source } => crate::Error::CodecConfig {
+                array: array.to_string(),
+                document: document.to_string(),
+                codec,
+                source: Box::new(source),
+            },
+        }
+    }
+}
+
+fn config_error(codec: &str, source: ConfigError) -> ChainError {
+    ChainError::Config {
+        codec: if codec.is_empty() { "?" } else { codec }.to_string(),
+        source,
+    }
 }
 
 fn unsupported(codec: &str, reason: impl Into<String>) -> ChainError {
@@ -254,15 +290,14 @@ pub fn parse_v3_chain(
         };
         if array_to_bytes.is_none() {
             if let Some(id) = name.strip_prefix("numcodecs.") {
-                let c = config::Config::from_value(config)
-                    .map_err(|msg| ChainError::Invalid(format!("{name}: {msg}")))?;
+                let c = config::Config::from_value(config).map_err(|e| config_error(name, e))?;
                 match filters::numcodecs(id, &c, data_type) {
                     Ok(Some(f)) => {
                         numcodecs_filters.push(f);
                         continue;
                     }
                     Ok(None) => {}
-                    Err(msg) => return Err(ChainError::Invalid(format!("{name}: {msg}"))),
+                    Err(e) => return Err(config_error(name, e)),
                 }
             }
             match name {
@@ -446,7 +481,7 @@ pub fn parse_v3_chain(
                 ))
             }
             Ok(None) => return Err(unsupported(name, "unknown codec")),
-            Err(msg) => return Err(ChainError::Invalid(format!("{name}: {msg}"))),
+            Err(e) => return Err(config_error(name, e)),
         }
     }
     let array_to_bytes = match array_to_bytes {
@@ -538,11 +573,11 @@ pub fn parse_v2_chain(
                     }
                     bytes_to_bytes.push(BytesToBytes::Filter(Box::new(f)));
                 }
-                Err(msg) => return Err(ChainError::Invalid(format!("{id}: {msg}"))),
+                Err(e) => return Err(config_error(id, e)),
                 Ok(None) => match BytesToBytes::from_v2(obj) {
                     Ok(Some(c)) => bytes_to_bytes.push(c),
                     Ok(None) => return Err(unsupported(id, "unknown v2 filter")),
-                    Err(msg) => return Err(ChainError::Invalid(format!("{id}: {msg}"))),
+                    Err(e) => return Err(config_error(id, e)),
                 },
             },
         }
@@ -567,7 +602,13 @@ pub fn parse_v2_chain(
                 let id = obj.get("id").and_then(Value::as_str).unwrap_or("?");
                 return Err(unsupported(id, "unknown compressor"));
             }
-            Err(msg) => return Err(ChainError::Invalid(msg)),
+            Err(e) => {
+                let id = obj
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("compressor");
+                return Err(config_error(id, e));
+            }
         },
         Some(other) => return Err(ChainError::Invalid(format!("bad compressor {other}"))),
     }
@@ -618,6 +659,70 @@ mod tests {
         );
         let perm = json!([{"name": "transpose", "configuration": {"order": [0, 0]}}, {"name": "bytes", "configuration": {"endian": "little"}}]);
         assert!(parse_v3_chain(perm.as_array().unwrap(), &DataType::Int32, 2).is_err());
+    }
+
+    #[test]
+    fn a_bad_codec_configuration_names_the_array_codec_and_key() {
+        let codecs =
+            json!([{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 1_u64 << 40}}]);
+        let e = parse_v3_chain(codecs.as_array().unwrap(), &DataType::UInt8, 1).unwrap_err();
+        let e = e.into_error("a/x", "zarr.json");
+        match &e {
+            crate::Error::CodecConfig {
+                array,
+                document,
+                codec,
+                source,
+            } => {
+                assert_eq!(
+                    (&**array, &**document, &**codec),
+                    ("a/x", "zarr.json", "zstd")
+                );
+                assert_eq!(source.key(), Some("level"));
+                assert!(!source.is_unsupported());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!((e.array(), e.location()), (Some("a/x"), Some("zarr.json")));
+        assert_eq!(
+            e.to_string(),
+            "invalid metadata for 'a/x' (zarr.json): codec zstd: level must be a 32-bit \
+             integer, got 1099511627776"
+        );
+
+        // v2: a compressor that zarrow is built without, and a filter with a bad dtype.
+        let snappy = json!({"id": "blosc", "cname": "snappy"});
+        let e = parse_v2_chain(
+            &DataType::UInt8,
+            Endian::Little,
+            false,
+            1,
+            None,
+            Some(&snappy),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, ChainError::Config { codec, source }
+                if codec == "blosc" && source.key() == Some("cname") && source.is_unsupported()),
+            "{e:?}"
+        );
+        let delta = json!([{"id": "delta", "dtype": "<i4", "astype": "<U4"}]);
+        let e = parse_v2_chain(
+            &DataType::Int32,
+            Endian::Little,
+            false,
+            1,
+            Some(&delta),
+            None,
+        )
+        .unwrap_err();
+        let e = e.into_error("t", ".zarray");
+        assert!(
+            matches!(&e, crate::Error::CodecConfig { codec, source, .. }
+                if codec == "delta" && source.key() == Some("astype")),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("astype '<U4': not a number"), "{e}");
     }
 
     #[test]

@@ -309,6 +309,7 @@ fn chain_error(array: &str, e: ChainError, key: &str) -> Error {
             reason,
         },
         ChainError::Invalid(msg) => Error::metadata(array, key, msg),
+        other @ ChainError::Config { .. } => other.into_error(array, key),
     }
 }
 
