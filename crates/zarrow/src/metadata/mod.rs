@@ -477,7 +477,7 @@ fn parse_v3_array(
                 array: path.to_string(),
                 data_type: data_type_json.to_string(),
             },
-            DataTypeError::Invalid(msg) => Error::metadata(path, KEY, msg),
+            other => Error::metadata(path, KEY, other),
         })?;
     let codecs = doc
         .get("codecs")
@@ -676,7 +676,7 @@ fn parse_v2_array_value(
                 other => other.to_string(),
             },
         },
-        DataTypeError::Invalid(msg) => Error::metadata(path, KEY, msg),
+        other => Error::metadata(path, KEY, other),
     })?;
     let order_f = match doc.get("order").and_then(Value::as_str) {
         None | Some("C") => false,
