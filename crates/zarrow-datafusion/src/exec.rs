@@ -255,7 +255,8 @@ fn plan_partitions(
     let rows = partitions
         .iter()
         .map(|p| {
-            let rows = p.chunks.rows(model.grid()).map_err(to_datafusion_error)?;
+            let rows = p.chunks.rows(model.grid());
+            let rows = rows.map_err(|e| to_datafusion_error(e.in_array(model.location())))?;
             Ok(p.limit.map_or(rows, |l| rows.min(l)))
         })
         .collect::<Result<_>>()?;

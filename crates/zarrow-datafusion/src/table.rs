@@ -201,7 +201,7 @@ impl TableProvider for ZarrTable {
             Some(l) => pruned
                 .chunks
                 .take_rows(model.grid(), l as u64)
-                .map_err(to_datafusion_error)?,
+                .map_err(|e| to_datafusion_error(e.in_array(model.location())))?,
             None => pruned.chunks,
         };
         scan.limit = limit.map(|l| l as u64);

@@ -96,6 +96,28 @@ pub enum Error {
         #[source]
         source: ChunkError,
     },
+    /// A region of an array (start and shape per dimension) that does not lie inside it.
+    #[error("array '{array}': region {start:?} + {shape:?} does not fit in the array's shape {array_shape:?}")]
+    RegionOutOfBounds {
+        /// The array path.
+        array: String,
+        /// The region's first element.
+        start: Box<[u64]>,
+        /// The region's shape.
+        shape: Box<[u64]>,
+        /// The array's shape.
+        array_shape: Box<[u64]>,
+    },
+    /// Chunk coordinates outside an array's (or table's) chunk grid, or a chunk selection that
+    /// does not fit it (a scan planned before the store changed).
+    #[error("array '{array}': {source}")]
+    Grid {
+        /// The array path (or the table's location).
+        array: String,
+        /// What does not fit.
+        #[source]
+        source: Box<crate::grid::GridError>,
+    },
     /// The object store failed.
     #[error("store error reading '{path}': {source}")]
     Store {
@@ -158,6 +180,8 @@ impl Error {
     pub fn array(&self) -> Option<&str> {
         match self {
             Error::Chunk { array, .. }
+            | Error::RegionOutOfBounds { array, .. }
+            | Error::Grid { array, .. }
             | Error::UnsupportedDataType { array, .. }
             | Error::UnsupportedCodec { array, .. }
             | Error::CodecConfig { array, .. }

@@ -176,7 +176,7 @@ impl ZarrArray {
         self.grid
             .chunk_box(coords)
             .map(|(_, shape)| shape)
-            .map_err(|e| Error::InvalidArgument(format!("array '{}': {e}", self.path)))
+            .map_err(|e| e.in_array(&self.path))
     }
 
     /// Where the read unit at `coords` lives.
