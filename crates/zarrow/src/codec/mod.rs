@@ -190,7 +190,8 @@ pub enum ChainError {
         /// Why.
         reason: String,
     },
-    /// Malformed codec metadata.
+    /// A malformed codec list (an entry without a name, codecs out of order, no
+    /// array-to-bytes codec); a bad configuration of one codec is [`ChainError::Config`].
     Invalid(String),
     /// A known codec whose configuration is malformed or not one zarrow reads.
     Config {
@@ -245,9 +246,10 @@ fn parse_index_location(
         None => Ok(default),
         Some(Value::String(s)) if s == "end" => Ok(IndexLocation::End),
         Some(Value::String(s)) if s == "start" => Ok(IndexLocation::Start),
-        Some(other) => Err(ChainError::Invalid(format!(
-            "{codec}: bad index_location {other}"
-        ))),
+        Some(other) => Err(config_error(
+            codec,
+            ConfigError::bad_value("index_location", other, "\"start\" or \"end\""),
+        )),
     }
 }
 
@@ -260,7 +262,7 @@ fn codec_list<'a>(
         .and_then(|c| c.get(key))
         .and_then(Value::as_array)
         .map(Vec::as_slice)
-        .ok_or_else(|| ChainError::Invalid(format!("{codec}: configuration.{key} missing")))
+        .ok_or_else(|| config_error(codec, ConfigError::missing(key)))
 }
 
 /// Parse a v3 `codecs` list for arrays of `data_type` with `ndim` dimensions.
@@ -302,23 +304,33 @@ pub fn parse_v3_chain(
             }
             match name {
                 "transpose" => {
-                    let order = config
+                    let order_json = config
                         .and_then(|c| c.get("order"))
-                        .and_then(Value::as_array)
-                        .ok_or_else(|| ChainError::Invalid("transpose: no order".into()))?
+                        .ok_or_else(|| config_error(name, ConfigError::missing("order")))?;
+                    let bad_order = || {
+                        config_error(
+                            name,
+                            ConfigError::bad_value(
+                                "order",
+                                order_json,
+                                format!("a permutation of the {ndim} dimensions"),
+                            ),
+                        )
+                    };
+                    let order = order_json
+                        .as_array()
+                        .ok_or_else(bad_order)?
                         .iter()
                         .map(|v| v.as_u64().and_then(|u| usize::try_from(u).ok()))
                         .collect::<Option<Vec<usize>>>()
-                        .ok_or_else(|| ChainError::Invalid("transpose: bad order".into()))?;
+                        .ok_or_else(bad_order)?;
                     let mut seen = vec![false; ndim];
                     if order.len() != ndim
                         || order
                             .iter()
                             .any(|&i| i >= ndim || std::mem::replace(&mut seen[i], true))
                     {
-                        return Err(ChainError::Invalid(format!(
-                            "transpose: order {order:?} is not a permutation of {ndim} dimensions"
-                        )));
+                        return Err(bad_order());
                     }
                     array_to_array.push(ArrayToArray::Transpose { order });
                     continue;
@@ -330,14 +342,28 @@ pub fn parse_v3_chain(
                         Some("little") => Some(Endian::Little),
                         Some("big") => Some(Endian::Big),
                         Some(other) => {
-                            return Err(ChainError::Invalid(format!("bytes: bad endian '{other}'")))
+                            return Err(config_error(
+                                name,
+                                ConfigError::bad_value(
+                                    "endian",
+                                    format!("'{other}'"),
+                                    "\"little\" or \"big\"",
+                                ),
+                            ))
                         }
                     };
                     if endian.is_none() && data_type.swap_unit() > 1 {
-                        return Err(ChainError::Invalid(format!(
-                            "bytes: endian is required for {}",
-                            data_type.name()
-                        )));
+                        return Err(config_error(
+                            name,
+                            ConfigError::bad_value(
+                                "endian",
+                                "null",
+                                format!(
+                                    "\"little\" or \"big\" (it is required for {})",
+                                    data_type.name()
+                                ),
+                            ),
+                        ));
                     }
                     array_to_bytes = Some(ArrayToBytes::Bytes { endian });
                     continue;
@@ -405,23 +431,28 @@ pub fn parse_v3_chain(
                     continue;
                 }
                 "sharding_indexed" => {
-                    let chunk_shape = config
+                    let shape_json = config
                         .and_then(|c| c.get("chunk_shape"))
-                        .and_then(Value::as_array)
-                        .ok_or_else(|| {
-                            ChainError::Invalid("sharding_indexed: no chunk_shape".into())
-                        })?
+                        .ok_or_else(|| config_error(name, ConfigError::missing("chunk_shape")))?;
+                    let bad_shape = || {
+                        config_error(
+                            name,
+                            ConfigError::bad_value(
+                                "chunk_shape",
+                                shape_json,
+                                format!("positive integers, one per array dimension ({ndim})"),
+                            ),
+                        )
+                    };
+                    let chunk_shape = shape_json
+                        .as_array()
+                        .ok_or_else(bad_shape)?
                         .iter()
                         .map(|v| v.as_u64().filter(|n| *n > 0))
                         .collect::<Option<Vec<u64>>>()
-                        .ok_or_else(|| {
-                            ChainError::Invalid("sharding_indexed: bad chunk_shape".into())
-                        })?;
+                        .ok_or_else(bad_shape)?;
                     if chunk_shape.len() != ndim {
-                        return Err(ChainError::Invalid(format!(
-                            "sharding_indexed: chunk_shape has {} dimensions, the array {ndim}",
-                            chunk_shape.len()
-                        )));
+                        return Err(bad_shape());
                     }
                     let codecs =
                         parse_v3_chain(codec_list(config, "codecs", name)?, data_type, ndim)?;
@@ -723,6 +754,40 @@ mod tests {
             "{e:?}"
         );
         assert!(e.to_string().contains("astype '<U4': not a number"), "{e}");
+    }
+
+    #[test]
+    fn chain_codec_configurations_are_typed() {
+        let perm = json!([{"name": "transpose", "configuration": {"order": [0, 0]}}, {"name": "bytes", "configuration": {"endian": "little"}}]);
+        let e = parse_v3_chain(perm.as_array().unwrap(), &DataType::Int32, 2).unwrap_err();
+        assert!(
+            matches!(&e, ChainError::Config { codec, source: ConfigError::BadValue { key, value, .. } }
+                if codec == "transpose" && key == "order" && value == "[0,0]"),
+            "{e:?}"
+        );
+        let shard = json!([{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2],
+            "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes"}]}}]);
+        let e = parse_v3_chain(shard.as_array().unwrap(), &DataType::UInt8, 1).unwrap_err();
+        assert!(
+            matches!(&e, ChainError::Config { codec, source }
+                if codec == "sharding_indexed" && source.key() == Some("chunk_shape")),
+            "{e:?}"
+        );
+        let e = e.into_error("s", "zarr.json");
+        assert!(
+            e.to_string().ends_with(
+                "chunk_shape must be positive integers, one per array dimension (1), got [2,2]"
+            ),
+            "{e}"
+        );
+        let no_index = json!([{"name": "sharding_indexed", "configuration": {"chunk_shape": [2],
+            "codecs": [{"name": "bytes"}]}}]);
+        let e = parse_v3_chain(no_index.as_array().unwrap(), &DataType::UInt8, 1).unwrap_err();
+        assert!(
+            matches!(&e, ChainError::Config { source: ConfigError::MissingKey { key }, .. }
+                if key == "index_codecs"),
+            "{e:?}"
+        );
     }
 
     #[test]
