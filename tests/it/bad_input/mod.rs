@@ -353,6 +353,28 @@ async fn bad_metadata() {
         "{e}"
     );
 
+    // A known codec with a bad configuration names the array, the codec and the key.
+    f.put_json(
+        "z/zarr.json",
+        array_meta(
+            json!([{"name": "vlen-utf8"}, {"name": "zstd", "configuration": {"level": "high"}}]),
+            "string",
+        ),
+    )
+    .await;
+    let e = f.open("z").await.unwrap_err();
+    assert!(
+        matches!(&e, Error::CodecConfig { array, codec, source, .. }
+            if array == "z" && codec == "zstd" && source.key() == Some("level")),
+        "{e}"
+    );
+    assert_eq!(e.location(), Some("zarr.json"));
+    assert!(
+        e.to_string()
+            .contains("level must be an integer, got \"high\""),
+        "{e}"
+    );
+
     let mut ext = array_meta(json!([{"name": "vlen-utf8"}]), "string");
     ext["spatial_index"] = json!({"must_understand": true, "configuration": {}});
     f.put_json("m/zarr.json", ext).await;
