@@ -36,6 +36,10 @@ pub enum Error {
         key: String,
         /// What is wrong.
         message: String,
+        /// The typed cause, when there is one: a [`crate::data_type::DataTypeError`], a
+        /// [`crate::data_type::FillValueError`], a [`crate::grid::GridError`].
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A data type zarrow does not read.
     #[error("array '{array}': unsupported data type {data_type}; supported: bool, int8-64, uint8-64, float16/32/64, complex64/128, numpy.datetime64, numpy.timedelta64, string, variable_length_bytes, fixed_length_utf32, null_terminated_bytes, raw_bytes, structured/struct of those")]
@@ -225,6 +229,23 @@ impl Error {
             path: path.into(),
             key: key.into(),
             message: message.to_string(),
+            source: None,
+        }
+    }
+
+    /// A metadata error with its typed cause (`message` says what it is about, and usually
+    /// includes the cause's text).
+    pub fn metadata_caused_by(
+        path: impl Into<String>,
+        key: impl Into<String>,
+        message: impl fmt::Display,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Metadata {
+            path: path.into(),
+            key: key.into(),
+            message: message.to_string(),
+            source: Some(Box::new(source)),
         }
     }
 }

@@ -662,6 +662,21 @@ async fn metadata_faults_are_named_as_such() {
         "{msg}"
     );
     assert!(!msg.contains("chunk"), "{msg}");
+    // A fill value out of its type's range: the typed cause is kept under the error.
+    let mut meta = array_meta(json!([{"name": "bytes"}]), "uint8");
+    meta["fill_value"] = json!(300);
+    f.put_json("wide/zarr.json", meta).await;
+    let e = f.open("wide").await.unwrap_err();
+    assert!(matches!(e, Error::Metadata { .. }), "{e}");
+    let cause = std::error::Error::source(&e)
+        .and_then(|s| s.downcast_ref::<zarrow::data_type::FillValueError>());
+    assert!(
+        matches!(
+            cause,
+            Some(zarrow::data_type::FillValueError::OutOfRange { value: 300, .. })
+        ),
+        "{e}: {cause:?}"
+    );
     // A chunk grid zarrow does not read is called a chunk grid, not a codec.
     let mut meta = array_meta(json!([{"name": "vlen-utf8"}]), "string");
     meta["chunk_grid"] =
