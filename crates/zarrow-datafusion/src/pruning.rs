@@ -103,7 +103,8 @@ pub(crate) async fn prune_chunks(
             None => continue,
         }
     }
-    let chunks = ChunkRanges::from_dims(&grid, dims).map_err(to_datafusion_error)?;
+    let chunks = ChunkRanges::from_dims(&grid, dims)
+        .map_err(|e| to_datafusion_error(e.in_array(model.location())))?;
     Ok(Pruned {
         chunks,
         predicate: display,

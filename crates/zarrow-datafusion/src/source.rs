@@ -403,7 +403,7 @@ impl FileOpener for ZarrOpener {
                 scan.chunks = scan
                     .chunks
                     .take_rows(model.grid(), limit)
-                    .map_err(to_datafusion_error)?;
+                    .map_err(|e| to_datafusion_error(e.in_array(model.location())))?;
             }
             let counters = ScanMetrics::new();
             let ctx = ScanContext {

@@ -200,7 +200,7 @@ impl TableProvider for ZarrTable {
             Some(l) => pruned
                 .chunks
                 .take_rows(model.grid(), l as u64)
-                .map_err(to_datafusion_error)?,
+                .map_err(|e| to_datafusion_error(e.in_array(model.location())))?,
             None => pruned.chunks,
         };
         scan.limit = limit.map(|l| l as u64);
@@ -222,7 +222,7 @@ impl TableProvider for ZarrTable {
                 let rows = scan
                     .chunks
                     .rows(model.grid())
-                    .map_err(to_datafusion_error)?;
+                    .map_err(|e| to_datafusion_error(e.in_array(model.location())))?;
                 let rows = scan.limit.map_or(rows, |l| rows.min(l));
                 Ok(vec![ZarrRun { scan, rows }])
             })

@@ -97,7 +97,10 @@ fn exception(e: zarrow::Error) -> PyErr {
         | E::UnsupportedCodec { .. }
         | E::UnsupportedChunkGrid { .. }
         | E::MustUnderstand { .. } => UnsupportedError::new_err(message),
-        E::Metadata { .. } => MetadataError::new_err(message),
+        E::CodecConfig { ref source, .. } if source.is_unsupported() => {
+            UnsupportedError::new_err(message)
+        }
+        E::Metadata { .. } | E::CodecConfig { .. } => MetadataError::new_err(message),
         E::Chunk { .. } => CorruptChunkError::new_err(message),
         E::Store { .. } => StoreError::new_err(message),
         _ => ZarrowError::new_err(message),

@@ -383,15 +383,19 @@ fn swap_element(data_type: &DataType, bytes: &mut [u8]) {
 
 /// The fill value of a struct: base64 (or a list of bytes) of the element as stored, or one
 /// value per field (a list in field order, or an object by field name; missing fields zero).
-fn struct_fill(fields: &[StructField], size: usize, json: &Value) -> Result<Vec<u8>, String> {
+fn struct_fill(
+    fields: &[StructField],
+    size: usize,
+    json: &Value,
+) -> Result<Vec<u8>, FillValueError> {
     let raw = |bytes: Vec<u8>| {
         if bytes.len() == size {
             Ok(bytes)
         } else {
-            Err(format!(
-                "struct fill value of {} bytes for an element of {size}",
-                bytes.len()
-            ))
+            Err(FillValueError::StructSize {
+                bytes: bytes.len(),
+                element_bytes: size,
+            })
         }
     };
     let per_field = |get: &dyn Fn(usize, &StructField) -> Option<Value>| {
@@ -399,7 +403,10 @@ fn struct_fill(fields: &[StructField], size: usize, json: &Value) -> Result<Vec<
         for (i, f) in fields.iter().enumerate() {
             let v = get(i, f).unwrap_or(Value::Null);
             let mut bytes = parse_fill_value(&f.data_type, &v, false)
-                .map_err(|e| format!("field '{}': {e}", f.name))?
+                .map_err(|e| FillValueError::Field {
+                    field: f.name.clone(),
+                    source: Box::new(e),
+                })?
                 .bytes
                 .to_vec();
             if f.endian == Some(Endian::Big) {
@@ -411,20 +418,18 @@ fn struct_fill(fields: &[StructField], size: usize, json: &Value) -> Result<Vec<
     };
     match json {
         Value::String(s) => raw(b64(s)?),
-        Value::Array(items) if items.iter().all(Value::is_u64) && items.len() == size => raw(items
-            .iter()
-            .map(|x| {
-                x.as_u64()
-                    .and_then(|b| u8::try_from(b).ok())
-                    .ok_or_else(|| format!("bad byte {x} in fill value"))
-            })
-            .collect::<Result<Vec<u8>, String>>()?),
+        Value::Array(items) if items.iter().all(Value::is_u64) && items.len() == size => {
+            raw(byte_list(items)?)
+        }
         Value::Array(items) if items.len() == fields.len() => {
             per_field(&|i, _| items.get(i).cloned())
         }
         Value::Object(o) => per_field(&|_, f| o.get(&f.name).cloned()),
         Value::Number(n) if n.as_u64() == Some(0) => Ok(vec![0; size]),
-        other => Err(format!("bad struct fill value {other}")),
+        other => Err(not_a(
+            other,
+            "a struct fill value (base64, bytes, or a value per field)",
+        )),
     }
 }
 
@@ -447,28 +452,35 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
         ),
         other => return Err(format!("data_type must be a string or object, got {other}").into()),
     };
-    let length_bytes = || -> Result<usize, String> {
+    let length_bytes = || -> Result<usize, DataTypeError> {
         let n = config
             .and_then(|c| c.get("length_bytes"))
             .and_then(Value::as_u64)
             .and_then(|n| usize::try_from(n).ok())
             .filter(|n| *n > 0)
-            .ok_or_else(|| format!("{name}: configuration.length_bytes missing or invalid"))?;
+            .ok_or_else(|| {
+                DataTypeError::Invalid(format!(
+                    "{name}: configuration.length_bytes missing or invalid"
+                ))
+            })?;
         check_item_bytes(name, n)
     };
-    let time = |is_datetime: bool| -> Result<DataType, String> {
+    let time = |is_datetime: bool| -> Result<DataType, DataTypeError> {
         let unit_str = config
             .and_then(|c| c.get("unit"))
             .and_then(Value::as_str)
-            .ok_or_else(|| format!("{name}: configuration.unit missing"))?;
-        let unit = NpTimeUnit::parse(unit_str)
-            .ok_or_else(|| format!("{name}: time unit '{unit_str}' is not supported"))?;
+            .ok_or_else(|| DataTypeError::Invalid(format!("{name}: configuration.unit missing")))?;
+        let unit = NpTimeUnit::parse(unit_str).ok_or_else(|| {
+            DataTypeError::Invalid(format!("{name}: time unit '{unit_str}' is not supported"))
+        })?;
         let scale_factor = config
             .and_then(|c| c.get("scale_factor"))
             .map(|v| {
-                v.as_i64()
-                    .filter(|n| *n > 0)
-                    .ok_or("scale_factor must be a positive integer")
+                v.as_i64().filter(|n| *n > 0).ok_or_else(|| {
+                    DataTypeError::Invalid(format!(
+                        "{name}: scale_factor must be a positive integer, got {v}"
+                    ))
+                })
             })
             .transpose()?
             .unwrap_or(1);
@@ -532,11 +544,12 @@ pub const DEFAULT_MAX_ITEM_BYTES: usize = 16 << 20;
 /// An element size no numpy dtype has is malformed metadata. The item limit of the read
 /// options is held to by the metadata parser ([`check_item_limit`]), before the fill value
 /// is built.
-fn check_item_bytes(name: &str, bytes: usize) -> Result<usize, String> {
+fn check_item_bytes(name: &str, bytes: usize) -> Result<usize, DataTypeError> {
     if bytes > MAX_ITEM_BYTES {
-        return Err(format!(
-            "{name}: an element of {bytes} bytes is larger than numpy allows ({MAX_ITEM_BYTES})"
-        ));
+        return Err(DataTypeError::LargerThanNumpy {
+            data_type: name.to_string(),
+            bytes,
+        });
     }
     Ok(bytes)
 }
@@ -549,22 +562,47 @@ pub fn check_item_limit(
 ) -> Result<(), DataTypeError> {
     let max = limits.item_bytes();
     match data_type.fixed_size() {
-        Some(bytes) if bytes > max => Err(DataTypeError::Invalid(format!(
-            "{}: an element of {bytes} bytes is larger than the {max} bytes zarrow reads \
-             (raise max_item_bytes, ZARROW_MAX_ITEM_BYTES, to read it)",
-            data_type.name()
-        ))),
+        Some(bytes) if bytes > max => Err(DataTypeError::OverItemLimit {
+            data_type: data_type.name(),
+            bytes,
+            limit: max,
+        }),
         _ => Ok(()),
     }
 }
 
-/// Marker message: the data type is unknown (the caller turns it into `UnsupportedDataType`).
-/// Why a data type could not be parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a data type could not be parsed. Carries no array path: the metadata parser turns
+/// [`DataTypeError::Unsupported`] into [`crate::Error::UnsupportedDataType`] and the others
+/// into [`crate::Error::Metadata`], naming the array.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DataTypeError {
     /// A well-formed data type zarrow does not read.
+    #[error("unsupported data type")]
     Unsupported,
+    /// An element larger than numpy allows ([`MAX_ITEM_BYTES`]): malformed metadata.
+    #[error(
+        "{data_type}: an element of {bytes} bytes is larger than numpy allows ({MAX_ITEM_BYTES})"
+    )]
+    LargerThanNumpy {
+        /// The data type (its name, or the dtype string).
+        data_type: String,
+        /// The size of one element.
+        bytes: usize,
+    },
+    /// An element larger than the item limit of the read options
+    /// ([`crate::ReadLimits::max_item_bytes`]).
+    #[error("{data_type}: an element of {bytes} bytes is larger than the {limit} bytes zarrow reads (raise max_item_bytes, ZARROW_MAX_ITEM_BYTES, to read it)")]
+    OverItemLimit {
+        /// The data type's name.
+        data_type: String,
+        /// The size of one element.
+        bytes: usize,
+        /// The item limit in force.
+        limit: usize,
+    },
     /// Malformed: what is wrong.
+    #[error("{0}")]
     Invalid(String),
 }
 
@@ -580,13 +618,87 @@ impl From<String> for DataTypeError {
     }
 }
 
-impl std::fmt::Display for DataTypeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DataTypeError::Unsupported => f.write_str("unsupported data type"),
-            DataTypeError::Invalid(m) => f.write_str(m),
-        }
+/// Why a fill value does not fit its data type. Carries no array path: the metadata parser
+/// adds it ([`crate::Error::Metadata`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FillValueError {
+    /// A value that is not of the kind the data type takes.
+    #[error("fill value {value} is not {expected}")]
+    NotA {
+        /// The value as written (JSON).
+        value: String,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// An integer outside the range of the data type.
+    #[error("fill value {value} out of range for {data_type}")]
+    OutOfRange {
+        /// The value.
+        value: i128,
+        /// The data type's name.
+        data_type: String,
+    },
+    /// A string that should be base64 and is not.
+    #[error("fill value '{value}' is not base64: {reason}")]
+    NotBase64 {
+        /// The string.
+        value: String,
+        /// The decoder's complaint.
+        reason: String,
+    },
+    /// A value longer than the fixed size of the data type.
+    #[error("fill value {value} longer than {length_bytes} bytes")]
+    TooLong {
+        /// The value as written (JSON).
+        value: String,
+        /// The size of an element.
+        length_bytes: usize,
+    },
+    /// The raw bytes of a struct fill value that are not one element.
+    #[error("struct fill value of {bytes} bytes for an element of {element_bytes}")]
+    StructSize {
+        /// The bytes given.
+        bytes: usize,
+        /// The size of an element.
+        element_bytes: usize,
+    },
+    /// A bad fill value of one field of a struct.
+    #[error("field '{field}': {source}")]
+    Field {
+        /// The field's name.
+        field: String,
+        /// What is wrong with its value.
+        #[source]
+        source: Box<FillValueError>,
+    },
+    /// A value of a kind the data type has no fill value of.
+    #[error("fill value {value} does not fit data type {data_type}")]
+    DoesNotFit {
+        /// The value as written (JSON).
+        value: String,
+        /// The data type's name.
+        data_type: String,
+    },
+}
+
+fn not_a(value: impl std::fmt::Display, expected: &'static str) -> FillValueError {
+    FillValueError::NotA {
+        value: value.to_string(),
+        expected,
     }
+}
+
+/// A JSON list of bytes (integers 0–255).
+fn byte_list(items: &[Value]) -> Result<Vec<u8>, FillValueError> {
+    items
+        .iter()
+        .map(|x| {
+            x.as_u64()
+                .and_then(|b| u8::try_from(b).ok())
+                .ok_or_else(|| not_a(x, "a byte (0..=255)"))
+        })
+        .collect()
 }
 
 /// Byte order of stored elements.
@@ -613,20 +725,20 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
     };
     let kind = rest.chars().next().ok_or("empty dtype")?;
     let tail = &rest[kind.len_utf8()..];
-    let size = |t: &str| -> Result<usize, String> {
-        t.parse::<usize>()
-            .map_err(|_| format!("dtype '{dtype}': bad item size"))
+    let invalid = |what: &str| DataTypeError::Invalid(format!("dtype '{dtype}': {what}"));
+    let size = |t: &str| -> Result<usize, DataTypeError> {
+        t.parse::<usize>().map_err(|_| invalid("bad item size"))
     };
     // The bytes of one element of `tail` code units of `unit` bytes: not zero, checked and
     // bounded.
-    let item_bytes = |tail: &str, unit: usize| -> Result<usize, String> {
+    let item_bytes = |tail: &str, unit: usize| -> Result<usize, DataTypeError> {
         let n = size(tail)?;
         if n == 0 {
-            return Err(format!("dtype '{dtype}': zero length"));
+            return Err(invalid("zero length"));
         }
         let bytes = n
             .checked_mul(unit)
-            .ok_or_else(|| format!("dtype '{dtype}': item size overflows"))?;
+            .ok_or_else(|| invalid("item size overflows"))?;
         check_item_bytes(dtype, bytes)
     };
     let dt = match kind {
@@ -660,7 +772,7 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
             let inner = tail
                 .strip_prefix("8[")
                 .and_then(|t| t.strip_suffix(']'))
-                .ok_or_else(|| format!("dtype '{dtype}': datetime without a unit"))?;
+                .ok_or_else(|| invalid("datetime without a unit"))?;
             let digits: String = inner.chars().take_while(|c| c.is_ascii_digit()).collect();
             let unit_str = &inner[digits.len()..];
             let scale_factor = if digits.is_empty() {
@@ -668,11 +780,10 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
             } else {
                 digits
                     .parse::<i64>()
-                    .map_err(|_| format!("dtype '{dtype}': bad unit multiple"))?
+                    .map_err(|_| invalid("bad unit multiple"))?
             };
-            let unit = NpTimeUnit::parse(unit_str).ok_or_else(|| {
-                format!("dtype '{dtype}': time unit '{unit_str}' is not supported")
-            })?;
+            let unit = NpTimeUnit::parse(unit_str)
+                .ok_or_else(|| invalid(&format!("time unit '{unit_str}' is not supported")))?;
             if kind == 'M' {
                 DataType::DateTime64 { unit, scale_factor }
             } else {
@@ -715,32 +826,30 @@ impl FillValue {
     }
 }
 
-fn float_from_json(v: &Value) -> Result<f64, String> {
+fn float_from_json(v: &Value) -> Result<f64, FillValueError> {
+    const FLOAT: &str = "a float (a number, \"NaN\", \"Infinity\", \"-Infinity\" or hex bits)";
     match v {
-        Value::Number(n) => n.as_f64().ok_or_else(|| format!("bad number {n}")),
+        Value::Number(n) => n.as_f64().ok_or_else(|| not_a(n, FLOAT)),
         Value::String(s) => match s.as_str() {
             "NaN" => Ok(f64::NAN),
             "Infinity" => Ok(f64::INFINITY),
             "-Infinity" => Ok(f64::NEG_INFINITY),
             hex if hex.starts_with("0x") => {
-                let bits = u64::from_str_radix(&hex[2..], 16)
-                    .map_err(|_| format!("bad hex float {hex}"))?;
+                let bits = u64::from_str_radix(&hex[2..], 16).map_err(|_| not_a(v, FLOAT))?;
                 match hex.len() - 2 {
                     4 => Ok(half::f16::from_bits(bits as u16).to_f64()),
                     8 => Ok(f32::from_bits(bits as u32) as f64),
                     16 => Ok(f64::from_bits(bits)),
-                    _ => Err(format!("bad hex float {hex}")),
+                    _ => Err(not_a(v, "a float's hex bits (4, 8 or 16 hex digits)")),
                 }
             }
-            other => other
-                .parse::<f64>()
-                .map_err(|_| format!("bad float fill value '{other}'")),
+            other => other.parse::<f64>().map_err(|_| not_a(v, FLOAT)),
         },
-        other => Err(format!("bad float fill value {other}")),
+        other => Err(not_a(other, FLOAT)),
     }
 }
 
-fn int_from_json(v: &Value) -> Result<i128, String> {
+fn int_from_json(v: &Value) -> Result<i128, FillValueError> {
     match v {
         Value::Number(n) => {
             if let Some(i) = n.as_i64() {
@@ -752,35 +861,50 @@ fn int_from_json(v: &Value) -> Result<i128, String> {
                 if f.fract() == 0.0 && f.is_finite() {
                     Ok(f as i128)
                 } else {
-                    Err(format!("bad integer fill value {n}"))
+                    Err(not_a(n, "an integer"))
                 }
             }
         }
         Value::Bool(b) => Ok(*b as i128),
-        Value::String(s) => s
-            .parse::<i128>()
-            .map_err(|_| format!("bad integer fill value '{s}'")),
-        other => Err(format!("bad integer fill value {other}")),
+        Value::String(s) => s.parse::<i128>().map_err(|_| not_a(v, "an integer")),
+        other => Err(not_a(other, "an integer")),
     }
 }
 
-fn b64(s: &str) -> Result<Vec<u8>, String> {
+fn b64(s: &str) -> Result<Vec<u8>, FillValueError> {
     base64::engine::general_purpose::STANDARD
         .decode(s)
-        .map_err(|e| format!("fill value '{s}' is not base64: {e}"))
+        .map_err(|e| FillValueError::NotBase64 {
+            value: s.to_string(),
+            reason: e.to_string(),
+        })
 }
 
-fn int_bytes(v: &Value, min: i128, max: i128, size: usize) -> Result<Vec<u8>, String> {
+fn int_bytes(
+    data_type: &DataType,
+    v: &Value,
+    min: i128,
+    max: i128,
+    size: usize,
+) -> Result<Vec<u8>, FillValueError> {
     let i = int_from_json(v)?;
     if i < min || i > max {
-        return Err(format!("fill value {i} out of range"));
+        return Err(FillValueError::OutOfRange {
+            value: i,
+            data_type: data_type.name(),
+        });
     }
     Ok(i.to_le_bytes()[..size].to_vec())
 }
 
 /// Normalise a fill value (`json`) for `data_type`. `v2` selects the v2 conventions (base64
 /// for `|S`/`|V`, `0`/`"0"`/`null` for `|O`). A `null` fill becomes the type's zero.
-pub fn parse_fill_value(data_type: &DataType, json: &Value, v2: bool) -> Result<FillValue, String> {
+pub fn parse_fill_value(
+    data_type: &DataType,
+    json: &Value,
+    v2: bool,
+) -> Result<FillValue, FillValueError> {
+    let int_bytes = |v, min, max, size| int_bytes(data_type, v, min, max, size);
     let zero = || vec![0u8; data_type.fixed_size().unwrap_or(0)];
     let bytes: Vec<u8> = match (data_type, json) {
         (DataType::String, Value::Null) | (DataType::Bytes, Value::Null) => Vec::new(),
@@ -834,21 +958,17 @@ pub fn parse_fill_value(data_type: &DataType, json: &Value, v2: bool) -> Result<
             }
         }
         (DataType::Bytes, Value::Number(n)) => n.to_string().into_bytes(),
-        (DataType::Bytes | DataType::String, Value::Array(items)) => items
-            .iter()
-            .map(|x| {
-                x.as_u64()
-                    .and_then(|b| u8::try_from(b).ok())
-                    .ok_or_else(|| format!("bad byte {x} in fill value"))
-            })
-            .collect::<Result<Vec<u8>, String>>()?,
+        (DataType::Bytes | DataType::String, Value::Array(items)) => byte_list(items)?,
         (DataType::FixedUtf32 { length_bytes }, Value::String(s)) => {
             let mut out = Vec::with_capacity(*length_bytes);
             for c in s.chars() {
                 out.extend_from_slice(&(c as u32).to_le_bytes());
             }
             if out.len() > *length_bytes {
-                return Err(format!("fill value '{s}' longer than {length_bytes} bytes"));
+                return Err(FillValueError::TooLong {
+                    value: json.to_string(),
+                    length_bytes: *length_bytes,
+                });
             }
             out.resize(*length_bytes, 0);
             out
@@ -862,28 +982,24 @@ pub fn parse_fill_value(data_type: &DataType, json: &Value, v2: bool) -> Result<
         ) => {
             let mut raw = match v {
                 Value::String(s) => b64(s)?,
-                Value::Array(items) => items
-                    .iter()
-                    .map(|x| {
-                        x.as_u64()
-                            .and_then(|b| u8::try_from(b).ok())
-                            .ok_or_else(|| format!("bad byte {x} in fill value"))
-                    })
-                    .collect::<Result<Vec<u8>, String>>()?,
+                Value::Array(items) => byte_list(items)?,
                 Value::Number(n) if n.as_u64() == Some(0) => Vec::new(),
-                other => return Err(format!("bad fill value {other}")),
+                other => return Err(not_a(other, "base64 or a list of bytes")),
             };
             if raw.len() > *length_bytes {
-                return Err(format!("fill value longer than {length_bytes} bytes"));
+                return Err(FillValueError::TooLong {
+                    value: v.to_string(),
+                    length_bytes: *length_bytes,
+                });
             }
             raw.resize(*length_bytes, 0);
             raw
         }
         (dt, v) => {
-            return Err(format!(
-                "fill value {v} does not fit data type {}",
-                dt.name()
-            ))
+            return Err(FillValueError::DoesNotFit {
+                value: v.to_string(),
+                data_type: dt.name(),
+            })
         }
     };
     Ok(FillValue::new(bytes, json.clone()))
@@ -980,7 +1096,9 @@ mod tests {
         ] {
             let e = parse_v2_dtype(dtype).unwrap_err();
             assert!(
-                matches!(&e, DataTypeError::Invalid(m) if m.contains(dtype)),
+                matches!(&e, DataTypeError::Invalid(m) if m.contains(dtype))
+                    || matches!(&e, DataTypeError::LargerThanNumpy { data_type, .. }
+                        if data_type == dtype),
                 "{dtype}: {e:?}"
             );
         }
@@ -988,10 +1106,15 @@ mod tests {
         // it; within a raised one, read.
         let (big, _) = parse_v2_dtype("<U536870911").unwrap();
         let e = check_item_limit(&big, &crate::ReadLimits::default()).unwrap_err();
-        assert!(
-            matches!(&e, DataTypeError::Invalid(m) if m.contains("max_item_bytes")),
-            "{e:?}"
+        assert_eq!(
+            e,
+            DataTypeError::OverItemLimit {
+                data_type: "fixed_length_utf32[2147483644]".into(),
+                bytes: 2147483644,
+                limit: crate::data_type::DEFAULT_MAX_ITEM_BYTES,
+            }
         );
+        assert!(e.to_string().contains("max_item_bytes"), "{e}");
         let raised = crate::ReadLimits {
             max_item_bytes: 1 << 31,
             ..Default::default()
@@ -1004,10 +1127,13 @@ mod tests {
             }
         );
         let huge = serde_json::json!({"name": "raw_bytes", "configuration": {"length_bytes": 100_000_000_000_000u64}});
-        assert!(matches!(
-            parse_v3_data_type(&huge),
-            Err(DataTypeError::Invalid(m)) if m.contains("larger than numpy allows")
-        ));
+        let e = parse_v3_data_type(&huge).unwrap_err();
+        assert!(
+            matches!(&e, DataTypeError::LargerThanNumpy { data_type, bytes: 100_000_000_000_000 }
+                if data_type == "raw_bytes"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("larger than numpy allows"), "{e}");
     }
 
     #[test]
@@ -1035,5 +1161,82 @@ mod tests {
         )
         .unwrap();
         assert_eq!(&*f.bytes, &[0xe9, 0, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn fill_value_errors_are_typed() {
+        let e = parse_fill_value(&DataType::UInt8, &json!(300), false).unwrap_err();
+        assert_eq!(
+            e,
+            FillValueError::OutOfRange {
+                value: 300,
+                data_type: "uint8".into()
+            }
+        );
+        assert_eq!(e.to_string(), "fill value 300 out of range for uint8");
+        let e = parse_fill_value(&DataType::Float64, &json!("fast"), false).unwrap_err();
+        assert!(
+            matches!(&e, FillValueError::NotA { value, .. } if value == "\"fast\""),
+            "{e:?}"
+        );
+        let e = parse_fill_value(
+            &DataType::RawBytes { length_bytes: 2 },
+            &json!([1, 2, 3]),
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                FillValueError::TooLong {
+                    length_bytes: 2,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let e = parse_fill_value(&DataType::Bytes, &json!("!!"), false).unwrap_err();
+        assert!(
+            matches!(&e, FillValueError::NotBase64 { value, .. } if value == "!!"),
+            "{e:?}"
+        );
+        let e = parse_fill_value(&DataType::Bool, &json!({}), false).unwrap_err();
+        assert!(matches!(e, FillValueError::NotA { .. }), "{e:?}");
+        // A struct names the field whose value is bad.
+        let point = DataType::Struct(vec![
+            StructField {
+                name: "x".into(),
+                data_type: DataType::Int8,
+                endian: None,
+            },
+            StructField {
+                name: "y".into(),
+                data_type: DataType::Int8,
+                endian: None,
+            },
+        ]);
+        let e = parse_fill_value(&point, &json!({"x": 1, "y": 200}), false).unwrap_err();
+        match &e {
+            FillValueError::Field { field, source } => {
+                assert_eq!(field, "y");
+                assert!(matches!(
+                    **source,
+                    FillValueError::OutOfRange { value: 200, .. }
+                ));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            e.to_string(),
+            "field 'y': fill value 200 out of range for int8"
+        );
+        let e = parse_fill_value(&point, &json!("AAAA"), false).unwrap_err();
+        assert_eq!(
+            e,
+            FillValueError::StructSize {
+                bytes: 3,
+                element_bytes: 2
+            }
+        );
     }
 }

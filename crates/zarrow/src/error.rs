@@ -36,6 +36,10 @@ pub enum Error {
         key: String,
         /// What is wrong.
         message: String,
+        /// The typed cause, when there is one: a [`crate::data_type::DataTypeError`], a
+        /// [`crate::data_type::FillValueError`], a [`crate::grid::GridError`].
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A data type zarrow does not read.
     #[error("array '{array}': unsupported data type {data_type}; supported: bool, int8-64, uint8-64, float16/32/64, complex64/128, numpy.datetime64, numpy.timedelta64, string, variable_length_bytes, fixed_length_utf32, null_terminated_bytes, raw_bytes, structured/struct of those")]
@@ -54,6 +58,20 @@ pub enum Error {
         codec: String,
         /// Why it cannot be used.
         reason: String,
+    },
+    /// A known codec whose configuration in the metadata is malformed, or valid but not one
+    /// zarrow reads ([`crate::codec::ConfigError::is_unsupported`]).
+    #[error("invalid metadata for '{array}' ({document}): codec {codec}: {source}")]
+    CodecConfig {
+        /// The array path.
+        array: String,
+        /// The metadata document holding the codec (`zarr.json`, `.zarray`).
+        document: String,
+        /// The codec name as written (v3 `name`, v2 `id`).
+        codec: String,
+        /// What is wrong with its configuration (it names the key).
+        #[source]
+        source: Box<crate::codec::ConfigError>,
     },
     /// A chunk grid other than the regular one.
     #[error("array '{array}': unsupported chunk grid '{grid}' (zarrow reads the regular grid)")]
@@ -81,6 +99,28 @@ pub enum Error {
         /// What was wrong.
         #[source]
         source: ChunkError,
+    },
+    /// A region of an array (start and shape per dimension) that does not lie inside it.
+    #[error("array '{array}': region {start:?} + {shape:?} does not fit in the array's shape {array_shape:?}")]
+    RegionOutOfBounds {
+        /// The array path.
+        array: String,
+        /// The region's first element.
+        start: Box<[u64]>,
+        /// The region's shape.
+        shape: Box<[u64]>,
+        /// The array's shape.
+        array_shape: Box<[u64]>,
+    },
+    /// Chunk coordinates outside an array's (or table's) chunk grid, or a chunk selection that
+    /// does not fit it (a scan planned before the store changed).
+    #[error("array '{array}': {source}")]
+    Grid {
+        /// The array path (or the table's location).
+        array: String,
+        /// What does not fit.
+        #[source]
+        source: Box<crate::grid::GridError>,
     },
     /// The object store failed.
     #[error("store error reading '{path}': {source}")]
@@ -154,8 +194,11 @@ impl Error {
     pub fn array(&self) -> Option<&str> {
         match self {
             Error::Chunk { array, .. }
+            | Error::RegionOutOfBounds { array, .. }
+            | Error::Grid { array, .. }
             | Error::UnsupportedDataType { array, .. }
             | Error::UnsupportedCodec { array, .. }
+            | Error::CodecConfig { array, .. }
             | Error::UnsupportedChunkGrid { array, .. }
             | Error::MustUnderstand { array, .. } => Some(array),
             Error::Metadata { path, .. }
@@ -180,6 +223,7 @@ impl Error {
         match self {
             Error::Store { path, .. } => Some(path),
             Error::Metadata { key, .. } => Some(key),
+            Error::CodecConfig { document, .. } => Some(document),
             Error::Location { location, .. } => Some(location),
             Error::ColumnNotFound { table, .. } => Some(table),
             _ => None,
@@ -196,6 +240,23 @@ impl Error {
             path: path.into(),
             key: key.into(),
             message: message.to_string(),
+            source: None,
+        }
+    }
+
+    /// A metadata error with its typed cause (`message` says what it is about, and usually
+    /// includes the cause's text).
+    pub fn metadata_caused_by(
+        path: impl Into<String>,
+        key: impl Into<String>,
+        message: impl fmt::Display,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Metadata {
+            path: path.into(),
+            key: key.into(),
+            message: message.to_string(),
+            source: Some(Box::new(source)),
         }
     }
 }

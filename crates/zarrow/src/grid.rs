@@ -17,7 +17,82 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Result};
+use crate::Error;
+
+/// What is wrong with a chunk grid, chunk coordinates or a chunk selection. Carries no array:
+/// [`GridError::in_array`] adds it ([`Error::Grid`]); a grid built from metadata is the
+/// metadata's fault ([`Error::Metadata`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GridError {
+    /// A chunk shape with another number of dimensions than the shape.
+    #[error("chunk shape {chunk_shape:?} does not have the {} dimensions of shape {shape:?}", shape.len())]
+    Dimensions {
+        /// The shape.
+        shape: Vec<u64>,
+        /// The chunk shape.
+        chunk_shape: Vec<u64>,
+    },
+    /// A chunk shape with a zero extent.
+    #[error("chunk shape {chunk_shape:?} has a zero extent")]
+    ZeroExtent {
+        /// The chunk shape.
+        chunk_shape: Vec<u64>,
+    },
+    /// More chunks than a `u64` counts.
+    #[error("a grid of {grid_shape:?} chunks has more chunks than fit in 64 bits")]
+    TooManyChunks {
+        /// Chunks along each dimension.
+        grid_shape: Vec<u64>,
+    },
+    /// Chunk coordinates outside the grid (or with another number of dimensions).
+    #[error("chunk {coords:?} outside the chunk grid {grid_shape:?}")]
+    OutsideGrid {
+        /// The coordinates.
+        coords: Vec<u64>,
+        /// Chunks along each dimension.
+        grid_shape: Vec<u64>,
+    },
+    /// A chunk of more elements than a `u64` counts.
+    #[error("chunk {chunk_shape:?} holds more than 2^64 elements")]
+    TooManyElements {
+        /// The chunk's in-bounds shape.
+        chunk_shape: Vec<u64>,
+    },
+    /// Chunk ranges for another number of dimensions than the grid's.
+    #[error("chunk ranges for {ranges} dimensions, but the grid has {grid}")]
+    RangeDimensions {
+        /// Dimensions of the ranges.
+        ranges: usize,
+        /// Dimensions of the grid.
+        grid: usize,
+    },
+    /// A selection of more chunks than a `u64` counts.
+    #[error("chunk ranges select over 2^64 chunks")]
+    TooManySelected,
+    /// A selection (of a deserialized scan) that does not fit the grid: the store changed
+    /// since it was planned, or it was planned for another array.
+    #[error("chunk ranges {ranges} do not fit the chunk grid {grid_shape:?}")]
+    RangesDoNotFit {
+        /// The selection, as displayed.
+        ranges: String,
+        /// Chunks along each dimension.
+        grid_shape: Vec<u64>,
+    },
+    /// Selected chunks holding more rows than a `u64` counts.
+    #[error("the selected chunks hold over 2^64 rows")]
+    TooManyRows,
+}
+
+impl GridError {
+    /// This error about the array (or table) at `array`.
+    pub fn in_array(self, array: impl Into<String>) -> Error {
+        Error::Grid {
+            array: array.into(),
+            source: Box::new(self),
+        }
+    }
+}
 
 /// A regular grid of chunks over a shape.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,24 +104,16 @@ pub struct ChunkGrid {
 impl ChunkGrid {
     /// A grid of `chunk_shape` chunks over `shape`. Chunk extents must be positive, and the
     /// number of chunks must fit in a `u64`.
-    pub fn new(shape: Vec<u64>, chunk_shape: Vec<u64>) -> Result<Self> {
+    pub fn new(shape: Vec<u64>, chunk_shape: Vec<u64>) -> Result<Self, GridError> {
         if shape.len() != chunk_shape.len() {
-            return Err(Error::InvalidArgument(format!(
-                "chunk shape {chunk_shape:?} does not have the {} dimensions of shape {shape:?}",
-                shape.len()
-            )));
+            return Err(GridError::Dimensions { shape, chunk_shape });
         }
         if chunk_shape.contains(&0) {
-            return Err(Error::InvalidArgument(format!(
-                "chunk shape {chunk_shape:?} has a zero extent"
-            )));
+            return Err(GridError::ZeroExtent { chunk_shape });
         }
         let grid = ChunkGrid { shape, chunk_shape };
-        checked_product(&grid.grid_shape()).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "a grid of {:?} chunks has more chunks than fit in 64 bits",
-                grid.grid_shape()
-            ))
+        checked_product(&grid.grid_shape()).ok_or_else(|| GridError::TooManyChunks {
+            grid_shape: grid.grid_shape(),
         })?;
         Ok(grid)
     }
@@ -76,12 +143,13 @@ impl ChunkGrid {
     }
 
     /// Checks that `coords` is a chunk of the grid.
-    pub fn check(&self, coords: &[u64]) -> Result<()> {
+    pub fn check(&self, coords: &[u64]) -> Result<(), GridError> {
         let grid = self.grid_shape();
         if coords.len() != grid.len() || coords.iter().zip(&grid).any(|(c, g)| c >= g) {
-            return Err(Error::InvalidArgument(format!(
-                "chunk {coords:?} outside the chunk grid {grid:?}"
-            )));
+            return Err(GridError::OutsideGrid {
+                coords: coords.to_vec(),
+                grid_shape: grid,
+            });
         }
         Ok(())
     }
@@ -93,7 +161,7 @@ impl ChunkGrid {
     }
 
     /// The box of elements of chunk `coords`: (start, in-bounds shape) per dimension.
-    pub fn chunk_box(&self, coords: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
+    pub fn chunk_box(&self, coords: &[u64]) -> Result<(Vec<u64>, Vec<u64>), GridError> {
         self.check(coords)?;
         let start = coords
             .iter()
@@ -109,11 +177,9 @@ impl ChunkGrid {
     }
 
     /// The number of in-bounds elements of chunk `coords` (`None` past 64 bits).
-    pub fn chunk_len(&self, coords: &[u64]) -> Result<u64> {
+    pub fn chunk_len(&self, coords: &[u64]) -> Result<u64, GridError> {
         let (_, shape) = self.chunk_box(coords)?;
-        checked_product(&shape).ok_or_else(|| {
-            Error::InvalidArgument(format!("chunk {shape:?} holds more than 2^64 elements"))
-        })
+        checked_product(&shape).ok_or(GridError::TooManyElements { chunk_shape: shape })
     }
 
     /// Elements along dimension `d` in the chunk indices `range`.
@@ -163,13 +229,12 @@ impl ChunkRanges {
 
     /// The product of per-dimension ranges of chunk indices of a grid of `grid_shape` chunks
     /// (ranges are clipped to the grid, sorted and merged), all of it.
-    pub fn from_dims(grid_shape: &[u64], dims: Vec<Vec<Range<u64>>>) -> Result<Self> {
+    pub fn from_dims(grid_shape: &[u64], dims: Vec<Vec<Range<u64>>>) -> Result<Self, GridError> {
         if dims.len() != grid_shape.len() {
-            return Err(Error::InvalidArgument(format!(
-                "chunk ranges for {} dimensions, but the grid has {}",
-                dims.len(),
-                grid_shape.len()
-            )));
+            return Err(GridError::RangeDimensions {
+                ranges: dims.len(),
+                grid: grid_shape.len(),
+            });
         }
         let dims: Vec<Vec<Range<u64>>> = dims
             .into_iter()
@@ -182,7 +247,7 @@ impl ChunkRanges {
                 .map(|r| r.iter().map(|r| r.end - r.start).sum())
                 .collect::<Vec<u64>>(),
         )
-        .ok_or_else(|| Error::InvalidArgument("chunk ranges select over 2^64 chunks".into()))?;
+        .ok_or(GridError::TooManySelected)?;
         Ok(ChunkRanges {
             dims,
             window: 0..total,
@@ -190,22 +255,23 @@ impl ChunkRanges {
     }
 
     /// The single chunk at `coords`.
-    pub fn single(grid_shape: &[u64], coords: &[u64]) -> Result<Self> {
+    pub fn single(grid_shape: &[u64], coords: &[u64]) -> Result<Self, GridError> {
         let dims = coords
             .iter()
             .map(|&c| std::iter::once(c..c + 1).collect())
             .collect();
         let ranges = Self::from_dims(grid_shape, dims)?;
         if ranges.is_empty() {
-            return Err(Error::InvalidArgument(format!(
-                "chunk {coords:?} outside the chunk grid {grid_shape:?}"
-            )));
+            return Err(GridError::OutsideGrid {
+                coords: coords.to_vec(),
+                grid_shape: grid_shape.to_vec(),
+            });
         }
         Ok(ranges)
     }
 
     /// Checks that the ranges fit a grid of `grid_shape` chunks (for a deserialized scan).
-    pub fn check(&self, grid_shape: &[u64]) -> Result<()> {
+    pub fn check(&self, grid_shape: &[u64]) -> Result<(), GridError> {
         let fits = self.dims.len() == grid_shape.len()
             && self.dims.iter().zip(grid_shape).all(|(ranges, &g)| {
                 ranges.windows(2).all(|w| w[0].end < w[1].start)
@@ -216,9 +282,10 @@ impl ChunkRanges {
         if fits {
             Ok(())
         } else {
-            Err(Error::InvalidArgument(format!(
-                "chunk ranges {self} do not fit the chunk grid {grid_shape:?}"
-            )))
+            Err(GridError::RangesDoNotFit {
+                ranges: self.to_string(),
+                grid_shape: grid_shape.to_vec(),
+            })
         }
     }
 
@@ -325,7 +392,7 @@ impl ChunkRanges {
     }
 
     /// The in-bounds elements (table rows) of the selected chunks of `grid`, checked.
-    pub fn rows(&self, grid: &ChunkGrid) -> Result<u64> {
+    pub fn rows(&self, grid: &ChunkGrid) -> Result<u64, GridError> {
         let end = self.rows_before(grid, self.window.end)?;
         let start = self.rows_before(grid, self.window.start)?;
         Ok(end - start)
@@ -336,9 +403,9 @@ impl ChunkRanges {
     /// The first `ord` chunks are, digit by digit of `ord` in the mixed radix of the
     /// per-dimension counts: along the first dimension, every chunk before digit 0 (all of
     /// the dimensions after it), then at digit 0 the same question one dimension down.
-    fn rows_before(&self, grid: &ChunkGrid, ord: u64) -> Result<u64> {
+    fn rows_before(&self, grid: &ChunkGrid, ord: u64) -> Result<u64, GridError> {
         let total = Self::product_len(&self.dims);
-        let overflow = || Error::InvalidArgument("the selected chunks hold over 2^64 rows".into());
+        let overflow = || GridError::TooManyRows;
         let ndim = self.dims.len();
         if ndim == 0 || grid.shape().is_empty() {
             return Ok(u64::from(ord > 0));
@@ -385,7 +452,7 @@ impl ChunkRanges {
     }
 
     /// The shortest prefix of this selection holding at least `limit` rows of `grid`.
-    pub fn take_rows(&self, grid: &ChunkGrid, limit: u64) -> Result<Self> {
+    pub fn take_rows(&self, grid: &ChunkGrid, limit: u64) -> Result<Self, GridError> {
         // Binary search on the window's end: rows grow with it.
         let start_rows = self.rows_before(grid, self.window.start)?;
         let (mut lo, mut hi) = (self.window.start, self.window.end);
@@ -629,5 +696,43 @@ mod tests {
         assert_eq!(one.iter().collect::<Vec<_>>(), vec![Vec::<u64>::new()]);
         assert_eq!(one.rows(&scalar).unwrap(), 1);
         assert!(ChunkRanges::single(&[3], &[3]).is_err());
+    }
+
+    #[test]
+    fn errors_are_typed_and_name_the_array() {
+        assert_eq!(
+            ChunkGrid::new(vec![u64::MAX, u64::MAX], vec![1, 1]).unwrap_err(),
+            GridError::TooManyChunks {
+                grid_shape: vec![u64::MAX, u64::MAX]
+            }
+        );
+        assert!(matches!(
+            ChunkGrid::new(vec![4], vec![0]),
+            Err(GridError::ZeroExtent { .. })
+        ));
+        let grid = ChunkGrid::new(vec![5, 4], vec![2, 2]).unwrap();
+        let e = grid.chunk_box(&[3, 0]).unwrap_err();
+        assert_eq!(
+            e,
+            GridError::OutsideGrid {
+                coords: vec![3, 0],
+                grid_shape: vec![3, 2]
+            }
+        );
+        let e = e.in_array("g/x");
+        assert_eq!(e.array(), Some("g/x"));
+        assert_eq!(
+            e.to_string(),
+            "array 'g/x': chunk [3, 0] outside the chunk grid [3, 2]"
+        );
+        let planned = ChunkRanges::all(&[3, 2]);
+        assert!(matches!(
+            planned.check(&[2, 2]),
+            Err(GridError::RangesDoNotFit { grid_shape, .. }) if grid_shape == [2, 2]
+        ));
+        assert_eq!(
+            ChunkRanges::from_dims(&[3], vec![]).unwrap_err(),
+            GridError::RangeDimensions { ranges: 0, grid: 1 }
+        );
     }
 }

@@ -44,7 +44,7 @@ pub mod writer;
 
 pub use array::{ChunkCache, ChunkReader, ReadContext, ZarrArray};
 pub use error::{ChunkError, Error, Result};
-pub use grid::{ChunkGrid, ChunkRanges};
+pub use grid::{ChunkGrid, ChunkRanges, GridError};
 pub use metadata::{ArrayMetadata, DataType, GroupMetadata, NodeMetadata, StructField};
 pub use metrics::{ScanCounts, ScanMetrics};
 pub use node::{Node, ZarrGroup};

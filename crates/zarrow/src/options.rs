@@ -44,9 +44,10 @@ impl StringType {
             "large_utf8" | "largeutf8" | "large" | "large_string" => StringType::LargeUtf8,
             "view" | "utf8view" | "utf8_view" | "string_view" => StringType::View,
             other => {
-                return Err(Error::InvalidArgument(format!(
-                    "string type '{other}': expected utf8, large_utf8 or view"
-                )))
+                return Err(Error::InvalidOption {
+                    key: "string_type".into(),
+                    message: format!("string type '{other}': expected utf8, large_utf8 or view"),
+                })
             }
         };
         t.check_available()?;
@@ -56,9 +57,11 @@ impl StringType {
     /// Fails for `View` when zarrow was built without the `utf8view` feature.
     pub fn check_available(self) -> Result<()> {
         if self == StringType::View && !cfg!(feature = "utf8view") {
-            return Err(Error::InvalidArgument(
-                "Utf8View output needs zarrow built with the `utf8view` cargo feature".into(),
-            ));
+            return Err(Error::InvalidOption {
+                key: "string_type".into(),
+                message: "Utf8View output needs zarrow built with the `utf8view` cargo feature"
+                    .into(),
+            });
         }
         Ok(())
     }
@@ -259,5 +262,25 @@ impl ZarrReadOptions {
     /// The binary representation that goes with the string type.
     pub fn binary_type(&self) -> BinaryType {
         self.string_type.binary()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_string_type_is_an_option_error() {
+        assert_eq!(StringType::parse("Large").unwrap(), StringType::LargeUtf8);
+        let e = StringType::parse("utf9").unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidOption { key, message }
+                if key == "string_type" && message.contains("'utf9'")),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "option 'string_type': string type 'utf9': expected utf8, large_utf8 or view"
+        );
     }
 }

@@ -29,8 +29,9 @@ pub struct ZarrRecordBatchStreamBuilder {
     scan: ZarrScan,
     /// Column indices, when projected.
     projection: Option<Vec<usize>>,
-    /// An option that could not be applied, reported by `scan` and `build`.
-    error: Option<String>,
+    /// An option that could not be applied (key, what is wrong), reported by `scan` and
+    /// `build`.
+    error: Option<(String, String)>,
 }
 
 impl ZarrRecordBatchStreamBuilder {
@@ -75,7 +76,8 @@ impl ZarrRecordBatchStreamBuilder {
                 self.scan.options = model.options().clone();
                 self.model = Arc::new(model);
             }
-            Err(e) => self.error = Some(e.to_string()),
+            Err(Error::InvalidOption { key, message }) => self.error = Some((key, message)),
+            Err(e) => self.error = Some(("read options".into(), e.to_string())),
         }
         self
     }
@@ -127,8 +129,11 @@ impl ZarrRecordBatchStreamBuilder {
     /// The read, written down: what [`Self::build`] runs, to run here or elsewhere. With a
     /// limit, only the chunks it needs are kept.
     pub fn scan(&self) -> Result<ZarrScan> {
-        if let Some(e) = &self.error {
-            return Err(Error::InvalidArgument(e.clone()));
+        if let Some((key, message)) = &self.error {
+            return Err(Error::InvalidOption {
+                key: key.clone(),
+                message: message.clone(),
+            });
         }
         let mut scan = self.scan.clone();
         if let Some(projection) = &self.projection {
@@ -141,13 +146,21 @@ impl ZarrRecordBatchStreamBuilder {
                         .get(i)
                         .map(|f| f.name().clone())
                         .ok_or_else(|| {
-                            Error::InvalidArgument(format!("projection index {i} out of range"))
+                            Error::InvalidArgument(format!(
+                                "'{}': projection index {i} out of range (the table has {} \
+                                 columns)",
+                                self.model.location(),
+                                fields.fields().len()
+                            ))
                         })
                 })
                 .collect::<Result<_>>()?;
         }
         if let Some(limit) = scan.limit {
-            scan.chunks = scan.chunks.take_rows(self.model.grid(), limit)?;
+            scan.chunks = scan
+                .chunks
+                .take_rows(self.model.grid(), limit)
+                .map_err(|e| e.in_array(self.model.location()))?;
         }
         Ok(scan)
     }

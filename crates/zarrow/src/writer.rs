@@ -335,7 +335,8 @@ pub async fn write_array(
     let fill_json = opts.fill_value.clone().unwrap_or(default_fill);
     let parsed_type =
         crate::data_type::parse_v3_data_type(&data_type).map_err(|e| werr(e.to_string()))?;
-    let fill = crate::data_type::parse_fill_value(&parsed_type, &fill_json, false).map_err(werr)?;
+    let fill = crate::data_type::parse_fill_value(&parsed_type, &fill_json, false)
+        .map_err(|e| werr(e.to_string()))?;
     let compression = match opts.compression {
         Compression::None => None,
         Compression::Zstd(level) => Some(BytesToBytes::Zstd {

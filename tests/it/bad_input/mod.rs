@@ -353,6 +353,28 @@ async fn bad_metadata() {
         "{e}"
     );
 
+    // A known codec with a bad configuration names the array, the codec and the key.
+    f.put_json(
+        "z/zarr.json",
+        array_meta(
+            json!([{"name": "vlen-utf8"}, {"name": "zstd", "configuration": {"level": "high"}}]),
+            "string",
+        ),
+    )
+    .await;
+    let e = f.open("z").await.unwrap_err();
+    assert!(
+        matches!(&e, Error::CodecConfig { array, codec, source, .. }
+            if array == "z" && codec == "zstd" && source.key() == Some("level")),
+        "{e}"
+    );
+    assert_eq!(e.location(), Some("zarr.json"));
+    assert!(
+        e.to_string()
+            .contains("level must be an integer, got \"high\""),
+        "{e}"
+    );
+
     let mut ext = array_meta(json!([{"name": "vlen-utf8"}]), "string");
     ext["spatial_index"] = json!({"must_understand": true, "configuration": {}});
     f.put_json("m/zarr.json", ext).await;
@@ -640,6 +662,21 @@ async fn metadata_faults_are_named_as_such() {
         "{msg}"
     );
     assert!(!msg.contains("chunk"), "{msg}");
+    // A fill value out of its type's range: the typed cause is kept under the error.
+    let mut meta = array_meta(json!([{"name": "bytes"}]), "uint8");
+    meta["fill_value"] = json!(300);
+    f.put_json("wide/zarr.json", meta).await;
+    let e = f.open("wide").await.unwrap_err();
+    assert!(matches!(e, Error::Metadata { .. }), "{e}");
+    let cause = std::error::Error::source(&e)
+        .and_then(|s| s.downcast_ref::<zarrow::data_type::FillValueError>());
+    assert!(
+        matches!(
+            cause,
+            Some(zarrow::data_type::FillValueError::OutOfRange { value: 300, .. })
+        ),
+        "{e}: {cause:?}"
+    );
     // A chunk grid zarrow does not read is called a chunk grid, not a codec.
     let mut meta = array_meta(json!([{"name": "vlen-utf8"}]), "string");
     meta["chunk_grid"] =

@@ -98,7 +98,7 @@ impl ZarrArray {
     pub fn try_new(store: ZarrStore, path: impl Into<String>, meta: ArrayMetadata) -> Result<Self> {
         let path = path.into();
         let grid = ChunkGrid::new(meta.shape.clone(), meta.read_chunk_shape().to_vec())
-            .map_err(|e| Error::metadata(&path, "chunk grid", e))?;
+            .map_err(|e| Error::metadata_caused_by(&path, "chunk grid", e.to_string(), e))?;
         // A fill value that does not decode is the metadata's fault, said once here — not an
         // error blamed on whichever chunk is missing first.
         crate::decode::fill_array(
@@ -176,7 +176,7 @@ impl ZarrArray {
         self.grid
             .chunk_box(coords)
             .map(|(_, shape)| shape)
-            .map_err(|e| Error::InvalidArgument(format!("array '{}': {e}", self.path)))
+            .map_err(|e| e.in_array(&self.path))
     }
 
     /// Where the read unit at `coords` lives.

@@ -13,7 +13,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::{ReadContext, ZarrArray};
 use crate::grid::c_order;
 use crate::options::ZarrReadOptions;
-use crate::{Error, Result};
+use crate::{ChunkError, Error, Result};
 
 impl ZarrArray {
     /// The elements of the box `start .. start + shape`, in C order.
@@ -38,21 +38,14 @@ impl ZarrArray {
         let opts = &ctx.options;
         let ndim = self.shape().len();
         if start.len() != ndim || shape.len() != ndim {
-            return Err(Error::InvalidArgument(format!(
-                "array '{}': region {start:?} + {shape:?} does not have {ndim} dimensions",
-                self.path()
-            )));
+            return Err(self.region_out_of_bounds(start, shape));
         }
         for d in 0..ndim {
             if start[d]
                 .checked_add(shape[d])
                 .is_none_or(|end| end > self.shape()[d])
             {
-                return Err(Error::InvalidArgument(format!(
-                    "array '{}': region {start:?} + {shape:?} outside the shape {:?}",
-                    self.path(),
-                    self.shape()
-                )));
+                return Err(self.region_out_of_bounds(start, shape));
             }
         }
         if shape.contains(&0) {
@@ -163,10 +156,11 @@ impl ZarrArray {
             let want = usize::try_from(k - done).unwrap_or(usize::MAX);
             let part = rows.next_rows(want.min(rows.remaining()))?;
             if part.is_empty() {
-                return Err(Error::InvalidArgument(format!(
-                    "array '{}': read unit {coords:?} holds no element",
-                    self.path()
-                )));
+                // A read unit that decodes to no element: the chunk is malformed.
+                return Err(self.chunk_error(
+                    &self.chunk_location(&coords),
+                    ChunkError::Invalid("the read unit holds no element".into()),
+                ));
             }
             done += part.len() as u64;
             parts.push(part);
@@ -193,6 +187,15 @@ impl ZarrArray {
                 let key = (self.path().to_string(), coords.to_vec());
                 cache.get_or_read(key, read).await
             }
+        }
+    }
+
+    fn region_out_of_bounds(&self, start: &[u64], shape: &[u64]) -> Error {
+        Error::RegionOutOfBounds {
+            array: self.path().to_string(),
+            start: start.into(),
+            shape: shape.into(),
+            array_shape: self.shape().into(),
         }
     }
 }
@@ -257,8 +260,28 @@ mod tests {
                 assert_eq!(got, expected, "region {start:?} + {shape:?}");
             }
         }
-        assert!(array.read_region(&[5, 0], &[3, 1], &opts).await.is_err());
-        assert!(array.read_region(&[0], &[1], &opts).await.is_err());
+        let e = array
+            .read_region(&[5, 0], &[3, 1], &opts)
+            .await
+            .unwrap_err();
+        match &e {
+            Error::RegionOutOfBounds {
+                array: path,
+                start,
+                shape,
+                array_shape,
+            } => {
+                assert!(path.ends_with("string_2d"), "{path}");
+                assert_eq!(
+                    (&**start, &**shape, &**array_shape),
+                    (&[5, 0][..], &[3, 1][..], &[7, 5][..])
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(e.array(), Some(array.path()));
+        let e = array.read_region(&[0], &[1], &opts).await.unwrap_err();
+        assert!(matches!(e, Error::RegionOutOfBounds { .. }), "{e:?}");
     }
 
     #[tokio::test]

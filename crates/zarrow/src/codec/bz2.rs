@@ -5,7 +5,7 @@ use std::io::Write;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config::{Config, ConfigError};
 use super::support::read_bounded;
 use super::BytesToBytes;
 use crate::error::ChunkError;
@@ -13,13 +13,13 @@ use crate::error::ChunkError;
 const NAME: &str = "bz2";
 
 /// numcodecs `bz2` (also the plain v3 name `bz2`).
-pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&["id", "level"])?;
     Ok(BytesToBytes::Bz2 {
         level: match c.int("level")? {
             None => 1,
             Some(l @ 1..=9) => l as u32,
-            Some(l) => return Err(format!("level must be in 1..=9, got {l}")),
+            Some(l) => return Err(ConfigError::bad_value("level", l, "in 1..=9")),
         },
     })
 }

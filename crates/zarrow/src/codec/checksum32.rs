@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config::{Config, ConfigError};
 use super::support::too_large;
 use super::{BytesToBytes, IndexLocation};
 use crate::error::ChunkError;
@@ -47,7 +47,7 @@ impl Checksum32 {
 
 /// numcodecs `crc32` / `adler32` (`location`: `start`, numcodecs' default, or `end`) and
 /// `fletcher32` (no configuration; the sum at the end).
-pub(super) fn numcodecs(kind: Checksum32, c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn numcodecs(kind: Checksum32, c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     if kind == Checksum32::Fletcher32 {
         c.only(&["id"])?;
         return Ok(BytesToBytes::Checksum32 {
@@ -59,7 +59,13 @@ pub(super) fn numcodecs(kind: Checksum32, c: &Config<'_>) -> Result<BytesToBytes
     let location = match c.str("location")? {
         None | Some("start") => IndexLocation::Start,
         Some("end") => IndexLocation::End,
-        Some(other) => return Err(format!("location must be 'start' or 'end', got '{other}'")),
+        Some(other) => {
+            return Err(ConfigError::bad_value(
+                "location",
+                format!("'{other}'"),
+                "'start' or 'end'",
+            ))
+        }
     };
     Ok(BytesToBytes::Checksum32 { kind, location })
 }

@@ -31,7 +31,7 @@ use serde_json::{Map, Value};
 
 use super::blosc::{self, BloscCompressor, BloscShuffle};
 use super::checksum32::{self, Checksum32};
-use super::config::Config;
+use super::config::{Config, ConfigError};
 use super::filters::Filter;
 use super::{bz2, crc32c, gzip, lz4, lzma, shuffle, zlib, zstd, IndexLocation};
 use crate::error::ChunkError;
@@ -109,7 +109,7 @@ pub enum BytesToBytes {
 impl BytesToBytes {
     /// Parse a zarr v3 codec entry. `Ok(None)` if `name` is not a bytes-to-bytes codec zarrow
     /// knows; `Err` for a known codec with a bad configuration.
-    pub fn from_v3(name: &str, configuration: Option<&Value>) -> Result<Option<Self>, String> {
+    pub fn from_v3(name: &str, configuration: Option<&Value>) -> Result<Option<Self>, ConfigError> {
         let c = || Config::from_value(configuration);
         if let Some(id) = name.strip_prefix("numcodecs.") {
             return Self::from_numcodecs(id, &c()?);
@@ -126,18 +126,18 @@ impl BytesToBytes {
 
     /// Parse a zarr v2 compressor or filter object (numcodecs form, `{"id": "zstd", "level": 1,
     /// ...}`). `Ok(None)` if the id is not one of zarrow's codecs.
-    pub fn from_v2(config: &Map<String, Value>) -> Result<Option<Self>, String> {
+    pub fn from_v2(config: &Map<String, Value>) -> Result<Option<Self>, ConfigError> {
         let id = match config.get("id") {
             Some(Value::String(id)) => id.as_str(),
-            Some(other) => return Err(format!("codec id must be a string, got {other}")),
-            None => return Err("codec object has no 'id'".into()),
+            Some(other) => return Err(ConfigError::bad_value("id", other, "a string")),
+            None => return Err(ConfigError::missing("id")),
         };
         Self::from_numcodecs(id, &Config { map: Some(config) })
     }
 
     /// numcodecs' configuration of codec `id`, with numcodecs' defaults; `Ok(None)` for an id
     /// zarrow does not know. An `id` key, if present, must match.
-    fn from_numcodecs(id: &str, c: &Config<'_>) -> Result<Option<Self>, String> {
+    fn from_numcodecs(id: &str, c: &Config<'_>) -> Result<Option<Self>, ConfigError> {
         let parse = match id {
             "zlib" => zlib::numcodecs,
             "gzip" => gzip::numcodecs,
@@ -155,8 +155,10 @@ impl BytesToBytes {
         };
         if let Some(found) = c.str("id")? {
             if found != id {
-                return Err(format!(
-                    "configuration id '{found}' does not match codec '{id}'"
+                return Err(ConfigError::bad_value(
+                    "id",
+                    format!("'{found}'"),
+                    format!("'{id}' (the codec's id)"),
                 ));
             }
         }

@@ -1,10 +1,124 @@
 //! The configuration object of a codec, read key by key with typed errors: unknown keys are
 //! refused (they may change the meaning), `null` counts as absent.
+//!
+//! A [`ConfigError`] says what is wrong with one key and knows nothing of the codec or the
+//! array: the chain parser adds the codec ([`super::ChainError::Config`]), the metadata parser
+//! the array ([`crate::Error::CodecConfig`]).
 
 use serde_json::{Map, Value};
 
 /// zlib's `Z_DEFAULT_COMPRESSION` (-1) means level 6.
 pub(crate) const DEFLATE_DEFAULT_LEVEL: u32 = 6;
+
+/// What is wrong with a codec's configuration.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The configuration is not a JSON object.
+    #[error("configuration must be a JSON object, got {found}")]
+    NotAnObject {
+        /// The configuration as written.
+        found: String,
+    },
+    /// A key the codec does not take (an unknown key may change the meaning).
+    #[error("unexpected configuration key '{key}' ({})", known_keys(known))]
+    UnknownKey {
+        /// The key.
+        key: String,
+        /// The keys the codec takes.
+        known: Vec<String>,
+    },
+    /// A key the codec needs is absent.
+    #[error("configuration '{key}' missing")]
+    MissingKey {
+        /// The key.
+        key: String,
+    },
+    /// A value of the wrong type, or out of range.
+    #[error("{key} must be {expected}, got {value}")]
+    BadValue {
+        /// The key.
+        key: String,
+        /// The value as written (JSON).
+        value: String,
+        /// What it must be.
+        expected: String,
+    },
+    /// A numpy dtype (of a numcodecs filter) that is malformed or not one the filter reads.
+    #[error("{key} '{dtype}': {reason}")]
+    BadDtype {
+        /// The key.
+        key: String,
+        /// The dtype as written.
+        dtype: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A valid configuration zarrow does not read (a compressor it is built without, a raw
+    /// stream format, a filter for another data type).
+    #[error("{reason}")]
+    Unsupported {
+        /// The key whose value is not supported, when one is to blame.
+        key: Option<String>,
+        /// Why it is not read.
+        reason: String,
+    },
+}
+
+fn known_keys(known: &[String]) -> String {
+    if known.is_empty() {
+        "takes none".to_string()
+    } else {
+        format!("known: {}", known.join(", "))
+    }
+}
+
+impl ConfigError {
+    /// The configuration key the error is about, when there is one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ConfigError::NotAnObject { .. } => None,
+            ConfigError::UnknownKey { key, .. }
+            | ConfigError::MissingKey { key }
+            | ConfigError::BadValue { key, .. }
+            | ConfigError::BadDtype { key, .. } => Some(key),
+            ConfigError::Unsupported { key, .. } => key.as_deref(),
+        }
+    }
+
+    /// Whether the configuration is valid but not one zarrow reads (rather than malformed).
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, ConfigError::Unsupported { .. })
+    }
+
+    /// A value that is not what `key` takes.
+    pub(crate) fn bad_value(
+        key: &str,
+        value: impl std::fmt::Display,
+        expected: impl Into<String>,
+    ) -> Self {
+        ConfigError::BadValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            expected: expected.into(),
+        }
+    }
+
+    /// A required key that is absent.
+    pub(crate) fn missing(key: &str) -> Self {
+        ConfigError::MissingKey {
+            key: key.to_string(),
+        }
+    }
+
+    /// A value of `key` (or a configuration, without one) zarrow does not read.
+    pub(crate) fn unsupported(key: Option<&str>, reason: impl Into<String>) -> Self {
+        ConfigError::Unsupported {
+            key: key.map(str::to_string),
+            reason: reason.into(),
+        }
+    }
+}
 
 /// A configuration object, looked at key by key.
 pub(crate) struct Config<'a> {
@@ -12,25 +126,23 @@ pub(crate) struct Config<'a> {
 }
 
 impl<'a> Config<'a> {
-    pub(crate) fn from_value(configuration: Option<&'a Value>) -> Result<Self, String> {
+    pub(crate) fn from_value(configuration: Option<&'a Value>) -> Result<Self, ConfigError> {
         match configuration {
             None | Some(Value::Null) => Ok(Config { map: None }),
             Some(Value::Object(map)) => Ok(Config { map: Some(map) }),
-            Some(other) => Err(format!("configuration must be a JSON object, got {other}")),
+            Some(other) => Err(ConfigError::NotAnObject {
+                found: other.to_string(),
+            }),
         }
     }
 
     /// Reject keys outside `allowed` (an unknown key may change the meaning).
-    pub(crate) fn only(&self, allowed: &[&str]) -> Result<(), String> {
+    pub(crate) fn only(&self, allowed: &[&str]) -> Result<(), ConfigError> {
         if let Some(map) = self.map {
             if let Some(key) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
-                return Err(if allowed.is_empty() {
-                    format!("unexpected configuration key '{key}' (takes none)")
-                } else {
-                    format!(
-                        "unexpected configuration key '{key}' (known: {})",
-                        allowed.join(", ")
-                    )
+                return Err(ConfigError::UnknownKey {
+                    key: key.clone(),
+                    known: allowed.iter().map(|k| k.to_string()).collect(),
                 });
             }
         }
@@ -42,50 +154,87 @@ impl<'a> Config<'a> {
         self.map.and_then(|m| m.get(key)).filter(|v| !v.is_null())
     }
 
-    pub(crate) fn int(&self, key: &str) -> Result<Option<i64>, String> {
+    pub(crate) fn int(&self, key: &str) -> Result<Option<i64>, ConfigError> {
         match self.get(key) {
             None => Ok(None),
             Some(v) => v
                 .as_i64()
                 .map(Some)
-                .ok_or_else(|| format!("{key} must be an integer, got {v}")),
+                .ok_or_else(|| ConfigError::bad_value(key, v, "an integer")),
         }
     }
 
-    pub(crate) fn bool(&self, key: &str) -> Result<Option<bool>, String> {
+    pub(crate) fn bool(&self, key: &str) -> Result<Option<bool>, ConfigError> {
         match self.get(key) {
             None => Ok(None),
             Some(v) => v
                 .as_bool()
                 .map(Some)
-                .ok_or_else(|| format!("{key} must be true or false, got {v}")),
+                .ok_or_else(|| ConfigError::bad_value(key, v, "true or false")),
         }
     }
 
-    pub(crate) fn str(&self, key: &str) -> Result<Option<&'a str>, String> {
+    pub(crate) fn str(&self, key: &str) -> Result<Option<&'a str>, ConfigError> {
         match self.get(key) {
             None => Ok(None),
             Some(v) => v
                 .as_str()
                 .map(Some)
-                .ok_or_else(|| format!("{key} must be a string, got {v}")),
+                .ok_or_else(|| ConfigError::bad_value(key, v, "a string")),
         }
     }
 
     /// A gzip/zlib level: 0–9, or -1 for zlib's default (6).
-    pub(crate) fn deflate_level(&self, key: &str, default: u32) -> Result<u32, String> {
+    pub(crate) fn deflate_level(&self, key: &str, default: u32) -> Result<u32, ConfigError> {
         match self.int(key)? {
             None => Ok(default),
             Some(-1) => Ok(DEFLATE_DEFAULT_LEVEL),
             Some(l @ 0..=9) => Ok(l as u32),
-            Some(l) => Err(format!("{key} must be in 0..=9, got {l}")),
+            Some(l) => Err(ConfigError::bad_value(key, l, "in 0..=9 (or -1)")),
         }
     }
 
-    pub(crate) fn i32(&self, key: &str, default: i32) -> Result<i32, String> {
+    pub(crate) fn i32(&self, key: &str, default: i32) -> Result<i32, ConfigError> {
         match self.int(key)? {
             None => Ok(default),
-            Some(l) => i32::try_from(l).map_err(|_| format!("{key} {l} is out of range")),
+            Some(l) => {
+                i32::try_from(l).map_err(|_| ConfigError::bad_value(key, l, "a 32-bit integer"))
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn errors_name_the_key_and_value() {
+        let v = json!({"level": "high", "extra": 1});
+        let c = Config::from_value(Some(&v)).unwrap();
+        let e = c.only(&["level"]).unwrap_err();
+        assert_eq!(e.key(), Some("extra"));
+        assert_eq!(
+            e.to_string(),
+            "unexpected configuration key 'extra' (known: level)"
+        );
+        let e = c.int("level").unwrap_err();
+        assert_eq!(
+            e,
+            ConfigError::BadValue {
+                key: "level".into(),
+                value: "\"high\"".into(),
+                expected: "an integer".into()
+            }
+        );
+        assert_eq!(e.to_string(), "level must be an integer, got \"high\"");
+        let e = c.only(&[]).unwrap_err();
+        assert!(e.to_string().ends_with("(takes none)"), "{e}");
+        let e = Config::from_value(Some(&json!([5]))).err().unwrap();
+        assert_eq!((e.key(), e.is_unsupported()), (None, false));
+        let big = json!({"level": 1_u64 << 40});
+        let e = Config::from_value(Some(&big)).unwrap().i32("level", 0);
+        assert!(matches!(e, Err(ConfigError::BadValue { ref key, .. }) if key == "level"));
     }
 }

@@ -4,24 +4,31 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config::{Config, ConfigError};
 use super::support::too_large;
 use super::BytesToBytes;
 use crate::error::ChunkError;
 
 /// zarr v3 `crc32c` (no configuration).
-pub(super) fn v3(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn v3(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&[])?;
     Ok(BytesToBytes::Crc32c)
 }
 
 /// numcodecs `crc32c` (the checksum at the end only).
-pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&["id", "location"])?;
     match c.str("location")? {
         None | Some("end") => Ok(BytesToBytes::Crc32c),
-        Some("start") => Err("crc32c with location 'start' is not supported".into()),
-        Some(other) => Err(format!("location must be 'start' or 'end', got '{other}'")),
+        Some("start") => Err(ConfigError::unsupported(
+            Some("location"),
+            "crc32c with location 'start' is not supported",
+        )),
+        Some(other) => Err(ConfigError::bad_value(
+            "location",
+            format!("'{other}'"),
+            "'start' or 'end'",
+        )),
     }
 }
 

@@ -16,7 +16,7 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config::{Config, ConfigError};
 use super::support::{buffer, too_large};
 use crate::data_type::{parse_v2_dtype, DataType, Endian};
 use crate::error::ChunkError;
@@ -46,8 +46,18 @@ enum Num {
 
 impl Numeric {
     /// Parse a numpy dtype string; only booleans, integers and floats.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let (dt, endian) = parse_v2_dtype(s).map_err(|e| format!("dtype '{s}': {e}"))?;
+    pub fn parse(s: &str) -> Result<Self, ConfigError> {
+        Self::parse_key("dtype", s)
+    }
+
+    /// [`Self::parse`] for the value of configuration key `key`.
+    fn parse_key(key: &str, s: &str) -> Result<Self, ConfigError> {
+        let bad = |reason: String| ConfigError::BadDtype {
+            key: key.to_string(),
+            dtype: s.to_string(),
+            reason,
+        };
+        let (dt, endian) = parse_v2_dtype(s).map_err(|e| bad(e.to_string()))?;
         let kind = match dt {
             DataType::Bool => NumKind::Bool,
             DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => NumKind::Int,
@@ -55,7 +65,7 @@ impl Numeric {
                 NumKind::UInt
             }
             DataType::Float16 | DataType::Float32 | DataType::Float64 => NumKind::Float,
-            _ => return Err(format!("dtype '{s}' is not a number")),
+            _ => return Err(bad("not a number (booleans, integers and floats)".into())),
         };
         let size = dt.fixed_size().unwrap_or(1);
         Ok(Numeric { kind, size, endian })
@@ -199,19 +209,16 @@ pub enum Filter {
     },
 }
 
-fn dtype_of(c: &Config<'_>, key: &str) -> Result<Numeric, String> {
-    Numeric::parse(
-        c.str(key)?
-            .ok_or_else(|| format!("configuration '{key}' missing"))?,
-    )
+fn dtype_of(c: &Config<'_>, key: &str) -> Result<Numeric, ConfigError> {
+    Numeric::parse_key(key, c.str(key)?.ok_or_else(|| ConfigError::missing(key))?)
 }
 
-fn float_of(c: &Config<'_>, key: &str, default: f64) -> Result<f64, String> {
+fn float_of(c: &Config<'_>, key: &str, default: f64) -> Result<f64, ConfigError> {
     match c.get(key) {
         None => Ok(default),
         Some(v) => v
             .as_f64()
-            .ok_or_else(|| format!("{key} must be a number, got {v}")),
+            .ok_or_else(|| ConfigError::bad_value(key, v, "a number")),
     }
 }
 
@@ -221,13 +228,13 @@ pub(super) fn numcodecs(
     id: &str,
     c: &Config<'_>,
     data_type: &DataType,
-) -> Result<Option<Filter>, String> {
+) -> Result<Option<Filter>, ConfigError> {
     Ok(Some(match id {
         "delta" => {
             c.only(&["id", "dtype", "astype"])?;
             let dtype = dtype_of(c, "dtype")?;
             let astype = match c.str("astype")? {
-                Some(s) => Numeric::parse(s)?,
+                Some(s) => Numeric::parse_key("astype", s)?,
                 None => dtype,
             };
             Filter::Delta { dtype, astype }
@@ -236,12 +243,16 @@ pub(super) fn numcodecs(
             c.only(&["id", "offset", "scale", "dtype", "astype"])?;
             let dtype = dtype_of(c, "dtype")?;
             let astype = match c.str("astype")? {
-                Some(s) => Numeric::parse(s)?,
+                Some(s) => Numeric::parse_key("astype", s)?,
                 None => dtype,
             };
             let scale = float_of(c, "scale", 1.0)?;
             if scale == 0.0 || !scale.is_finite() {
-                return Err(format!("scale {scale} cannot be decoded"));
+                return Err(ConfigError::bad_value(
+                    "scale",
+                    scale,
+                    "a finite number other than 0 (decoding divides by it)",
+                ));
             }
             Filter::FixedScaleOffset {
                 offset: float_of(c, "offset", 0.0)?,
@@ -254,10 +265,12 @@ pub(super) fn numcodecs(
             c.only(&["id", "digits", "dtype", "astype"])?;
             let to = dtype_of(c, "dtype")?;
             let from = match c.str("astype")? {
-                Some(s) => Numeric::parse(s)?,
+                Some(s) => Numeric::parse_key("astype", s)?,
                 None => to,
             };
-            let digits = c.int("digits")?.ok_or("quantize: digits missing")?;
+            let digits = c
+                .int("digits")?
+                .ok_or_else(|| ConfigError::missing("digits"))?;
             Filter::Cast {
                 id: "quantize",
                 from,
@@ -277,7 +290,9 @@ pub(super) fn numcodecs(
         "bitround" => {
             c.only(&["id", "keepbits"])?;
             Filter::BitRound {
-                keepbits: c.int("keepbits")?.ok_or("bitround: keepbits missing")?,
+                keepbits: c
+                    .int("keepbits")?
+                    .ok_or_else(|| ConfigError::missing("keepbits"))?,
             }
         }
         "packbits" => {
@@ -289,18 +304,24 @@ pub(super) fn numcodecs(
             let labels = c
                 .get("labels")
                 .and_then(Value::as_array)
-                .ok_or("categorize: labels missing")?
+                .ok_or_else(|| ConfigError::missing("labels"))?
                 .iter()
                 .map(|l| l.as_str().map(str::to_string))
                 .collect::<Option<Vec<String>>>()
-                .ok_or("categorize: labels must be strings")?;
+                .ok_or_else(|| {
+                    ConfigError::bad_value(
+                        "labels",
+                        c.get("labels").unwrap_or(&Value::Null),
+                        "a list of strings",
+                    )
+                })?;
             let out = match data_type {
                 DataType::FixedUtf32 { length_bytes } => TextOut::Utf32(*length_bytes),
                 DataType::String => TextOut::Vlen,
                 other => {
-                    return Err(format!(
-                        "categorize decodes to strings, not {}",
-                        other.name()
+                    return Err(ConfigError::unsupported(
+                        None,
+                        format!("categorize decodes to strings, not {}", other.name()),
                     ))
                 }
             };
@@ -313,9 +334,9 @@ pub(super) fn numcodecs(
         }
         "json2" => {
             if !matches!(data_type, DataType::String) {
-                return Err(format!(
-                    "json2 is read for strings, not {}",
-                    data_type.name()
+                return Err(ConfigError::unsupported(
+                    None,
+                    format!("json2 is read for strings, not {}", data_type.name()),
                 ));
             }
             let config = Value::Object(c.map.cloned().unwrap_or_default());

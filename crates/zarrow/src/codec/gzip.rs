@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config::{Config, ConfigError};
 use super::support::{deflate_compression, read_bounded};
 use super::BytesToBytes;
 use crate::error::ChunkError;
@@ -14,7 +14,7 @@ use crate::error::ChunkError;
 const NAME: &str = "gzip";
 
 /// zarr v3 `gzip`.
-pub(super) fn v3(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn v3(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&["level"])?;
     Ok(BytesToBytes::Gzip {
         level: c.deflate_level("level", 5)?,
@@ -22,7 +22,7 @@ pub(super) fn v3(c: &Config<'_>) -> Result<BytesToBytes, String> {
 }
 
 /// numcodecs `gzip`.
-pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&["id", "level"])?;
     Ok(BytesToBytes::Gzip {
         level: c.deflate_level("level", 1)?,

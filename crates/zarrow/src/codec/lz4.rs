@@ -4,13 +4,13 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config::{Config, ConfigError};
 use super::support::buffer;
 use super::BytesToBytes;
 use crate::error::ChunkError;
 
 /// numcodecs `lz4` (also the plain v3 name `lz4`).
-pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&["id", "acceleration"])?;
     Ok(BytesToBytes::Lz4 {
         acceleration: c.i32("acceleration", 1)?,

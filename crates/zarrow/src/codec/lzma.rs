@@ -8,7 +8,7 @@ use bytes::Bytes;
 use liblzma::stream::{Check, Stream};
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config::{Config, ConfigError};
 use super::support::read_bounded;
 use super::BytesToBytes;
 use crate::error::ChunkError;
@@ -18,20 +18,28 @@ use crate::error::ChunkError;
 const MEMLIMIT: u64 = 256 << 20;
 
 /// numcodecs `lzma` (`format` 1 = xz, 2 = alone; `check`, `preset` kept for writing).
-pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&["id", "format", "check", "preset", "filters"])?;
     match c.int("format")? {
         None | Some(1) | Some(2) => {}
         Some(0) => {}
-        Some(f) => return Err(format!("format {f} (raw lzma streams) is not supported")),
+        Some(f) => {
+            return Err(ConfigError::unsupported(
+                Some("format"),
+                format!("format {f} (raw lzma streams) is not supported"),
+            ))
+        }
     }
     if c.get("filters").is_some() {
-        return Err("custom filter chains are not supported".into());
+        return Err(ConfigError::unsupported(
+            Some("filters"),
+            "custom filter chains are not supported",
+        ));
     }
     let preset = match c.int("preset")? {
         None => 6,
         Some(p) if (0..=9).contains(&p) => p as u32,
-        Some(p) => return Err(format!("preset {p} is not in 0..=9")),
+        Some(p) => return Err(ConfigError::bad_value("preset", p, "in 0..=9")),
     };
     Ok(BytesToBytes::Lzma { preset })
 }

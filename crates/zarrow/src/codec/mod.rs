@@ -32,6 +32,7 @@ mod zstd;
 use serde_json::Value;
 
 pub use compression::BytesToBytes;
+pub use config::ConfigError;
 
 use crate::data_type::{DataType, Endian};
 
@@ -189,8 +190,44 @@ pub enum ChainError {
         /// Why.
         reason: String,
     },
-    /// Malformed codec metadata.
+    /// A malformed codec list (an entry without a name, codecs out of order, no
+    /// array-to-bytes codec); a bad configuration of one codec is [`ChainError::Config`].
     Invalid(String),
+    /// A known codec whose configuration is malformed or not one zarrow reads.
+    Config {
+        /// The codec name as written (v3 `name`, v2 `id`).
+        codec: String,
+        /// What is wrong with its configuration.
+        source: ConfigError,
+    },
+}
+
+impl ChainError {
+    /// This error about the array at `array`, whose metadata document `document` holds the
+    /// chain.
+    pub(crate) fn into_error(self, array: &str, document: &str) -> crate::Error {
+        match self {
+            ChainError::Unsupported { codec, reason } => crate::Error::UnsupportedCodec {
+                array: array.to_string(),
+                codec,
+                reason,
+            },
+            ChainError::Invalid(msg) => crate::Error::metadata(array, document, msg),
+            ChainError::Config { codec, source } => crate::Error::CodecConfig {
+                array: array.to_string(),
+                document: document.to_string(),
+                codec,
+                source: Box::new(source),
+            },
+        }
+    }
+}
+
+fn config_error(codec: &str, source: ConfigError) -> ChainError {
+    ChainError::Config {
+        codec: if codec.is_empty() { "?" } else { codec }.to_string(),
+        source,
+    }
 }
 
 fn unsupported(codec: &str, reason: impl Into<String>) -> ChainError {
@@ -209,9 +246,10 @@ fn parse_index_location(
         None => Ok(default),
         Some(Value::String(s)) if s == "end" => Ok(IndexLocation::End),
         Some(Value::String(s)) if s == "start" => Ok(IndexLocation::Start),
-        Some(other) => Err(ChainError::Invalid(format!(
-            "{codec}: bad index_location {other}"
-        ))),
+        Some(other) => Err(config_error(
+            codec,
+            ConfigError::bad_value("index_location", other, "\"start\" or \"end\""),
+        )),
     }
 }
 
@@ -224,7 +262,7 @@ fn codec_list<'a>(
         .and_then(|c| c.get(key))
         .and_then(Value::as_array)
         .map(Vec::as_slice)
-        .ok_or_else(|| ChainError::Invalid(format!("{codec}: configuration.{key} missing")))
+        .ok_or_else(|| config_error(codec, ConfigError::missing(key)))
 }
 
 /// Parse a v3 `codecs` list for arrays of `data_type` with `ndim` dimensions.
@@ -254,36 +292,45 @@ pub fn parse_v3_chain(
         };
         if array_to_bytes.is_none() {
             if let Some(id) = name.strip_prefix("numcodecs.") {
-                let c = config::Config::from_value(config)
-                    .map_err(|msg| ChainError::Invalid(format!("{name}: {msg}")))?;
+                let c = config::Config::from_value(config).map_err(|e| config_error(name, e))?;
                 match filters::numcodecs(id, &c, data_type) {
                     Ok(Some(f)) => {
                         numcodecs_filters.push(f);
                         continue;
                     }
                     Ok(None) => {}
-                    Err(msg) => return Err(ChainError::Invalid(format!("{name}: {msg}"))),
+                    Err(e) => return Err(config_error(name, e)),
                 }
             }
             match name {
                 "transpose" => {
-                    let order = config
+                    let order_json = config
                         .and_then(|c| c.get("order"))
-                        .and_then(Value::as_array)
-                        .ok_or_else(|| ChainError::Invalid("transpose: no order".into()))?
+                        .ok_or_else(|| config_error(name, ConfigError::missing("order")))?;
+                    let bad_order = || {
+                        config_error(
+                            name,
+                            ConfigError::bad_value(
+                                "order",
+                                order_json,
+                                format!("a permutation of the {ndim} dimensions"),
+                            ),
+                        )
+                    };
+                    let order = order_json
+                        .as_array()
+                        .ok_or_else(bad_order)?
                         .iter()
                         .map(|v| v.as_u64().and_then(|u| usize::try_from(u).ok()))
                         .collect::<Option<Vec<usize>>>()
-                        .ok_or_else(|| ChainError::Invalid("transpose: bad order".into()))?;
+                        .ok_or_else(bad_order)?;
                     let mut seen = vec![false; ndim];
                     if order.len() != ndim
                         || order
                             .iter()
                             .any(|&i| i >= ndim || std::mem::replace(&mut seen[i], true))
                     {
-                        return Err(ChainError::Invalid(format!(
-                            "transpose: order {order:?} is not a permutation of {ndim} dimensions"
-                        )));
+                        return Err(bad_order());
                     }
                     array_to_array.push(ArrayToArray::Transpose { order });
                     continue;
@@ -295,14 +342,28 @@ pub fn parse_v3_chain(
                         Some("little") => Some(Endian::Little),
                         Some("big") => Some(Endian::Big),
                         Some(other) => {
-                            return Err(ChainError::Invalid(format!("bytes: bad endian '{other}'")))
+                            return Err(config_error(
+                                name,
+                                ConfigError::bad_value(
+                                    "endian",
+                                    format!("'{other}'"),
+                                    "\"little\" or \"big\"",
+                                ),
+                            ))
                         }
                     };
                     if endian.is_none() && data_type.swap_unit() > 1 {
-                        return Err(ChainError::Invalid(format!(
-                            "bytes: endian is required for {}",
-                            data_type.name()
-                        )));
+                        return Err(config_error(
+                            name,
+                            ConfigError::bad_value(
+                                "endian",
+                                "null",
+                                format!(
+                                    "\"little\" or \"big\" (it is required for {})",
+                                    data_type.name()
+                                ),
+                            ),
+                        ));
                     }
                     array_to_bytes = Some(ArrayToBytes::Bytes { endian });
                     continue;
@@ -370,23 +431,28 @@ pub fn parse_v3_chain(
                     continue;
                 }
                 "sharding_indexed" => {
-                    let chunk_shape = config
+                    let shape_json = config
                         .and_then(|c| c.get("chunk_shape"))
-                        .and_then(Value::as_array)
-                        .ok_or_else(|| {
-                            ChainError::Invalid("sharding_indexed: no chunk_shape".into())
-                        })?
+                        .ok_or_else(|| config_error(name, ConfigError::missing("chunk_shape")))?;
+                    let bad_shape = || {
+                        config_error(
+                            name,
+                            ConfigError::bad_value(
+                                "chunk_shape",
+                                shape_json,
+                                format!("positive integers, one per array dimension ({ndim})"),
+                            ),
+                        )
+                    };
+                    let chunk_shape = shape_json
+                        .as_array()
+                        .ok_or_else(bad_shape)?
                         .iter()
                         .map(|v| v.as_u64().filter(|n| *n > 0))
                         .collect::<Option<Vec<u64>>>()
-                        .ok_or_else(|| {
-                            ChainError::Invalid("sharding_indexed: bad chunk_shape".into())
-                        })?;
+                        .ok_or_else(bad_shape)?;
                     if chunk_shape.len() != ndim {
-                        return Err(ChainError::Invalid(format!(
-                            "sharding_indexed: chunk_shape has {} dimensions, the array {ndim}",
-                            chunk_shape.len()
-                        )));
+                        return Err(bad_shape());
                     }
                     let codecs =
                         parse_v3_chain(codec_list(config, "codecs", name)?, data_type, ndim)?;
@@ -446,7 +512,7 @@ pub fn parse_v3_chain(
                 ))
             }
             Ok(None) => return Err(unsupported(name, "unknown codec")),
-            Err(msg) => return Err(ChainError::Invalid(format!("{name}: {msg}"))),
+            Err(e) => return Err(config_error(name, e)),
         }
     }
     let array_to_bytes = match array_to_bytes {
@@ -538,11 +604,11 @@ pub fn parse_v2_chain(
                     }
                     bytes_to_bytes.push(BytesToBytes::Filter(Box::new(f)));
                 }
-                Err(msg) => return Err(ChainError::Invalid(format!("{id}: {msg}"))),
+                Err(e) => return Err(config_error(id, e)),
                 Ok(None) => match BytesToBytes::from_v2(obj) {
                     Ok(Some(c)) => bytes_to_bytes.push(c),
                     Ok(None) => return Err(unsupported(id, "unknown v2 filter")),
-                    Err(msg) => return Err(ChainError::Invalid(format!("{id}: {msg}"))),
+                    Err(e) => return Err(config_error(id, e)),
                 },
             },
         }
@@ -567,7 +633,13 @@ pub fn parse_v2_chain(
                 let id = obj.get("id").and_then(Value::as_str).unwrap_or("?");
                 return Err(unsupported(id, "unknown compressor"));
             }
-            Err(msg) => return Err(ChainError::Invalid(msg)),
+            Err(e) => {
+                let id = obj
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("compressor");
+                return Err(config_error(id, e));
+            }
         },
         Some(other) => return Err(ChainError::Invalid(format!("bad compressor {other}"))),
     }
@@ -618,6 +690,104 @@ mod tests {
         );
         let perm = json!([{"name": "transpose", "configuration": {"order": [0, 0]}}, {"name": "bytes", "configuration": {"endian": "little"}}]);
         assert!(parse_v3_chain(perm.as_array().unwrap(), &DataType::Int32, 2).is_err());
+    }
+
+    #[test]
+    fn a_bad_codec_configuration_names_the_array_codec_and_key() {
+        let codecs =
+            json!([{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 1_u64 << 40}}]);
+        let e = parse_v3_chain(codecs.as_array().unwrap(), &DataType::UInt8, 1).unwrap_err();
+        let e = e.into_error("a/x", "zarr.json");
+        match &e {
+            crate::Error::CodecConfig {
+                array,
+                document,
+                codec,
+                source,
+            } => {
+                assert_eq!(
+                    (&**array, &**document, &**codec),
+                    ("a/x", "zarr.json", "zstd")
+                );
+                assert_eq!(source.key(), Some("level"));
+                assert!(!source.is_unsupported());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!((e.array(), e.location()), (Some("a/x"), Some("zarr.json")));
+        assert_eq!(
+            e.to_string(),
+            "invalid metadata for 'a/x' (zarr.json): codec zstd: level must be a 32-bit \
+             integer, got 1099511627776"
+        );
+
+        // v2: a compressor that zarrow is built without, and a filter with a bad dtype.
+        let snappy = json!({"id": "blosc", "cname": "snappy"});
+        let e = parse_v2_chain(
+            &DataType::UInt8,
+            Endian::Little,
+            false,
+            1,
+            None,
+            Some(&snappy),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, ChainError::Config { codec, source }
+                if codec == "blosc" && source.key() == Some("cname") && source.is_unsupported()),
+            "{e:?}"
+        );
+        let delta = json!([{"id": "delta", "dtype": "<i4", "astype": "<U4"}]);
+        let e = parse_v2_chain(
+            &DataType::Int32,
+            Endian::Little,
+            false,
+            1,
+            Some(&delta),
+            None,
+        )
+        .unwrap_err();
+        let e = e.into_error("t", ".zarray");
+        assert!(
+            matches!(&e, crate::Error::CodecConfig { codec, source, .. }
+                if codec == "delta" && source.key() == Some("astype")),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("astype '<U4': not a number"), "{e}");
+    }
+
+    #[test]
+    fn chain_codec_configurations_are_typed() {
+        let perm = json!([{"name": "transpose", "configuration": {"order": [0, 0]}}, {"name": "bytes", "configuration": {"endian": "little"}}]);
+        let e = parse_v3_chain(perm.as_array().unwrap(), &DataType::Int32, 2).unwrap_err();
+        assert!(
+            matches!(&e, ChainError::Config { codec, source: ConfigError::BadValue { key, value, .. } }
+                if codec == "transpose" && key == "order" && value == "[0,0]"),
+            "{e:?}"
+        );
+        let shard = json!([{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2],
+            "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes"}]}}]);
+        let e = parse_v3_chain(shard.as_array().unwrap(), &DataType::UInt8, 1).unwrap_err();
+        assert!(
+            matches!(&e, ChainError::Config { codec, source }
+                if codec == "sharding_indexed" && source.key() == Some("chunk_shape")),
+            "{e:?}"
+        );
+        let e = e.into_error("s", "zarr.json");
+        assert!(
+            e.to_string().ends_with(
+                "chunk_shape must be positive integers, one per array dimension (1), got [2,2]"
+            ),
+            "{e}"
+        );
+        let no_index = json!([{"name": "sharding_indexed", "configuration": {"chunk_shape": [2],
+            "codecs": [{"name": "bytes"}]}}]);
+        let e = parse_v3_chain(no_index.as_array().unwrap(), &DataType::UInt8, 1).unwrap_err();
+        assert!(
+            matches!(&e, ChainError::Config { source: ConfigError::MissingKey { key }, .. }
+                if key == "index_codecs"),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -5,18 +5,18 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config::{Config, ConfigError};
 use super::support::{buffer, too_large};
 use super::BytesToBytes;
 use crate::error::ChunkError;
 
 /// numcodecs `shuffle` (`elementsize`, default 4).
-pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&["id", "elementsize"])?;
     let elementsize = match c.int("elementsize")? {
         None => 4,
         Some(n) if (1..=1 << 20).contains(&n) => n as usize,
-        Some(n) => return Err(format!("elementsize {n} is not in 1..=1048576")),
+        Some(n) => return Err(ConfigError::bad_value("elementsize", n, "in 1..=1048576")),
     };
     Ok(BytesToBytes::Shuffle { elementsize })
 }

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config::{Config, ConfigError};
 use super::support::{deflate_compression, read_bounded};
 use super::BytesToBytes;
 use crate::error::ChunkError;
@@ -14,7 +14,7 @@ use crate::error::ChunkError;
 const NAME: &str = "zlib";
 
 /// numcodecs `zlib` (also the plain v3 name `zlib`).
-pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&["id", "level"])?;
     Ok(BytesToBytes::Zlib {
         level: c.deflate_level("level", 1)?,

@@ -6,24 +6,24 @@ use std::io::Read;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config::{Config, ConfigError};
 use super::support::{buffer, read_bounded};
 use super::BytesToBytes;
 use crate::error::ChunkError;
 
 /// zarr v3 `zstd`.
-pub(super) fn v3(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn v3(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&["level", "checksum"])?;
     parse(c)
 }
 
 /// numcodecs `zstd`.
-pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&["id", "level", "checksum"])?;
     parse(c)
 }
 
-fn parse(c: &Config<'_>) -> Result<BytesToBytes, String> {
+fn parse(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     Ok(BytesToBytes::Zstd {
         level: c.i32("level", 0)?,
         checksum: c.bool("checksum")?.unwrap_or(false),

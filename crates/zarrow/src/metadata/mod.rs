@@ -309,6 +309,7 @@ fn chain_error(array: &str, e: ChainError, key: &str) -> Error {
             reason,
         },
         ChainError::Invalid(msg) => Error::metadata(array, key, msg),
+        other @ ChainError::Config { .. } => other.into_error(array, key),
     }
 }
 
@@ -476,7 +477,7 @@ fn parse_v3_array(
                 array: path.to_string(),
                 data_type: data_type_json.to_string(),
             },
-            DataTypeError::Invalid(msg) => Error::metadata(path, KEY, msg),
+            other => Error::metadata_caused_by(path, KEY, other.to_string(), other),
         })?;
     let codecs = doc
         .get("codecs")
@@ -486,7 +487,7 @@ fn parse_v3_array(
         parse_v3_chain(codecs, &data_type, shape.len()).map_err(|e| chain_error(path, e, KEY))?;
     let fill_json = doc.get("fill_value").cloned().unwrap_or(Value::Null);
     let fill_value = data_type::parse_fill_value(&data_type, &fill_json, false)
-        .map_err(|msg| Error::metadata(path, KEY, format!("fill_value: {msg}")))?;
+        .map_err(|e| Error::metadata_caused_by(path, KEY, format!("fill_value: {e}"), e))?;
     let cke = doc.get("chunk_key_encoding");
     let sep = |default: char| -> Result<char> {
         match cke
@@ -675,7 +676,7 @@ fn parse_v2_array_value(
                 other => other.to_string(),
             },
         },
-        DataTypeError::Invalid(msg) => Error::metadata(path, KEY, msg),
+        other => Error::metadata_caused_by(path, KEY, other.to_string(), other),
     })?;
     let order_f = match doc.get("order").and_then(Value::as_str) {
         None | Some("C") => false,
@@ -696,7 +697,7 @@ fn parse_v2_array_value(
     }
     let fill_json = doc.get("fill_value").cloned().unwrap_or(Value::Null);
     let fill_value = data_type::parse_fill_value(&data_type, &fill_json, true)
-        .map_err(|msg| Error::metadata(path, KEY, format!("fill_value: {msg}")))?;
+        .map_err(|e| Error::metadata_caused_by(path, KEY, format!("fill_value: {e}"), e))?;
     let separator = match doc.get("dimension_separator").and_then(Value::as_str) {
         None | Some(".") => '.',
         Some("/") => '/',

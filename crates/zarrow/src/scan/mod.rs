@@ -141,7 +141,7 @@ impl ZarrScan {
     pub fn projection(&self, model: &TableModel) -> Result<Vec<usize>> {
         self.chunks
             .check(&model.chunk_grid_shape())
-            .map_err(|e| Error::InvalidArgument(format!("'{}': {e}", self.location)))?;
+            .map_err(|e| e.in_array(&self.location))?;
         self.columns
             .iter()
             .map(|name| model.column_index(name))

@@ -913,14 +913,14 @@ impl TableModel {
     pub fn chunk_region(&self, coords: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
         self.grid
             .chunk_box(coords)
-            .map_err(|e| Error::InvalidArgument(format!("'{}': {e}", self.location)))
+            .map_err(|e| e.in_array(&self.location))
     }
 
     /// The number of rows of the chunk at `coords`.
     pub fn chunk_rows(&self, coords: &[u64]) -> Result<u64> {
         self.grid
             .chunk_len(coords)
-            .map_err(|e| Error::InvalidArgument(format!("'{}': {e}", self.location)))
+            .map_err(|e| e.in_array(&self.location))
     }
 
     /// The same table with other reader options (the string type changes the schema).

@@ -9,7 +9,7 @@ use std::ffi::CStr;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::config::Config;
+use super::config::{Config, ConfigError};
 use super::BytesToBytes;
 use crate::error::ChunkError;
 
@@ -126,12 +126,16 @@ impl BloscShuffle {
 }
 
 /// zarr v3 `blosc`.
-pub(super) fn v3(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn v3(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&["cname", "clevel", "shuffle", "typesize", "blocksize"])?;
     let shuffle = match c.str("shuffle")? {
         None => BloscShuffle::BitShuffle,
         Some(s) => BloscShuffle::from_name(s).ok_or_else(|| {
-            format!("shuffle must be noshuffle, shuffle or bitshuffle, got '{s}'")
+            ConfigError::bad_value(
+                "shuffle",
+                format!("'{s}'"),
+                "noshuffle, shuffle or bitshuffle",
+            )
         })?,
     };
     Ok(BytesToBytes::Blosc {
@@ -144,13 +148,13 @@ pub(super) fn v3(c: &Config<'_>) -> Result<BytesToBytes, String> {
 }
 
 /// numcodecs `blosc`.
-pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, String> {
+pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, ConfigError> {
     c.only(&["id", "cname", "clevel", "shuffle", "blocksize", "typesize"])?;
     let typesize = typesize(c)?.unwrap_or(0);
     let shuffle = match c.int("shuffle")? {
         None => BloscShuffle::Shuffle,
         Some(code) => BloscShuffle::from_numcodecs(code, typesize)
-            .ok_or_else(|| format!("shuffle must be -1, 0, 1 or 2, got {code}"))?,
+            .ok_or_else(|| ConfigError::bad_value("shuffle", code, "-1, 0, 1 or 2"))?,
     };
     Ok(BytesToBytes::Blosc {
         cname: cname(c, BloscCompressor::Lz4)?,
@@ -161,45 +165,50 @@ pub(super) fn numcodecs(c: &Config<'_>) -> Result<BytesToBytes, String> {
     })
 }
 
-fn cname(c: &Config<'_>, default: BloscCompressor) -> Result<BloscCompressor, String> {
+fn cname(c: &Config<'_>, default: BloscCompressor) -> Result<BloscCompressor, ConfigError> {
     match c.str("cname")? {
         None => Ok(default),
-        Some("snappy") => {
-            Err("blosc compressor 'snappy' is not supported (c-blosc is built without it)".into())
-        }
+        Some("snappy") => Err(ConfigError::unsupported(
+            Some("cname"),
+            "blosc compressor 'snappy' is not supported (c-blosc is built without it)",
+        )),
         Some(name) => BloscCompressor::from_name(name).ok_or_else(|| {
-            format!("unknown blosc compressor '{name}' (known: blosclz, lz4, lz4hc, zlib, zstd)")
+            ConfigError::bad_value(
+                "cname",
+                format!("'{name}'"),
+                "a blosc compressor (blosclz, lz4, lz4hc, zlib, zstd)",
+            )
         }),
     }
 }
 
-fn clevel(c: &Config<'_>, default: u8) -> Result<u8, String> {
+fn clevel(c: &Config<'_>, default: u8) -> Result<u8, ConfigError> {
     match c.int("clevel")? {
         None => Ok(default),
         Some(l @ 0..=9) => Ok(l as u8),
-        Some(l) => Err(format!("clevel must be in 0..=9, got {l}")),
+        Some(l) => Err(ConfigError::bad_value("clevel", l, "in 0..=9")),
     }
 }
 
-fn blocksize(c: &Config<'_>) -> Result<usize, String> {
+fn blocksize(c: &Config<'_>) -> Result<usize, ConfigError> {
     match c.int("blocksize")? {
         None => Ok(0),
         Some(b) => usize::try_from(b)
             .ok()
             .filter(|&b| b <= i32::MAX as usize)
-            .ok_or_else(|| format!("blocksize must be in 0..=2147483647, got {b}")),
+            .ok_or_else(|| ConfigError::bad_value("blocksize", b, "in 0..=2147483647")),
     }
 }
 
 /// A typesize: a positive integer (`None` when absent).
-fn typesize(c: &Config<'_>) -> Result<Option<usize>, String> {
+fn typesize(c: &Config<'_>) -> Result<Option<usize>, ConfigError> {
     match c.int("typesize")? {
         None => Ok(None),
         Some(t) => usize::try_from(t)
             .ok()
             .filter(|&t| t > 0)
             .map(Some)
-            .ok_or_else(|| format!("typesize must be a positive integer, got {t}")),
+            .ok_or_else(|| ConfigError::bad_value("typesize", t, "a positive integer")),
     }
 }
 
