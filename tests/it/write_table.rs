@@ -205,15 +205,21 @@ async fn zarrow_reads_back(location: &str, batch: &RecordBatch, dimension: &str)
     let got = arrow::compute::concat_batches(&schema, &batches).unwrap();
     assert_eq!(schema.field(0).name(), dimension);
     assert_eq!(got.num_rows(), batch.num_rows());
-    // zarrow's group tables: the positional index of the dimension, then the arrays by name.
+    // The positional index of the dimension, then the columns in the written order (the
+    // group's `column-order`; `all_types` is not in name order).
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    let mut want_names: Vec<&str> = batch
+    let want_names: Vec<&str> = batch
         .schema_ref()
         .fields()
         .iter()
         .map(|f| f.name().as_str())
         .collect();
-    want_names.sort();
+    let mut sorted = want_names.clone();
+    sorted.sort();
+    assert_ne!(
+        sorted, want_names,
+        "the test table must not be in name order"
+    );
     assert_eq!(names[1..], want_names, "zarrow: columns of {location}");
     for name in want_names {
         let column = got.column_by_name(name).unwrap();

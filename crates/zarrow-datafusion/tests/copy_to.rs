@@ -89,6 +89,31 @@ async fn copy_to_local_v3_and_v2_reads_back() {
     assert_eq!(meta["codecs"][0]["name"], "vlen-utf8");
 }
 
+/// `SELECT *` of a written table gives the columns in the order the query wrote them (not
+/// by name), after the dimension's position column; on v3 and v2.
+#[tokio::test]
+async fn select_star_keeps_the_written_column_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    for (name, options) in [("v3.zarr", "chunk_rows 2"), ("v2.zarr", "zarr_format 2")] {
+        let loc = dir.path().join(name);
+        let loc = loc.to_str().unwrap();
+        let sql = format!(
+            "COPY (SELECT name AS zeta, id AS alpha, score AS mid FROM ({SOURCE})) \
+             TO '{loc}' STORED AS ZARR OPTIONS ({options})"
+        );
+        run(&ctx, &sql).await.unwrap();
+        let batches = run(&ctx, &format!("SELECT * FROM '{loc}'")).await.unwrap();
+        let names: Vec<String> = batches[0]
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        assert_eq!(names, ["dim_0", "zeta", "alpha", "mid"], "{name}");
+    }
+}
+
 #[tokio::test]
 async fn copy_to_memory_location() {
     let ctx = ctx();

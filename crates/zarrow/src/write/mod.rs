@@ -244,6 +244,15 @@ impl TableWriter {
         // every document is checked by the reader's own parser before it is written
         let limits = crate::writer::self_check_limits();
         let mut consolidated = Map::new();
+        // The written column order: the group-table reader honours `column-order` (AnnData's
+        // attribute for the same thing), so the table reads back as it was written.
+        let column_order: Vec<&str> = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        let group_attributes = json!({ "column-order": column_order });
         for c in self.columns.iter() {
             let array = self.store.child(&c.path);
             if opts.zarr_format == 2 {
@@ -271,11 +280,13 @@ impl TableWriter {
         if opts.zarr_format == 2 {
             let zgroup = json!({"zarr_format": 2});
             consolidated.insert(".zgroup".into(), zgroup.clone());
-            consolidated.insert(".zattrs".into(), json!({}));
+            consolidated.insert(".zattrs".into(), group_attributes.clone());
             self.store
                 .put(".zgroup", to_bytes("", &zgroup)?.into())
                 .await?;
-            self.store.put(".zattrs", Bytes::from_static(b"{}")).await?;
+            self.store
+                .put(".zattrs", to_bytes("", &group_attributes)?.into())
+                .await?;
             let zmetadata = json!({"zarr_consolidated_format": 1, "metadata": consolidated});
             self.store
                 .put(".zmetadata", to_bytes("", &zmetadata)?.into())
@@ -284,7 +295,7 @@ impl TableWriter {
             let group = json!({
                 "zarr_format": 3,
                 "node_type": "group",
-                "attributes": {},
+                "attributes": group_attributes,
                 "consolidated_metadata": {
                     "kind": "inline",
                     "must_understand": false,
