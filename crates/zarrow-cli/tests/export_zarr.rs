@@ -94,6 +94,67 @@ fn export_zarr_reads_back_the_same_rows() {
     }
 }
 
+/// `--option layout=anndata`: an AnnData dataframe (index `barcode`), which keeps the NULL
+/// categories the xarray layout cannot (a categorical's code −1), and reads back the same.
+#[test]
+fn export_zarr_anndata_layout_reads_back_the_same_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = ok(&[
+        "sql",
+        "--format",
+        "ndjson",
+        &QUERY.replace("FROM t", &format!("FROM '{OBS}'")),
+    ]);
+    assert!(expected.contains("\"cell_type\":null"));
+    for (name, options) in [
+        (
+            "a3.zarr",
+            vec!["--option", "layout=anndata", "--option", "index=barcode"],
+        ),
+        (
+            "a2.zarr",
+            vec![
+                "--option",
+                "layout=anndata",
+                "--option",
+                "index=barcode",
+                "--option",
+                "zarr_format=2",
+            ],
+        ),
+    ] {
+        let output = dir.path().join(name);
+        let output = output.to_str().unwrap();
+        let out = export(output, &options);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let back = ok(&[
+            "sql",
+            "--format",
+            "ndjson",
+            &QUERY.replace("FROM t", &format!("FROM '{output}'")),
+        ]);
+        assert_eq!(back, expected, "{name}");
+        let attrs = if name == "a3.zarr" {
+            let doc: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(format!("{output}/zarr.json")).unwrap())
+                    .unwrap();
+            doc["attributes"].clone()
+        } else {
+            serde_json::from_slice(&std::fs::read(format!("{output}/.zattrs")).unwrap()).unwrap()
+        };
+        assert_eq!(attrs["_index"], "barcode", "{name}");
+        assert_eq!(
+            attrs["column-order"],
+            serde_json::json!(["cell_type", "batch", "n_genes", "pct_mito"]),
+            "{name}"
+        );
+    }
+}
+
 #[test]
 fn export_zarr_refuses_an_existing_output_and_bad_options() {
     let dir = tempfile::tempdir().unwrap();
