@@ -291,6 +291,18 @@ impl ColumnWriter {
         self.sentinel && self.saw_null.load(Ordering::Relaxed)
     }
 
+    /// Whether integer NULLs were written (as the sentinel, which only a declared
+    /// `_FillValue` makes NULL again).
+    pub fn wrote_int_nulls(&self) -> bool {
+        self.masked_int()
+    }
+
+    /// The bytes of the integer sentinel of an integer column (what marks its NULLs).
+    pub fn int_sentinel(&self) -> Option<(&[u8], Value)> {
+        self.sentinel
+            .then(|| (&self.null_bytes[..], int_sentinel_json(&self.write_type)))
+    }
+
     /// The error when a column holds NULLs and also the value that stands for them.
     pub fn check(&self) -> Result<()> {
         if self.masked_int() && self.saw_sentinel.load(Ordering::Relaxed) {

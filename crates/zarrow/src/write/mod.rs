@@ -11,6 +11,7 @@
 //! document: the location does not open as a table (see docs/writing.md).
 
 mod anndata;
+pub mod append;
 mod column;
 pub mod options;
 
@@ -136,6 +137,38 @@ impl TableWriter {
         })
     }
 
+    /// A writer continuing a table whose arrays are `columns` (appending, see `append.rs`):
+    /// `units` units are complete, and `tail`, the rows of the partial unit after them, is
+    /// written again with the first new rows. Nothing is checked or deleted at the location.
+    pub(crate) fn resume(
+        store: ZarrStore,
+        schema: SchemaRef,
+        columns: Vec<ColumnWriter>,
+        options: TableWriteOptions,
+        units: u64,
+        tail: Option<RecordBatch>,
+    ) -> Self {
+        let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let max_in_flight = (2 * columns.len()).max(2 * parallel);
+        let pending_rows = tail.as_ref().map_or(0, RecordBatch::num_rows);
+        let rows = units * options.unit_rows();
+        Self {
+            store,
+            options: Arc::new(options),
+            schema: schema.clone(),
+            stored_schema: schema,
+            anndata: None,
+            columns: Arc::new(columns),
+            pending: tail.into_iter().collect(),
+            pending_rows,
+            units,
+            rows,
+            tasks: JoinSet::new(),
+            in_flight_bytes: 0,
+            max_in_flight,
+        }
+    }
+
     /// The schema being written.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
@@ -256,14 +289,7 @@ impl TableWriter {
     /// array's (and the AnnData layout's categories and encoded groups), then the root group's.
     /// Returns the number of rows written.
     pub async fn finish(mut self) -> Result<u64> {
-        if self.pending_rows > 0 {
-            let last = self.take_pending()?;
-            self.spawn_unit(last).await?;
-        }
-        self.drain().await?;
-        for c in self.columns.iter() {
-            c.check()?;
-        }
+        self.finish_chunks().await?;
         let opts = self.options.clone();
         let mut consolidated = Map::new();
         let (root_attributes, groups) = match &self.anndata {
@@ -328,6 +354,20 @@ impl TableWriter {
             let bytes = to_bytes("", &group)?;
             crate::metadata::parse_v3("", &bytes, &limits)?;
             self.store.put("zarr.json", bytes.into()).await?;
+        }
+        Ok(self.rows)
+    }
+
+    /// Write the last (partial) unit and wait for every chunk; check each column (NULLs and
+    /// their marker). Returns the number of rows written.
+    async fn finish_chunks(&mut self) -> Result<u64> {
+        if self.pending_rows > 0 {
+            let last = self.take_pending()?;
+            self.spawn_unit(last).await?;
+        }
+        self.drain().await?;
+        for c in self.columns.iter() {
+            c.check()?;
         }
         Ok(self.rows)
     }
