@@ -17,7 +17,7 @@ pub mod options;
 
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -202,6 +202,7 @@ impl TableWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        let batch = &compact_views(batch)?;
         let stored = match &mut self.anndata {
             Some(frame) => {
                 let first_row = self.rows + self.pending_rows as u64;
@@ -229,7 +230,13 @@ impl TableWriter {
         self.pending_rows = 0;
         Ok(match batches.len() {
             1 => batches.into_iter().next().expect("one batch"),
-            _ => arrow_select::concat::concat_batches(&self.stored_schema, &batches)?,
+            // Compacted again: concatenated view arrays keep every buffer of their inputs, and
+            // the rows left over after a unit would carry them into the next concatenation,
+            // and so on (memory growing with the input).
+            _ => compact_views(&arrow_select::concat::concat_batches(
+                &self.stored_schema,
+                &batches,
+            )?)?,
         })
     }
 
@@ -432,6 +439,33 @@ impl TableWriter {
         }
         Ok(())
     }
+}
+
+/// `batch` with its string and binary view columns compacted (`gc`): a view array from a
+/// Parquet scan refers to buffers shared with many other batches (whole pages), which
+/// buffering it would keep alive and which its memory size counts again for every batch; a
+/// concatenation of view arrays refers to all its inputs' buffers. Compacted, a buffered batch
+/// holds (and is accounted for) its own values only.
+fn compact_views(batch: &RecordBatch) -> Result<RecordBatch> {
+    use arrow_array::cast::AsArray;
+    use arrow_schema::DataType;
+    if !batch
+        .columns()
+        .iter()
+        .any(|c| matches!(c.data_type(), DataType::Utf8View | DataType::BinaryView))
+    {
+        return Ok(batch.clone());
+    }
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| match c.data_type() {
+            DataType::Utf8View => Arc::new(c.as_string_view().gc()) as ArrayRef,
+            DataType::BinaryView => Arc::new(c.as_binary_view().gc()) as ArrayRef,
+            _ => c.clone(),
+        })
+        .collect();
+    Ok(RecordBatch::try_new(batch.schema(), columns)?)
 }
 
 fn to_bytes(path: &str, value: &Value) -> Result<Vec<u8>> {
