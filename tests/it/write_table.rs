@@ -652,3 +652,43 @@ async fn refused(location: &str, options: Vec<(&str, &str)>, batch: RecordBatch)
         .unwrap_err()
         .to_string()
 }
+
+/// Batches of a view column that share their buffers (as a Parquet scan's `Utf8View` pages
+/// are shared by many batches) are buffered compacted: what the writer holds, and reserves
+/// under `COPY`'s memory pool, is its own rows, not the shared buffers once per batch (which
+/// made the 10M-row benchmark COPY fail under `--memory-limit 200M`).
+#[tokio::test]
+async fn shared_view_buffers_are_not_held_per_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = 200_000;
+    let all = StringViewArray::from_iter_values(
+        (0..rows).map(|i| format!("a value long enough to live in a data buffer {i:08}")),
+    );
+    let shared: usize = all.data_buffers().iter().map(|b| b.capacity()).sum();
+    assert!(shared > 8 << 20, "{shared}");
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "s",
+        DataType::Utf8View,
+        false,
+    )]));
+    let store = ZarrStore::open(dir.path().join("v.zarr").to_str().unwrap()).unwrap();
+    let opts = TableWriteOptions::from_pairs([("chunk_rows", "65536")]).unwrap();
+    let mut writer = zarrow::TableWriter::try_new(store, schema.clone(), opts)
+        .await
+        .unwrap();
+    let mut most = 0;
+    for start in (0..rows).step_by(8192) {
+        let len = 8192.min(rows - start);
+        let batch =
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(all.slice(start, len))]).unwrap();
+        writer.write(&batch).await.unwrap();
+        writer.drain().await.unwrap();
+        most = most.max(writer.buffered_bytes());
+    }
+    // at most a unit of 65536 rows of ~60 bytes (plus its views), not 8 × the shared buffers
+    assert!(
+        most < 8 << 20,
+        "held {most} bytes (shared buffers: {shared})"
+    );
+    assert_eq!(writer.finish().await.unwrap(), rows as u64);
+}
