@@ -12,6 +12,8 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use serde_json::{json, Value};
 use zarrow_datafusion::zarr_session_context;
 
+mod common;
+
 const SOURCE: &str = "SELECT * FROM (VALUES \
     (1, 'one', 1.5, true, CAST(NULL AS BIGINT)), \
     (2, 'two', NULL, false, 20), \
@@ -292,4 +294,84 @@ async fn what_cannot_be_appended_to_is_refused_and_left_as_it_was() {
         e.contains("cannot append") && e.contains("columns changed"),
         "{e}"
     );
+}
+
+/// Armed by the test below: PUTs of the `score` array's metadata fail.
+static FAIL_SCORE_METADATA: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// An `INSERT` that fails while writing the metadata (after every chunk, the rewritten partial
+/// one included, and some arrays' metadata) leaves the table reading as before: the root's
+/// consolidated metadata, which readers use, still has the old shape.
+#[tokio::test]
+async fn an_interrupted_insert_leaves_the_old_table_readable() {
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    use object_store::{memory::InMemory, path::Path};
+    let inner = Arc::new(InMemory::new());
+    let mut store = common::CountingStore::new(inner.clone());
+    store.fail_put = Some(|p: &Path| {
+        FAIL_SCORE_METADATA.load(Ordering::SeqCst) && p.as_ref() == "t.zarr/score/zarr.json"
+    });
+    let ctx = ctx();
+    ctx.runtime_env().register_object_store(
+        &url::Url::parse("failing://bucket").unwrap(),
+        Arc::new(store),
+    );
+    let loc = "failing://bucket/t.zarr";
+    run(
+        &ctx,
+        &format!("COPY ({SOURCE}) TO '{loc}' STORED AS ZARR OPTIONS (chunk_rows 2)"),
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{loc}'"),
+    )
+    .await
+    .unwrap();
+    run(&ctx, "SET zarrow.decode_cf = true").await.unwrap();
+    let query = format!("SELECT id, name, score, flag, n FROM '{loc}' ORDER BY id");
+    let before = text(&ctx, &query).await;
+    FAIL_SCORE_METADATA.store(true, Ordering::SeqCst);
+    let e = run(
+        &ctx,
+        &format!("INSERT INTO t (id, name, score, flag, n) {MORE}"),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    FAIL_SCORE_METADATA.store(false, Ordering::SeqCst);
+    assert!(
+        e.contains("score/zarr.json") && e.contains("injected"),
+        "{e}"
+    );
+    // The failure came late: the id array's own metadata already says 8 rows.
+    let id_meta =
+        object_store::ObjectStoreExt::get(inner.as_ref(), &Path::from("t.zarr/id/zarr.json"))
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+    let id_meta: Value = serde_json::from_slice(&id_meta).unwrap();
+    assert_eq!(id_meta["shape"], json!([8]));
+    // Read afresh: the old five rows, the rewritten partial chunk's row included.
+    assert_eq!(text(&ctx, &query).await, before);
+    assert!(before.contains("| 5  | five"), "{before}");
+    // Appending again works (the stray chunks are overwritten).
+    run(
+        &ctx,
+        &format!("INSERT INTO t (id, name, score, flag, n) {MORE}"),
+    )
+    .await
+    .unwrap();
+    let rows = text(
+        &ctx,
+        &format!("SELECT count(*) AS c, sum(id) AS s FROM '{loc}'"),
+    )
+    .await;
+    assert!(rows.contains("| 8 | 36 |"), "{rows}");
 }
