@@ -94,6 +94,67 @@ fn export_zarr_reads_back_the_same_rows() {
     }
 }
 
+/// `--option layout=anndata`: an AnnData dataframe (index `barcode`), which keeps the NULL
+/// categories the xarray layout cannot (a categorical's code −1), and reads back the same.
+#[test]
+fn export_zarr_anndata_layout_reads_back_the_same_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = ok(&[
+        "sql",
+        "--format",
+        "ndjson",
+        &QUERY.replace("FROM t", &format!("FROM '{OBS}'")),
+    ]);
+    assert!(expected.contains("\"cell_type\":null"));
+    for (name, options) in [
+        (
+            "a3.zarr",
+            vec!["--option", "layout=anndata", "--option", "index=barcode"],
+        ),
+        (
+            "a2.zarr",
+            vec![
+                "--option",
+                "layout=anndata",
+                "--option",
+                "index=barcode",
+                "--option",
+                "zarr_format=2",
+            ],
+        ),
+    ] {
+        let output = dir.path().join(name);
+        let output = output.to_str().unwrap();
+        let out = export(output, &options);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let back = ok(&[
+            "sql",
+            "--format",
+            "ndjson",
+            &QUERY.replace("FROM t", &format!("FROM '{output}'")),
+        ]);
+        assert_eq!(back, expected, "{name}");
+        let attrs = if name == "a3.zarr" {
+            let doc: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(format!("{output}/zarr.json")).unwrap())
+                    .unwrap();
+            doc["attributes"].clone()
+        } else {
+            serde_json::from_slice(&std::fs::read(format!("{output}/.zattrs")).unwrap()).unwrap()
+        };
+        assert_eq!(attrs["_index"], "barcode", "{name}");
+        assert_eq!(
+            attrs["column-order"],
+            serde_json::json!(["cell_type", "batch", "n_genes", "pct_mito"]),
+            "{name}"
+        );
+    }
+}
+
 #[test]
 fn export_zarr_refuses_an_existing_output_and_bad_options() {
     let dir = tempfile::tempdir().unwrap();
@@ -236,4 +297,58 @@ fn copy_to_zarr_under_a_memory_limit() {
         &format!("SELECT count(*) AS c, sum(id) AS s, max(label) AS m FROM '{loc}'"),
     ]);
     assert!(back.contains("3000000,4499998500000,label-999"), "{back}");
+}
+
+/// The figure: `COPY` of the 10M-row benchmark table (`benches/sql_compare.py` makes
+/// `target/bench-data/r10000000_c1000000/bench.parquet`) under `--memory-limit 200M`, with the
+/// release CLI (`cargo build --release -p zarrow-cli`), its peak RSS from `/usr/bin/time -v`.
+/// Run: `cargo test -p zarrow-cli --test export_zarr -- --ignored copy_10m`.
+#[test]
+#[ignore = "needs the release CLI and the 10M-row benchmark Parquet (see docs/writing.md)"]
+fn copy_10m_rows_under_a_200m_memory_limit_release() {
+    let cli = root().join("target/release/zarrow");
+    let parquet = root().join("target/bench-data/r10000000_c1000000/bench.parquet");
+    let time = Path::new("/usr/bin/time");
+    for (what, path) in [("release CLI", &cli), ("benchmark Parquet", &parquet)] {
+        assert!(path.exists(), "no {what} at {}", path.display());
+    }
+    assert!(time.exists(), "no /usr/bin/time");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench.zarr");
+    let started = std::time::Instant::now();
+    let run = Command::new(time)
+        .arg("-v")
+        .arg(&cli)
+        .args(["sql", "--memory-limit", "200M"])
+        .arg(format!(
+            "COPY (SELECT * FROM '{}') TO '{}' STORED AS ZARR",
+            parquet.display(),
+            out.display()
+        ))
+        .output()
+        .unwrap();
+    let seconds = started.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let peak_kb: u64 = stderr
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Maximum resident set size (kbytes): ")
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS in: {stderr}"));
+    eprintln!(
+        "COPY of 10M rows under --memory-limit 200M: {seconds:.1} s, peak RSS {} MB",
+        peak_kb / 1024
+    );
+    let back = Command::new(&cli)
+        .args(["sql", "--format", "csv"])
+        .arg(format!("SELECT count(*) AS c FROM '{}'", out.display()))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&back.stdout).contains("10000000"));
+    // The pool bounds what DataFusion and the sink hold; the rest (Parquet decoding, the
+    // runtime, the binary) stays well under this.
+    assert!(peak_kb < 512 * 1024, "peak RSS {} MB", peak_kb / 1024);
 }

@@ -24,6 +24,7 @@
 mod error;
 mod factory;
 mod format;
+mod insert;
 mod options;
 mod predicate;
 mod pruning;
@@ -35,6 +36,7 @@ mod table;
 pub use error::{from_datafusion_error, to_datafusion_error};
 pub use factory::{is_zarr_location, StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
 pub use format::{ZarrFormat, ZarrFormatFactory, ZarrSink};
+pub use insert::ZarrAppendSink;
 pub use options::{ZarrConfig, ZarrTableOptions};
 pub use predicate::{missing_column, BatchFilter, PrunedChunks, ZarrPredicate};
 pub use session::{

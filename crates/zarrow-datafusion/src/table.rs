@@ -11,6 +11,7 @@ use datafusion::common::Statistics;
 use datafusion::error::Result;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use object_store::path::Path;
@@ -30,7 +31,13 @@ pub struct ZarrTable {
     location: String,
     model: Arc<TableModel>,
     options: ZarrTableOptions,
+    /// The model after an `INSERT INTO` through this table (its rows grew); scans and
+    /// statistics use it (see [`Self::current_model`]).
+    appended: AppendedModel,
 }
+
+/// Where an append sink leaves the table's model re-read after appending.
+pub(crate) type AppendedModel = Arc<std::sync::RwLock<Option<Arc<TableModel>>>>;
 
 impl ZarrTable {
     /// Open the node at `location` (a local path, `file://`, `memory://`, or a cloud URL with
@@ -88,6 +95,7 @@ impl ZarrTable {
             location: location.trim_end_matches('/').to_string(),
             model: Arc::new(model),
             options,
+            appended: AppendedModel::default(),
         })
     }
 
@@ -96,9 +104,21 @@ impl ZarrTable {
         self.model.left_out()
     }
 
-    /// The table model (dimensions, columns, chunk grid).
+    /// The table model (dimensions, columns, chunk grid) as the table was opened.
     pub fn model(&self) -> &Arc<TableModel> {
         &self.model
+    }
+
+    /// The table model now: as opened, or as re-read after an `INSERT INTO` through this
+    /// table (more rows).
+    pub fn current_model(&self) -> Arc<TableModel> {
+        let appended = self.appended.read().unwrap_or_else(|e| e.into_inner());
+        appended.clone().unwrap_or_else(|| self.model.clone())
+    }
+
+    /// The cell an append sink updates (see `insert.rs`).
+    pub(crate) fn appended_model(&self) -> AppendedModel {
+        self.appended.clone()
     }
 
     /// The options the table was opened with.
@@ -160,14 +180,14 @@ impl TableProvider for ZarrTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let config = ZarrConfig::from_config_options(state.config_options());
-        let read = self
-            .model
+        let current = self.current_model();
+        let read = current
             .options()
             .read
             .clone()
             .with_concurrency(config.concurrency);
         let model = Arc::new(
-            self.model
+            current
                 .with_read_options(read.clone())
                 .map_err(to_datafusion_error)?,
         );
@@ -253,8 +273,19 @@ impl TableProvider for ZarrTable {
             .collect())
     }
 
+    /// `INSERT INTO`: appends rows along the table's dimension (see `insert.rs`).
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        crate::insert::insert_plan(self, input, insert_op)
+    }
+
     fn statistics(&self) -> Option<Statistics> {
-        let rows = usize::try_from(self.model.num_rows()).ok()?;
-        Some(Statistics::new_unknown(&self.model.schema()).with_num_rows(Precision::Exact(rows)))
+        let model = self.current_model();
+        let rows = usize::try_from(model.num_rows()).ok()?;
+        Some(Statistics::new_unknown(&model.schema()).with_num_rows(Precision::Exact(rows)))
     }
 }

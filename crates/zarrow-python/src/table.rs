@@ -188,7 +188,7 @@ impl PyZarrTable {
     /// The number of rows.
     #[getter]
     fn num_rows(&self) -> u64 {
-        self.table.model().num_rows()
+        self.table.current_model().num_rows()
     }
 
     /// The Arrow schema as a PyCapsule (`pyarrow.schema(table)` reads it).
@@ -217,7 +217,7 @@ impl PyZarrTable {
             "ZarrTable('{}', columns={:?}, rows={})",
             self.table.location(),
             self.columns(),
-            self.table.model().num_rows()
+            self.table.current_model().num_rows()
         )
     }
 }

@@ -93,3 +93,41 @@ def test_errors_write_nothing(tmp_path):
         zarrow.write_table(str(out), sample())
     assert zarrow.write_table(str(out), sample().slice(0, 5), overwrite=True) == 5
     assert zarr.open_group(str(out), mode="r")["id"].shape == (5,)
+
+
+def test_anndata_layout(tmp_path):
+    """layout="anndata": an AnnData dataframe (zarr-python sees its encodings; anndata, where
+    installed, reads the DataFrame), which zarrow reads back with the masks' NULLs."""
+    table = pa.table(
+        {
+            "name": pa.array(["a", None, "c", "d"]),
+            "n": pa.array([1, None, 3, 4], pa.int32()),
+            "cat": pa.array(["x", "y", None, "x"]).dictionary_encode(),
+            "score": pa.array([0.5, 1.5, 2.5, 3.5]),
+        }
+    )
+    out = str(tmp_path / "a.zarr")
+    assert zarrow.write_table(out, table, layout="anndata", chunk_rows=3) == 4
+    group = zarr.open_group(out, mode="r")
+    assert group.attrs["encoding-type"] == "dataframe"
+    assert group.attrs["_index"] == "_index"
+    assert list(group.attrs["column-order"]) == ["name", "n", "cat", "score"]
+    assert group["_index"][:].tolist() == ["0", "1", "2", "3"]
+    assert group["n"].attrs["encoding-type"] == "nullable-integer"
+    assert group["n/mask"][:].tolist() == [False, True, False, False]
+    assert group["cat"].attrs["encoding-type"] == "categorical"
+    assert group["cat/codes"][:].tolist() == [0, 1, -1, 0]
+    assert group["cat/categories"][:].tolist() == ["x", "y"]
+
+    back = zarrow.read_table(out)
+    assert back.column_names == ["_index", "dim_0", "name", "n", "cat", "score"]
+    assert back["name"].to_pylist() == table["name"].to_pylist()
+    assert back["n"].to_pylist() == table["n"].to_pylist()
+    assert back["cat"].cast(pa.string()).to_pylist() == ["x", "y", None, "x"]
+
+    anndata = pytest.importorskip("anndata")
+    df = anndata.io.read_elem(zarr.open_group(out, mode="r"))
+    assert list(df.columns) == ["name", "n", "cat", "score"]
+    assert list(df.index) == ["0", "1", "2", "3"]
+    assert str(df["n"].dtype) == "Int32" and df["n"].isna().tolist() == [False, True, False, False]
+    assert str(df["cat"].dtype) == "category"

@@ -198,7 +198,8 @@ def write_table(
     """Write Arrow data (``__arrow_c_stream__``) as a zarr table, streamed; the row count.
 
     Options: chunk_rows, shard_rows, compression ('zstd', 'zstd(5)', 'gzip', 'none'),
-    string_encoding ('vlen-utf8', 'arrow_vlen'), zarr_format (2 or 3), layout, dimension,
+    string_encoding ('vlen-utf8', 'arrow_vlen'), zarr_format (2 or 3), layout ('xarray', or
+    'anndata': an AnnData dataframe), index (layout 'anndata': the index column), dimension,
     overwrite.
 
     Example::

@@ -4,7 +4,8 @@
 //!   Dictionary, code −1 → NULL, pandas' `ordered` as the dictionary's `dict_is_ordered`; `nullable-integer` / `nullable-boolean` /
 //!   `nullable-string-array` (`values` + `mask`) with NULLs where the mask is set.
 //! - A dataframe group names its index column in the attribute `_index` and orders its
-//!   columns by `column-order`.
+//!   columns by `column-order` (any group with that attribute: zarrow's writer records the
+//!   written order there in every layout).
 
 use std::sync::Arc;
 

@@ -664,7 +664,7 @@ impl TableModel {
                 Err(why) => left_out.push((m.name.clone(), why)),
             }
         }
-        // Column order: AnnData `column-order` first, then by name.
+        // Column order: `column-order` (AnnData's, and zarrow's writer's) first, then by name.
         let mut order: HashMap<&str, usize> = HashMap::with_capacity(column_order.len());
         for (at, name) in column_order.iter().enumerate() {
             order.entry(name.as_str()).or_insert(at);

@@ -5,6 +5,8 @@
 //! NULLs: floats → NaN, integers → the type's minimum (unsigned: maximum) declared as
 //! `_FillValue` when NULLs occurred, timestamps and durations → NaT, strings and bytes → the
 //! empty value, booleans → false (the xarray layout has no mask for those; see docs/writing.md).
+//! An array of the AnnData layout (`encoding` set) has AnnData's `encoding-type` attributes and
+//! no dimension names, and its integer NULLs are 0 (a `mask` array next to it says which).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -36,6 +38,8 @@ pub(crate) struct ColumnWriter {
     null_bytes: Vec<u8>,
     /// Whether `null_bytes` marks a NULL only when declared (`_FillValue` of integers).
     sentinel: bool,
+    /// The AnnData `encoding-type` (`array`, `string-array`) of the AnnData layout.
+    encoding: Option<&'static str>,
     /// NULLs were written.
     saw_null: AtomicBool,
     /// A value equal to the integer sentinel was written.
@@ -124,7 +128,7 @@ fn v2_dtype(dt: &ArrowType) -> Result<Value> {
     }))
 }
 
-fn is_string(dt: &ArrowType) -> bool {
+pub(crate) fn is_string(dt: &ArrowType) -> bool {
     matches!(
         dt,
         ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View
@@ -147,9 +151,9 @@ pub(crate) fn unpack(values: &ArrayRef) -> Result<ArrayRef> {
 }
 
 impl ColumnWriter {
-    /// The writer of `field`, or the error naming the column and its type when it has no zarr
-    /// mapping.
-    pub fn new(field: &Field, path: String) -> Result<Self> {
+    /// The writer of `field` (stored at `path`, in the AnnData layout with `encoding`), or the
+    /// error naming the column and its type when it has no zarr mapping.
+    pub fn new(field: &Field, path: String, encoding: Option<&'static str>) -> Result<Self> {
         let name = field.name().clone();
         let write_type = match field.data_type() {
             ArrowType::Dictionary(_, v) => v.as_ref().clone(),
@@ -170,7 +174,7 @@ impl ColumnWriter {
         })?;
         v2_dtype(&write_type).map_err(|_| unmappable(String::new()))?;
         let (null_bytes, sentinel) = match (&write_type, fixed) {
-            (t, Some(n)) if is_int(t) => (int_sentinel(t, n), true),
+            (t, Some(n)) if is_int(t) && encoding.is_none() => (int_sentinel(t, n), true),
             (ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64, _) => {
                 (nan_bytes(&write_type), false)
             }
@@ -188,6 +192,7 @@ impl ColumnWriter {
             fixed,
             null_bytes,
             sentinel,
+            encoding,
             saw_null: AtomicBool::new(false),
             saw_sentinel: AtomicBool::new(false),
         })
@@ -286,6 +291,18 @@ impl ColumnWriter {
         self.sentinel && self.saw_null.load(Ordering::Relaxed)
     }
 
+    /// Whether integer NULLs were written (as the sentinel, which only a declared
+    /// `_FillValue` makes NULL again).
+    pub fn wrote_int_nulls(&self) -> bool {
+        self.masked_int()
+    }
+
+    /// The bytes of the integer sentinel of an integer column (what marks its NULLs).
+    pub fn int_sentinel(&self) -> Option<(&[u8], Value)> {
+        self.sentinel
+            .then(|| (&self.null_bytes[..], int_sentinel_json(&self.write_type)))
+    }
+
     /// The error when a column holds NULLs and also the value that stands for them.
     pub fn check(&self) -> Result<()> {
         if self.masked_int() && self.saw_sentinel.load(Ordering::Relaxed) {
@@ -305,6 +322,9 @@ impl ColumnWriter {
     /// (zarr v3 only: on v2 the array's fill value is xarray's `_FillValue`).
     fn v3_attributes(&self) -> Map<String, Value> {
         let mut attrs = Map::new();
+        if let Some(encoding) = self.encoding {
+            return encoding_attributes(encoding, "0.2.0");
+        }
         match &self.write_type {
             ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64 => {
                 // xarray's encoding of a float _FillValue on zarr v3: base64 of the f64.
@@ -356,7 +376,10 @@ impl ColumnWriter {
             fill_value: fill,
             codecs,
             attributes: self.v3_attributes(),
-            dimension_names: Some(std::slice::from_ref(&opts.dimension)),
+            dimension_names: self
+                .encoding
+                .is_none()
+                .then_some(std::slice::from_ref(&opts.dimension)),
         })
     }
 
@@ -385,7 +408,10 @@ impl ColumnWriter {
             "filters": filters,
             "dimension_separator": ".",
         });
-        let zattrs = json!({"_ARRAY_DIMENSIONS": [opts.dimension]});
+        let zattrs = match self.encoding {
+            Some(encoding) => Value::Object(encoding_attributes(encoding, "0.2.0")),
+            None => json!({"_ARRAY_DIMENSIONS": [opts.dimension]}),
+        };
         Ok((zarray, zattrs))
     }
 
@@ -397,4 +423,12 @@ impl ColumnWriter {
             format!("c/{index}")
         }
     }
+}
+
+/// AnnData's `encoding-type` and `encoding-version` attributes.
+pub(crate) fn encoding_attributes(encoding: &str, version: &str) -> Map<String, Value> {
+    let mut attrs = Map::new();
+    attrs.insert("encoding-type".into(), json!(encoding));
+    attrs.insert("encoding-version".into(), json!(version));
+    attrs
 }

@@ -1,7 +1,8 @@
 //! Tables → zarr stores, streaming: [`TableWriter`] takes RecordBatches one at a time and
 //! writes a group of 1-D arrays, one per column, sharing one dimension (zarr v3 with
 //! `dimension_names`, or v2 with `_ARRAY_DIMENSIONS` and consolidated `.zmetadata`: what
-//! `xarray.open_zarr` opens as a Dataset).
+//! `xarray.open_zarr` opens as a Dataset), or an AnnData dataframe (`anndata.rs`: each batch
+//! becomes the values of the stored arrays, which are then written the same way).
 //!
 //! Rows are buffered until a unit (a chunk, or a shard) of every column is full; each column's
 //! unit is then encoded on the blocking pool and stored through `object_store`, with a bounded
@@ -9,13 +10,15 @@
 //! Metadata is written last (arrays, then the group), so an interrupted write leaves no group
 //! document: the location does not open as a table (see docs/writing.md).
 
+mod anndata;
+pub mod append;
 mod column;
 pub mod options;
 
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{Schema, SchemaRef};
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
@@ -24,6 +27,7 @@ use tokio::task::JoinSet;
 
 use crate::store::ZarrStore;
 use crate::{Error, Result};
+use anndata::AnnDataFrame;
 use column::ColumnWriter;
 pub use options::{Layout, TableWriteOptions, WRITE_OPTION_KEYS};
 
@@ -53,6 +57,10 @@ pub struct TableWriter {
     store: ZarrStore,
     options: Arc<TableWriteOptions>,
     schema: SchemaRef,
+    /// The schema of the stored arrays' values (the input's, but for the AnnData layout).
+    stored_schema: SchemaRef,
+    anndata: Option<AnnDataFrame>,
+    /// The stored arrays.
     columns: Arc<Vec<ColumnWriter>>,
     pending: Vec<RecordBatch>,
     pending_rows: usize,
@@ -83,25 +91,32 @@ impl TableWriter {
         options: TableWriteOptions,
     ) -> Result<Self> {
         options.validate()?;
-        if options.layout == Layout::AnnData {
-            return Err(Error::InvalidArgument(
-                "write option layout = anndata is not supported yet".into(),
-            ));
-        }
-        let mut columns = Vec::with_capacity(schema.fields().len());
-        for field in schema.fields() {
+        for (i, field) in schema.fields().iter().enumerate() {
             check_name("column", field.name())?;
-            if columns
+            if schema.fields()[..i]
                 .iter()
-                .any(|c: &ColumnWriter| &c.name == field.name())
+                .any(|f| f.name() == field.name())
             {
                 return Err(Error::InvalidArgument(format!(
                     "column name '{}' appears twice",
                     field.name()
                 )));
             }
-            columns.push(ColumnWriter::new(field, field.name().clone())?);
         }
+        let (anndata, columns, stored_schema) = match options.layout {
+            Layout::Xarray => {
+                let columns = schema
+                    .fields()
+                    .iter()
+                    .map(|f| ColumnWriter::new(f, f.name().clone(), None))
+                    .collect::<Result<Vec<_>>>()?;
+                (None, columns, schema.clone())
+            }
+            Layout::AnnData => {
+                let (frame, columns, fields) = AnnDataFrame::new(&schema, &options)?;
+                (Some(frame), columns, Arc::new(Schema::new(fields)))
+            }
+        };
         prepare_location(&store, options.overwrite).await?;
         let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
         let max_in_flight = (2 * columns.len()).max(2 * parallel);
@@ -109,6 +124,8 @@ impl TableWriter {
             store,
             options: Arc::new(options),
             schema,
+            stored_schema,
+            anndata,
             columns: Arc::new(columns),
             pending: Vec::new(),
             pending_rows: 0,
@@ -118,6 +135,38 @@ impl TableWriter {
             in_flight_bytes: 0,
             max_in_flight,
         })
+    }
+
+    /// A writer continuing a table whose arrays are `columns` (appending, see `append.rs`):
+    /// `units` units are complete, and `tail`, the rows of the partial unit after them, is
+    /// written again with the first new rows. Nothing is checked or deleted at the location.
+    pub(crate) fn resume(
+        store: ZarrStore,
+        schema: SchemaRef,
+        columns: Vec<ColumnWriter>,
+        options: TableWriteOptions,
+        units: u64,
+        tail: Option<RecordBatch>,
+    ) -> Self {
+        let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let max_in_flight = (2 * columns.len()).max(2 * parallel);
+        let pending_rows = tail.as_ref().map_or(0, RecordBatch::num_rows);
+        let rows = units * options.unit_rows();
+        Self {
+            store,
+            options: Arc::new(options),
+            schema: schema.clone(),
+            stored_schema: schema,
+            anndata: None,
+            columns: Arc::new(columns),
+            pending: tail.into_iter().collect(),
+            pending_rows,
+            units,
+            rows,
+            tasks: JoinSet::new(),
+            in_flight_bytes: 0,
+            max_in_flight,
+        }
     }
 
     /// The schema being written.
@@ -153,8 +202,16 @@ impl TableWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        self.pending_rows += batch.num_rows();
-        self.pending.push(batch.clone());
+        let batch = &compact_views(batch)?;
+        let stored = match &mut self.anndata {
+            Some(frame) => {
+                let first_row = self.rows + self.pending_rows as u64;
+                RecordBatch::try_new(self.stored_schema.clone(), frame.arrays(batch, first_row)?)?
+            }
+            None => batch.clone(),
+        };
+        self.pending_rows += stored.num_rows();
+        self.pending.push(stored);
         let unit = self.options.unit_rows() as usize;
         while self.pending_rows >= unit {
             let all = self.take_pending()?;
@@ -173,7 +230,13 @@ impl TableWriter {
         self.pending_rows = 0;
         Ok(match batches.len() {
             1 => batches.into_iter().next().expect("one batch"),
-            _ => arrow_select::concat::concat_batches(&self.schema, &batches)?,
+            // Compacted again: concatenated view arrays keep every buffer of their inputs, and
+            // the rows left over after a unit would carry them into the next concatenation,
+            // and so on (memory growing with the input).
+            _ => compact_views(&arrow_select::concat::concat_batches(
+                &self.stored_schema,
+                &batches,
+            )?)?,
         })
     }
 
@@ -230,52 +293,56 @@ impl TableWriter {
     }
 
     /// Write the last (partial) unit, wait for every chunk, then write the metadata: each
-    /// array's, then the group's. Returns the number of rows written.
+    /// array's (and the AnnData layout's categories and encoded groups), then the root group's.
+    /// Returns the number of rows written.
     pub async fn finish(mut self) -> Result<u64> {
-        if self.pending_rows > 0 {
-            let last = self.take_pending()?;
-            self.spawn_unit(last).await?;
-        }
-        self.drain().await?;
-        for c in self.columns.iter() {
-            c.check()?;
-        }
-        let opts = &self.options;
-        // every document is checked by the reader's own parser before it is written
-        let limits = crate::writer::self_check_limits();
+        self.finish_chunks().await?;
+        let opts = self.options.clone();
         let mut consolidated = Map::new();
-        for c in self.columns.iter() {
-            let array = self.store.child(&c.path);
-            if opts.zarr_format == 2 {
-                let (zarray, zattrs) = c.v2_metadata(self.rows, opts)?;
-                let zarray_bytes = to_bytes(&c.path, &zarray)?;
-                let zattrs_bytes = to_bytes(&c.path, &zattrs)?;
-                crate::metadata::parse_v2_array(
-                    &c.path,
-                    &zarray_bytes,
-                    Some(&zattrs_bytes),
-                    &limits,
-                )?;
-                array.put(".zarray", zarray_bytes.into()).await?;
-                array.put(".zattrs", zattrs_bytes.into()).await?;
-                consolidated.insert(format!("{}/.zarray", c.path), zarray);
-                consolidated.insert(format!("{}/.zattrs", c.path), zattrs);
-            } else {
-                let meta = c.v3_metadata(self.rows, opts);
-                let bytes = to_bytes(&c.path, &meta)?;
-                crate::metadata::parse_v3(&c.path, &bytes, &limits)?;
-                array.put("zarr.json", bytes.into()).await?;
-                consolidated.insert(c.path.clone(), meta);
+        let (root_attributes, groups) = match &self.anndata {
+            Some(frame) => {
+                // The categories, each one chunk, known only now.
+                for (writer, values) in frame.categories()? {
+                    let mut one = (*opts).clone();
+                    one.chunk_rows = (values.len() as u64).max(1);
+                    one.shard_rows = None;
+                    if !values.is_empty() {
+                        let key = writer.key(0, &one);
+                        let bytes = writer.encode_unit(&values, &key, &one)?;
+                        self.store
+                            .child(&writer.path)
+                            .put(&key, Bytes::from(bytes))
+                            .await?;
+                    }
+                    self.put_array_metadata(&writer, values.len() as u64, &one, &mut consolidated)
+                        .await?;
+                }
+                (Value::Object(frame.attributes()), frame.groups())
             }
-        }
-        if opts.zarr_format == 2 {
-            let zgroup = json!({"zarr_format": 2});
-            consolidated.insert(".zgroup".into(), zgroup.clone());
-            consolidated.insert(".zattrs".into(), json!({}));
-            self.store
-                .put(".zgroup", to_bytes("", &zgroup)?.into())
+            None => {
+                // The written column order: the group-table reader honours `column-order`
+                // (AnnData's attribute for the same thing), so the table reads back as written.
+                let column_order: Vec<&str> = self
+                    .schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect();
+                (json!({ "column-order": column_order }), Vec::new())
+            }
+        };
+        for c in self.columns.iter() {
+            self.put_array_metadata(c, self.rows, &opts, &mut consolidated)
                 .await?;
-            self.store.put(".zattrs", Bytes::from_static(b"{}")).await?;
+        }
+        for (path, attributes) in groups {
+            self.put_group_metadata(&path, Value::Object(attributes), &mut consolidated)
+                .await?;
+        }
+        let limits = crate::writer::self_check_limits();
+        if opts.zarr_format == 2 {
+            self.put_group_metadata("", root_attributes, &mut consolidated)
+                .await?;
             let zmetadata = json!({"zarr_consolidated_format": 1, "metadata": consolidated});
             self.store
                 .put(".zmetadata", to_bytes("", &zmetadata)?.into())
@@ -284,7 +351,7 @@ impl TableWriter {
             let group = json!({
                 "zarr_format": 3,
                 "node_type": "group",
-                "attributes": {},
+                "attributes": root_attributes,
                 "consolidated_metadata": {
                     "kind": "inline",
                     "must_understand": false,
@@ -297,6 +364,108 @@ impl TableWriter {
         }
         Ok(self.rows)
     }
+
+    /// Write the last (partial) unit and wait for every chunk; check each column (NULLs and
+    /// their marker). Returns the number of rows written.
+    async fn finish_chunks(&mut self) -> Result<u64> {
+        if self.pending_rows > 0 {
+            let last = self.take_pending()?;
+            self.spawn_unit(last).await?;
+        }
+        self.drain().await?;
+        for c in self.columns.iter() {
+            c.check()?;
+        }
+        Ok(self.rows)
+    }
+
+    /// Write the metadata of array `c` after `rows` rows (checked by the reader's own parser
+    /// first), and add it to `consolidated`.
+    async fn put_array_metadata(
+        &self,
+        c: &ColumnWriter,
+        rows: u64,
+        opts: &TableWriteOptions,
+        consolidated: &mut Map<String, Value>,
+    ) -> Result<()> {
+        let limits = crate::writer::self_check_limits();
+        let array = self.store.child(&c.path);
+        if opts.zarr_format == 2 {
+            let (zarray, zattrs) = c.v2_metadata(rows, opts)?;
+            let zarray_bytes = to_bytes(&c.path, &zarray)?;
+            let zattrs_bytes = to_bytes(&c.path, &zattrs)?;
+            crate::metadata::parse_v2_array(&c.path, &zarray_bytes, Some(&zattrs_bytes), &limits)?;
+            array.put(".zarray", zarray_bytes.into()).await?;
+            array.put(".zattrs", zattrs_bytes.into()).await?;
+            consolidated.insert(format!("{}/.zarray", c.path), zarray);
+            consolidated.insert(format!("{}/.zattrs", c.path), zattrs);
+        } else {
+            let meta = c.v3_metadata(rows, opts);
+            let bytes = to_bytes(&c.path, &meta)?;
+            crate::metadata::parse_v3(&c.path, &bytes, &limits)?;
+            array.put("zarr.json", bytes.into()).await?;
+            consolidated.insert(c.path.clone(), meta);
+        }
+        Ok(())
+    }
+
+    /// Write the metadata of the group at `path` (`""`: the root; v3: not the root, whose
+    /// document also carries the consolidated metadata), and add it to `consolidated`.
+    async fn put_group_metadata(
+        &self,
+        path: &str,
+        attributes: Value,
+        consolidated: &mut Map<String, Value>,
+    ) -> Result<()> {
+        let group = self.store.child(path);
+        let prefix = |doc: &str| match path {
+            "" => doc.to_string(),
+            p => format!("{p}/{doc}"),
+        };
+        if self.options.zarr_format == 2 {
+            let zgroup = json!({"zarr_format": 2});
+            group
+                .put(".zgroup", to_bytes(path, &zgroup)?.into())
+                .await?;
+            group
+                .put(".zattrs", to_bytes(path, &attributes)?.into())
+                .await?;
+            consolidated.insert(prefix(".zgroup"), zgroup);
+            consolidated.insert(prefix(".zattrs"), attributes);
+        } else {
+            let doc = json!({"zarr_format": 3, "node_type": "group", "attributes": attributes});
+            group.put("zarr.json", to_bytes(path, &doc)?.into()).await?;
+            consolidated.insert(path.to_string(), doc);
+        }
+        Ok(())
+    }
+}
+
+/// `batch` with its string and binary view columns compacted (`gc`): a view array from a
+/// Parquet scan refers to buffers shared with many other batches (whole pages), which
+/// buffering it would keep alive and which its memory size counts again for every batch; a
+/// concatenation of view arrays refers to all its inputs' buffers. Compacted, a buffered batch
+/// holds (and is accounted for) its own values only.
+fn compact_views(batch: &RecordBatch) -> Result<RecordBatch> {
+    use arrow_array::cast::AsArray;
+    use arrow_schema::DataType;
+    if !batch
+        .columns()
+        .iter()
+        .any(|c| matches!(c.data_type(), DataType::Utf8View | DataType::BinaryView))
+    {
+        return Ok(batch.clone());
+    }
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| match c.data_type() {
+            DataType::Utf8View => Arc::new(c.as_string_view().gc()) as ArrayRef,
+            DataType::BinaryView => Arc::new(c.as_binary_view().gc()) as ArrayRef,
+            _ => c.clone(),
+        })
+        .collect();
+    Ok(RecordBatch::try_new(batch.schema(), columns)?)
 }
 
 fn to_bytes(path: &str, value: &Value) -> Result<Vec<u8>> {

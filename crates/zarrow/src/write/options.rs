@@ -33,8 +33,11 @@ pub struct TableWriteOptions {
     pub zarr_format: u8,
     /// The layout (default [`Layout::Xarray`]).
     pub layout: Layout,
-    /// The name of the shared dimension (default `dim_0`; `obs` would suit AnnData).
+    /// The name of the shared dimension (default `dim_0`; the AnnData layout has none).
     pub dimension: String,
+    /// The AnnData layout's index column (a string column; default: a generated `_index` of
+    /// row numbers).
+    pub index: Option<String>,
     /// Replace whatever is at the location (default: an existing location is an error).
     pub overwrite: bool,
 }
@@ -52,6 +55,7 @@ impl Default for TableWriteOptions {
             zarr_format: 3,
             layout: Layout::Xarray,
             dimension: "dim_0".into(),
+            index: None,
             overwrite: false,
         }
     }
@@ -69,6 +73,7 @@ pub const WRITE_OPTION_KEYS: &[&str] = &[
     "zarr_format",
     "layout",
     "dimension",
+    "index",
     "overwrite",
 ];
 
@@ -183,6 +188,10 @@ impl TableWriteOptions {
                 crate::write::check_name("dimension", v)?;
                 self.dimension = v.to_string();
             }
+            "index" => {
+                crate::write::check_name("index column", v)?;
+                self.index = Some(v.to_string());
+            }
             "overwrite" => {
                 self.overwrite = match v.to_ascii_lowercase().as_str() {
                     "true" | "1" | "yes" | "on" => true,
@@ -215,6 +224,11 @@ impl TableWriteOptions {
                     "write option shard_rows needs zarr_format 3 (zarr v2 has no sharding)".into(),
                 ));
             }
+        }
+        if self.index.is_some() && self.layout != Layout::AnnData {
+            return Err(Error::InvalidArgument(
+                "write option index needs layout anndata (the xarray layout has no index)".into(),
+            ));
         }
         if self.zarr_format == 2 && matches!(self.string_encoding, VlenEncoding::ArrowVlen { .. }) {
             return Err(Error::InvalidArgument(
@@ -272,5 +286,8 @@ mod tests {
         assert!(
             TableWriteOptions::from_pairs([("zarr_format", "2"), ("shard_rows", "10")]).is_err()
         );
+        assert!(TableWriteOptions::from_pairs([("index", "id")]).is_err());
+        let o = TableWriteOptions::from_pairs([("layout", "anndata"), ("index", "id")]).unwrap();
+        assert_eq!(o.index.as_deref(), Some("id"));
     }
 }

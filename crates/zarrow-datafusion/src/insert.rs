@@ -1,0 +1,142 @@
+//! `INSERT INTO t SELECT …` on a zarr table: [`ZarrTable`]'s `insert_into` plans a
+//! `DataSinkExec` over [`ZarrAppendSink`], which appends the query's rows along the table's
+//! dimension through `zarrow::write::append::TableAppender` (new chunks first, the partial
+//! last chunk rewritten merged, the grown metadata last; see docs/writing.md). Appending only:
+//! `INSERT OVERWRITE` and `REPLACE INTO` are not supported.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::common::not_impl_err;
+use datafusion::datasource::sink::{DataSink, DataSinkExec};
+use datafusion::error::Result;
+use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
+use futures::StreamExt;
+use zarrow::table::{ColumnRole, TableModel};
+use zarrow::write::append::TableAppender;
+use zarrow::ZarrStore;
+
+use crate::error::to_datafusion_error;
+use crate::options::ZarrTableOptions;
+use crate::table::{registered_store, AppendedModel, ZarrTable};
+
+/// The plan of `INSERT INTO table <input>`.
+pub(crate) fn insert_plan(
+    table: &ZarrTable,
+    input: Arc<dyn ExecutionPlan>,
+    insert_op: InsertOp,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    if insert_op != InsertOp::Append {
+        return not_impl_err!(
+            "{insert_op} on a zarr table: only INSERT INTO (appending rows) is supported"
+        );
+    }
+    if table.location().starts_with("icechunk") {
+        return not_impl_err!(
+            "INSERT INTO an Icechunk table ('{}'): zarrow reads Icechunk repositories only",
+            table.location()
+        );
+    }
+    // Index columns (the positions along the dimension) are not stored: whatever the query
+    // gives for them, NULL included (`INSERT INTO t (a, b) …` leaves them NULL), is ignored.
+    let model = table.current_model();
+    let fields: Vec<Field> = model
+        .schema()
+        .fields()
+        .iter()
+        .zip(model.columns())
+        .map(|(f, c)| match c.role {
+            ColumnRole::Index(_) => f.as_ref().clone().with_nullable(true),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    let sink = ZarrAppendSink {
+        location: table.location().to_string(),
+        schema: Arc::new(Schema::new(fields)),
+        options: table.options().clone(),
+        appended: table.appended_model(),
+        metrics: ExecutionPlanMetricsSet::new(),
+    };
+    Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
+}
+
+/// Appends a query's rows to the zarr table at `location`.
+#[derive(Debug)]
+pub struct ZarrAppendSink {
+    location: String,
+    schema: SchemaRef,
+    options: ZarrTableOptions,
+    /// The table's model, re-read here once rows are appended.
+    appended: AppendedModel,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl ZarrAppendSink {
+    fn store(&self, context: &TaskContext) -> Result<ZarrStore> {
+        let store = match registered_store(context.runtime_env().as_ref(), &self.location) {
+            Some(store) => store,
+            None => ZarrStore::open_configured(&self.location, &[], &self.options.remote)
+                .map_err(to_datafusion_error)?,
+        };
+        Ok(store.with_limits(self.options.limits))
+    }
+}
+
+impl DisplayAs for ZarrAppendSink {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match t {
+            DisplayFormatType::TreeRender => write!(f, "location={}", self.location),
+            _ => write!(f, "ZarrAppendSink(location={})", self.location),
+        }
+    }
+}
+
+#[async_trait]
+impl DataSink for ZarrAppendSink {
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    async fn write_all(
+        &self,
+        mut data: SendableRecordBatchStream,
+        context: &Arc<TaskContext>,
+    ) -> Result<u64> {
+        let rows = MetricBuilder::new(&self.metrics).output_rows(0);
+        let reservation = MemoryConsumer::new("ZarrAppendSink").register(context.memory_pool());
+        let read = self.options.to_table_options().read;
+        let store = self.store(context)?;
+        let mut appender = TableAppender::try_new(store.clone(), self.schema.clone(), read)
+            .await
+            .map_err(to_datafusion_error)?;
+        while let Some(batch) = data.next().await {
+            let batch = batch?;
+            rows.add(batch.num_rows());
+            appender.write(&batch).await.map_err(to_datafusion_error)?;
+            if reservation.try_resize(appender.buffered_bytes()).is_err() {
+                appender.drain().await.map_err(to_datafusion_error)?;
+                reservation.try_resize(appender.buffered_bytes())?;
+            }
+        }
+        let appended = appender.finish().await.map_err(to_datafusion_error)?;
+        reservation.free();
+        if appended > 0 {
+            // Later scans of this table see the new rows (its model had the old shape).
+            let model = TableModel::open_store(store, "", self.options.to_table_options())
+                .await
+                .map_err(to_datafusion_error)?;
+            *self.appended.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(model));
+        }
+        Ok(appended)
+    }
+}

@@ -1,0 +1,377 @@
+//! `INSERT INTO t SELECT …` on a zarr table appends rows along its dimension: v3, v2 and
+//! sharded groups, with and without a partial last chunk, read back by zarrow (the same
+//! registered table, and the location opened afresh) and by zarr-python; what cannot be
+//! appended to is refused by name and leaves the table as it was.
+
+use std::process::Command;
+
+use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::datatypes::UInt64Type;
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use serde_json::{json, Value};
+use zarrow_datafusion::zarr_session_context;
+
+mod common;
+
+const SOURCE: &str = "SELECT * FROM (VALUES \
+    (1, 'one', 1.5, true, CAST(NULL AS BIGINT)), \
+    (2, 'two', NULL, false, 20), \
+    (3, 'три 🦀', 3.5, true, 30), \
+    (4, '', 4.5, false, 40), \
+    (5, 'five', 5.5, true, 50)) AS t(id, name, score, flag, n)";
+
+const MORE: &str = "SELECT * FROM (VALUES \
+    (6, 'six', 6.5, false, 60), \
+    (7, 'seven', NULL, true, CAST(NULL AS BIGINT)), \
+    (8, 'eight', 8.5, true, 80)) AS t(id, name, score, flag, n)";
+
+fn ctx() -> SessionContext {
+    zarr_session_context(SessionConfig::new())
+}
+
+async fn run(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<Vec<RecordBatch>> {
+    ctx.sql(sql).await?.collect().await
+}
+
+async fn text(ctx: &SessionContext, sql: &str) -> String {
+    pretty_format_batches(&run(ctx, sql).await.unwrap())
+        .unwrap()
+        .to_string()
+}
+
+fn count(batches: &[RecordBatch]) -> u64 {
+    batches[0].column(0).as_primitive::<UInt64Type>().value(0)
+}
+
+/// The columns zarr-python reads from the group at `store` (`_FillValue` → null).
+fn zarr_python_reads(store: &str) -> Option<serde_json::Map<String, Value>> {
+    let python = zarrow_testkit::venv_python(".venv-zarr3")?;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/read_table_back.py"
+    );
+    let out = Command::new(python)
+        .args([script, "zarr", store])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match serde_json::from_slice(&out.stdout).unwrap() {
+        Value::Object(m) => Some(m),
+        other => panic!("{other}"),
+    }
+}
+
+#[tokio::test]
+async fn insert_into_appends_to_v3_v2_and_sharded_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    let expected = text(
+        &ctx,
+        &format!("SELECT * FROM ({SOURCE} UNION ALL {MORE}) ORDER BY id"),
+    )
+    .await;
+    for (name, options) in [
+        // 5 rows in chunks of 2: the last chunk holds one row, rewritten with two new ones
+        ("v3", "chunk_rows 2, compression 'zstd(1)'"),
+        ("v2", "zarr_format 2, chunk_rows 3, compression gzip"),
+        // the last shard (2 chunks of 1) holds one row
+        ("sharded", "chunk_rows 1, shard_rows 2"),
+        // no partial chunk: the new rows start a chunk
+        ("aligned", "chunk_rows 5, string_encoding 'arrow_vlen'"),
+    ] {
+        let loc = dir.path().join(format!("{name}.zarr"));
+        let loc = loc.to_str().unwrap();
+        run(
+            &ctx,
+            &format!("COPY ({SOURCE}) TO '{loc}' STORED AS ZARR OPTIONS ({options})"),
+        )
+        .await
+        .unwrap();
+        run(
+            &ctx,
+            &format!("CREATE EXTERNAL TABLE t_{name} STORED AS ZARR LOCATION '{loc}'"),
+        )
+        .await
+        .unwrap();
+        let out = run(
+            &ctx,
+            &format!("INSERT INTO t_{name} (id, name, score, flag, n) {MORE}"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(count(&out), 3, "{name}");
+        // The registered table sees the new rows (scan and statistics).
+        let rows = text(
+            &ctx,
+            &format!("SELECT count(*) AS c, max(dim_0) AS m, sum(id) AS s FROM t_{name}"),
+        )
+        .await;
+        assert!(rows.contains("| 8 | 7 | 36 |"), "{name}: {rows}");
+        // Opened afresh, with NULLs decoded: the same rows as the two queries.
+        let fresh = ctx.clone();
+        let fresh = {
+            run(&fresh, "SET zarrow.decode_cf = true").await.unwrap();
+            text(
+                &fresh,
+                &format!("SELECT id, name, score, flag, n FROM '{loc}' ORDER BY id"),
+            )
+            .await
+        };
+        run(&ctx, "SET zarrow.decode_cf = false").await.unwrap();
+        assert_eq!(fresh, expected, "{name}");
+        // (arrow_vlen is zarrow's own encoding: zarr-python does not read it)
+        let python = (name != "aligned")
+            .then(|| zarr_python_reads(loc))
+            .flatten();
+        if let Some(got) = python {
+            assert_eq!(got["id"], json!([1, 2, 3, 4, 5, 6, 7, 8]), "{name}");
+            assert_eq!(
+                got["name"],
+                json!(["one", "two", "три 🦀", "", "five", "six", "seven", "eight"]),
+                "{name}"
+            );
+            assert_eq!(
+                got["score"],
+                json!([1.5, null, 3.5, 4.5, 5.5, 6.5, null, 8.5]),
+                "{name}"
+            );
+            assert_eq!(
+                got["flag"],
+                json!([true, false, true, false, true, false, true, true]),
+                "{name}"
+            );
+            assert_eq!(
+                got["n"],
+                json!([null, 20, 30, 40, 50, 60, null, 80]),
+                "{name}"
+            );
+        }
+        // A second append continues where the first ended.
+        run(
+            &ctx,
+            &format!("INSERT INTO t_{name} (id, name, score, flag, n) VALUES (9, 'nine', 9.5, false, 90)"),
+        )
+        .await
+        .unwrap();
+        run(&ctx, "SET zarrow.decode_cf = true").await.unwrap();
+        let rows = text(
+            &ctx,
+            &format!("SELECT count(*) AS c, sum(n) AS s FROM '{loc}' WHERE id > 5"),
+        )
+        .await;
+        run(&ctx, "SET zarrow.decode_cf = false").await.unwrap();
+        assert!(rows.contains("| 4 | 230 |"), "{name}: {rows}");
+    }
+}
+
+#[tokio::test]
+async fn what_cannot_be_appended_to_is_refused_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+
+    // Only appending.
+    let plain = path("plain.zarr");
+    run(
+        &ctx,
+        &format!("COPY ({SOURCE}) TO '{plain}' STORED AS ZARR"),
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE plain STORED AS ZARR LOCATION '{plain}'"),
+    )
+    .await
+    .unwrap();
+    let e = run(
+        &ctx,
+        &format!("INSERT OVERWRITE plain (id, name, score, flag, n) {SOURCE}"),
+    )
+    .await
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("only INSERT INTO"), "{e}");
+
+    // An AnnData dataframe: its nullable and categorical columns are encoded groups.
+    let ann = path("ann.zarr");
+    run(
+        &ctx,
+        &format!("COPY ({SOURCE}) TO '{ann}' STORED AS ZARR OPTIONS (layout anndata)"),
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE ann STORED AS ZARR LOCATION '{ann}'"),
+    )
+    .await
+    .unwrap();
+    let e = run(
+        &ctx,
+        &format!("INSERT INTO ann (id, name, score, flag, n) {MORE}"),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("cannot append") && e.contains("encoded group"),
+        "{e}"
+    );
+
+    // A 2-D array.
+    let grid = path("grid.zarr");
+    let store = zarrow::ZarrStore::open(&grid).unwrap();
+    let values = datafusion::arrow::array::Int32Array::from((0..6).collect::<Vec<i32>>());
+    zarrow::write_array(&store, "", &values, &[2, 3], &Default::default())
+        .await
+        .unwrap();
+    run(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE grid STORED AS ZARR LOCATION '{grid}'"),
+    )
+    .await
+    .unwrap();
+    let e = run(&ctx, "INSERT INTO grid SELECT 0 AS a, 0 AS b, 7 AS c")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("cannot append") && e.contains("2 dimensions"),
+        "{e}"
+    );
+
+    // NULLs into an integer column whose array declares no _FillValue: refused at the end,
+    // nothing appended (the table reads as before).
+    let ints = path("ints.zarr");
+    run(
+        &ctx,
+        &format!("COPY (SELECT id, n FROM ({SOURCE}) WHERE n IS NOT NULL) TO '{ints}' STORED AS ZARR OPTIONS (chunk_rows 3)"),
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE ints STORED AS ZARR LOCATION '{ints}'"),
+    )
+    .await
+    .unwrap();
+    let before = text(&ctx, &format!("SELECT * FROM '{ints}' ORDER BY dim_0")).await;
+    let e = run(
+        &ctx,
+        "INSERT INTO ints (id, n) VALUES (6, 60), (7, CAST(NULL AS BIGINT))",
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("column 'n'") && e.contains("_FillValue"), "{e}");
+    assert_eq!(
+        text(&ctx, &format!("SELECT * FROM '{ints}' ORDER BY dim_0")).await,
+        before
+    );
+
+    // The table changed under the registered one: the columns are named.
+    run(
+        &ctx,
+        &format!("COPY (SELECT 1.5 AS other) TO '{plain}' STORED AS ZARR OPTIONS (overwrite true)"),
+    )
+    .await
+    .unwrap();
+    let e = run(
+        &ctx,
+        &format!("INSERT INTO plain (id, name, score, flag, n) {MORE}"),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("cannot append") && e.contains("columns changed"),
+        "{e}"
+    );
+}
+
+/// Armed by the test below: PUTs of the `score` array's metadata fail.
+static FAIL_SCORE_METADATA: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// An `INSERT` that fails while writing the metadata (after every chunk, the rewritten partial
+/// one included, and some arrays' metadata) leaves the table reading as before: the root's
+/// consolidated metadata, which readers use, still has the old shape.
+#[tokio::test]
+async fn an_interrupted_insert_leaves_the_old_table_readable() {
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    use object_store::{memory::InMemory, path::Path};
+    let inner = Arc::new(InMemory::new());
+    let mut store = common::CountingStore::new(inner.clone());
+    store.fail_put = Some(|p: &Path| {
+        FAIL_SCORE_METADATA.load(Ordering::SeqCst) && p.as_ref() == "t.zarr/score/zarr.json"
+    });
+    let ctx = ctx();
+    ctx.runtime_env().register_object_store(
+        &url::Url::parse("failing://bucket").unwrap(),
+        Arc::new(store),
+    );
+    let loc = "failing://bucket/t.zarr";
+    run(
+        &ctx,
+        &format!("COPY ({SOURCE}) TO '{loc}' STORED AS ZARR OPTIONS (chunk_rows 2)"),
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{loc}'"),
+    )
+    .await
+    .unwrap();
+    run(&ctx, "SET zarrow.decode_cf = true").await.unwrap();
+    let query = format!("SELECT id, name, score, flag, n FROM '{loc}' ORDER BY id");
+    let before = text(&ctx, &query).await;
+    FAIL_SCORE_METADATA.store(true, Ordering::SeqCst);
+    let e = run(
+        &ctx,
+        &format!("INSERT INTO t (id, name, score, flag, n) {MORE}"),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    FAIL_SCORE_METADATA.store(false, Ordering::SeqCst);
+    assert!(
+        e.contains("score/zarr.json") && e.contains("injected"),
+        "{e}"
+    );
+    // The failure came late: the id array's own metadata already says 8 rows.
+    let id_meta =
+        object_store::ObjectStoreExt::get(inner.as_ref(), &Path::from("t.zarr/id/zarr.json"))
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+    let id_meta: Value = serde_json::from_slice(&id_meta).unwrap();
+    assert_eq!(id_meta["shape"], json!([8]));
+    // Read afresh: the old five rows, the rewritten partial chunk's row included.
+    assert_eq!(text(&ctx, &query).await, before);
+    assert!(before.contains("| 5  | five"), "{before}");
+    // Appending again works (the stray chunks are overwritten).
+    run(
+        &ctx,
+        &format!("INSERT INTO t (id, name, score, flag, n) {MORE}"),
+    )
+    .await
+    .unwrap();
+    let rows = text(
+        &ctx,
+        &format!("SELECT count(*) AS c, sum(id) AS s FROM '{loc}'"),
+    )
+    .await;
+    assert!(rows.contains("| 8 | 36 |"), "{rows}");
+}

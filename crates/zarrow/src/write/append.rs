@@ -1,0 +1,476 @@
+//! Appending rows to a table along its dimension (`INSERT INTO`): [`TableAppender`].
+//!
+//! The table must be a group (or a single array) of 1-D arrays over one dimension whose
+//! chunks zarrow writes exactly as they are stored: each array's metadata is compared with
+//! what the table writer would write for its column (data type, chunk grid, chunk keys,
+//! codecs), so n-d arrays, AnnData encoded groups, sparse matrices and codecs zarrow cannot
+//! encode are refused by name before anything is written. The rows of a partial last chunk
+//! (or shard) are read and written again merged with the first new rows; new chunks follow;
+//! the metadata documents, with the grown shape, are written last (each array's, then the
+//! root's consolidated metadata), so an interrupted append leaves the old table readable.
+
+use std::sync::Arc;
+
+use arrow_array::{make_array, Array, ArrayRef, RecordBatch};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_schema::{Field, Schema, SchemaRef};
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::column::ColumnWriter;
+use super::options::TableWriteOptions;
+use super::TableWriter;
+use crate::codec::{ArrayToBytes, CodecChain};
+use crate::metadata::ArrayMetadata;
+use crate::node::Node;
+use crate::options::ZarrReadOptions;
+use crate::store::ZarrStore;
+use crate::table::{ColumnRole, TableModel, TableOptions};
+use crate::writer::VlenEncoding;
+use crate::{Error, Result};
+
+/// One stored array being appended to.
+#[derive(Debug)]
+struct Target {
+    name: String,
+    path: String,
+    /// Its metadata document as stored (v3 `zarr.json`, v2 `.zarray`).
+    doc: Value,
+    /// NULLs of an integer column have a declared marker (`_FillValue`).
+    null_marker: bool,
+}
+
+/// Appends batches to an existing table; see the module documentation.
+#[derive(Debug)]
+pub struct TableAppender {
+    writer: TableWriter,
+    store: ZarrStore,
+    /// The schema batches come in (the table's, as it was opened).
+    schema: SchemaRef,
+    /// The position in the incoming batches of each stored array's column.
+    inputs: Vec<usize>,
+    targets: Vec<Target>,
+    zarr_format: u8,
+    old_rows: u64,
+}
+
+fn refuse(location: &str, message: String) -> Error {
+    Error::Write {
+        path: location.to_string(),
+        message: format!("cannot append: {message}"),
+    }
+}
+
+/// The write options that encode chunks as `meta` says, or why there are none.
+fn options_of(meta: &ArrayMetadata) -> std::result::Result<TableWriteOptions, String> {
+    let mut o = TableWriteOptions {
+        zarr_format: meta.zarr_format,
+        ..Default::default()
+    };
+    let unit = *meta.chunk_shape.first().ok_or("a 0-d array")?;
+    let chain: &CodecChain = match &meta.codecs.array_to_bytes {
+        ArrayToBytes::Sharding(s) => {
+            o.shard_rows = Some(unit);
+            o.chunk_rows = *s.chunk_shape.first().ok_or("a 0-d shard")?;
+            &s.codecs
+        }
+        _ => {
+            o.chunk_rows = unit;
+            &meta.codecs
+        }
+    };
+    if !chain.array_to_array.is_empty() {
+        return Err("array-to-array codecs (e.g. transpose) are not written by zarrow".into());
+    }
+    o.string_encoding = match &chain.array_to_bytes {
+        ArrayToBytes::ArrowVlen { large } => VlenEncoding::ArrowVlen { large: *large },
+        _ => VlenEncoding::Numcodecs,
+    };
+    o.compression = match chain.bytes_to_bytes.as_slice() {
+        [] => None,
+        [one] => Some(one.clone()),
+        _ => return Err("more than one bytes-to-bytes codec".into()),
+    };
+    Ok(o)
+}
+
+/// The members of a document that say how chunks are encoded and named.
+fn layout_of(doc: &Value, zarr_format: u8) -> Vec<Value> {
+    let keys: &[&str] = if zarr_format == 2 {
+        &["dtype", "chunks", "compressor", "filters", "order"]
+    } else {
+        &["data_type", "chunk_grid", "chunk_key_encoding", "codecs"]
+    };
+    let mut out: Vec<Value> = keys.iter().map(|k| doc[*k].clone()).collect();
+    if zarr_format == 2 {
+        out.push(
+            doc.get("dimension_separator")
+                .cloned()
+                .unwrap_or(json!(".")),
+        );
+    }
+    out
+}
+
+/// `values` with the elements equal to `sentinel` (bytes of one element) as NULLs.
+fn sentinel_as_null(values: &ArrayRef, sentinel: &[u8]) -> Result<ArrayRef> {
+    let bytes = crate::writer::encode::fixed_values(values.as_ref(), sentinel)?;
+    let valid: BooleanBuffer = bytes
+        .chunks_exact(sentinel.len())
+        .map(|e| e != sentinel)
+        .collect();
+    let nulls = NullBuffer::new(valid);
+    let data = values.to_data().into_builder().nulls(Some(nulls)).build()?;
+    Ok(make_array(data))
+}
+
+impl TableAppender {
+    /// Prepare appending batches of `schema` (the table's schema as it was opened) to the
+    /// table at `store`'s root, read with `read` (the table's string types). Reads the
+    /// metadata (and the rows of a partial last chunk); writes nothing.
+    pub async fn try_new(
+        store: ZarrStore,
+        schema: SchemaRef,
+        read: ZarrReadOptions,
+    ) -> Result<Self> {
+        let location = store.location().to_string();
+        let options = TableOptions {
+            read: read.clone(),
+            ..Default::default()
+        };
+        // The stored values, undecoded: what is appended is written as it comes.
+        let model = TableModel::open_store(store.clone(), "", options).await?;
+        if model.dimensions().len() != 1 {
+            let dims: Vec<&str> = model.dimensions().iter().map(|d| d.name.as_str()).collect();
+            return Err(refuse(
+                &location,
+                format!(
+                    "the table has {} dimensions ({}); appending extends tables of one",
+                    dims.len(),
+                    dims.join(", ")
+                ),
+            ));
+        }
+        let stored = model.schema();
+        if stored.fields().len() != schema.fields().len() {
+            return Err(refuse(
+                &location,
+                format!(
+                    "the table's columns changed since it was opened ({} now, {} then)",
+                    stored.fields().len(),
+                    schema.fields().len()
+                ),
+            ));
+        }
+        for (s, t) in stored.fields().iter().zip(schema.fields()) {
+            if s.name() != t.name() || s.data_type() != t.data_type() {
+                return Err(refuse(
+                    &location,
+                    format!(
+                        "column '{}' is read as {} but stored as {} ('{}'): appending writes \
+                         stored values (open the table without decode_cf / fill_as_null)",
+                        t.name(),
+                        t.data_type(),
+                        s.data_type(),
+                        s.name()
+                    ),
+                ));
+            }
+        }
+        let root = Node::open_store(store.clone(), &location).await?;
+        let mut inputs = Vec::new();
+        let mut targets = Vec::new();
+        let mut writers = Vec::new();
+        let mut fields = Vec::new();
+        let mut unified: Option<TableWriteOptions> = None;
+        let mut strings: Option<VlenEncoding> = None;
+        for (i, c) in model.columns().iter().enumerate() {
+            match &c.role {
+                ColumnRole::Index(_) => continue,
+                ColumnRole::Coordinate(0) => {}
+                ColumnRole::Data(map) if map.as_slice() == [0] => {}
+                _ => {
+                    return Err(refuse(
+                        &location,
+                        format!(
+                            "column '{}' is not an array along the table's dimension",
+                            c.name
+                        ),
+                    ))
+                }
+            }
+            // A group's columns are its children by name; an array's one column is itself.
+            let (node, path) = match &root {
+                Node::Group(g) => (g.child(&c.name).await?, c.name.clone()),
+                Node::Array(_) => (root.clone(), String::new()),
+            };
+            let array = match node {
+                Node::Array(a) if a.shape().len() == 1 => a,
+                Node::Array(a) => {
+                    return Err(refuse(
+                        &location,
+                        format!(
+                            "column '{}' is an array of {} dimensions",
+                            c.name,
+                            a.shape().len()
+                        ),
+                    ))
+                }
+                Node::Group(_) => {
+                    return Err(refuse(
+                        &location,
+                        format!(
+                            "column '{}' is an encoded group (AnnData categorical or nullable \
+                             column); appending writes plain 1-D arrays",
+                            c.name
+                        ),
+                    ))
+                }
+            };
+            let meta = array.metadata();
+            let field = Field::new(&c.name, schema.field(i).data_type().clone(), true);
+            let opts = options_of(meta)
+                .map_err(|why| refuse(&location, format!("column '{}': {why}", c.name)))?;
+            let writer = ColumnWriter::new(&field, path.clone(), None)?;
+            let child = store.child(&path);
+            let doc_name = if meta.zarr_format == 2 {
+                ".zarray"
+            } else {
+                "zarr.json"
+            };
+            let doc: Value = match child.get_opt(doc_name).await? {
+                Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                    refuse(&location, format!("column '{}': {doc_name}: {e}", c.name))
+                })?,
+                None => {
+                    return Err(refuse(
+                        &location,
+                        format!("column '{}' has no {doc_name}", c.name),
+                    ))
+                }
+            };
+            let expected = if meta.zarr_format == 2 {
+                writer.v2_metadata(meta.shape[0], &opts)?.0
+            } else {
+                writer.v3_metadata(meta.shape[0], &opts)
+            };
+            if layout_of(&doc, meta.zarr_format) != layout_of(&expected, meta.zarr_format) {
+                return Err(refuse(
+                    &location,
+                    format!(
+                        "column '{}': its array's data type, chunking or codecs are not what \
+                         zarrow writes for a {} column",
+                        c.name,
+                        field.data_type()
+                    ),
+                ));
+            }
+            let null_marker = match writer.int_sentinel() {
+                Some((_, json)) if meta.zarr_format == 2 => doc["fill_value"] == json,
+                Some(_) => meta.attributes.contains_key("_FillValue"),
+                None => false,
+            };
+            if array.metadata().codecs.array_to_bytes.name() != "bytes" {
+                match strings {
+                    Some(s) if s != opts.string_encoding => {
+                        return Err(refuse(
+                            &location,
+                            format!(
+                                "column '{}': string encodings differ between columns",
+                                c.name
+                            ),
+                        ))
+                    }
+                    _ => strings = Some(opts.string_encoding),
+                }
+            }
+            match &unified {
+                None => unified = Some(opts),
+                Some(u)
+                    if u.zarr_format != opts.zarr_format
+                        || u.chunk_rows != opts.chunk_rows
+                        || u.shard_rows != opts.shard_rows
+                        || u.compression != opts.compression =>
+                {
+                    return Err(refuse(
+                        &location,
+                        format!(
+                            "column '{}' is chunked or compressed unlike '{}'",
+                            c.name,
+                            targets.first().map_or("", |t: &Target| t.name.as_str())
+                        ),
+                    ))
+                }
+                Some(_) => {}
+            }
+            inputs.push(i);
+            fields.push(Field::new(c.name.clone(), field.data_type().clone(), true));
+            writers.push(writer);
+            targets.push(Target {
+                name: c.name.clone(),
+                path,
+                doc,
+                null_marker,
+            });
+        }
+        let Some(mut options) = unified else {
+            return Err(refuse(&location, "the table has no stored columns".into()));
+        };
+        if let Some(s) = strings {
+            options.string_encoding = s;
+        }
+        let stored_schema = Arc::new(Schema::new(fields));
+        let old_rows = model.num_rows();
+        let unit = options.unit_rows();
+        let (units, partial) = (old_rows / unit, old_rows % unit);
+        let tail = if partial > 0 {
+            let mut columns = Vec::with_capacity(inputs.len());
+            for (w, &i) in writers.iter().zip(&inputs) {
+                let values = model
+                    .read_column_region(i, &[units * unit], &[partial], &read)
+                    .await?;
+                let values = match (w.int_sentinel(), targets[columns.len()].null_marker) {
+                    (Some((sentinel, _)), true) => sentinel_as_null(&values, sentinel)?,
+                    _ => values,
+                };
+                columns.push(values);
+            }
+            Some(RecordBatch::try_new(stored_schema.clone(), columns)?)
+        } else {
+            None
+        };
+        let zarr_format = options.zarr_format;
+        let writer =
+            TableWriter::resume(store.clone(), stored_schema, writers, options, units, tail);
+        Ok(Self {
+            writer,
+            store,
+            schema,
+            inputs,
+            targets,
+            zarr_format,
+            old_rows,
+        })
+    }
+
+    /// Rows the table had.
+    pub fn old_rows(&self) -> u64 {
+        self.old_rows
+    }
+
+    /// Bytes held now (see [`TableWriter::buffered_bytes`]).
+    pub fn buffered_bytes(&self) -> usize {
+        self.writer.buffered_bytes()
+    }
+
+    /// Wait for the chunks in flight (see [`TableWriter::drain`]).
+    pub async fn drain(&mut self) -> Result<()> {
+        self.writer.drain().await
+    }
+
+    /// Append a batch (of the table's schema; index columns are ignored).
+    pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        for (want, have) in self.schema.fields().iter().zip(batch.schema().fields()) {
+            if want.name() != have.name() || want.data_type() != have.data_type() {
+                return Err(Error::InvalidArgument(format!(
+                    "column '{}' of type {}: the table's column is '{}' of type {}",
+                    have.name(),
+                    have.data_type(),
+                    want.name(),
+                    want.data_type()
+                )));
+            }
+        }
+        if batch.num_columns() != self.schema.fields().len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} columns appended to a table of {}",
+                batch.num_columns(),
+                self.schema.fields().len()
+            )));
+        }
+        let columns: Vec<ArrayRef> = self
+            .inputs
+            .iter()
+            .map(|&i| batch.column(i).clone())
+            .collect();
+        let stored = RecordBatch::try_new(self.writer.stored_schema.clone(), columns)?;
+        self.writer.write(&stored).await
+    }
+
+    /// Write the last chunks, then the metadata with the new shape. Returns the number of rows
+    /// appended.
+    pub async fn finish(mut self) -> Result<u64> {
+        let total = self.writer.rows();
+        if total <= self.old_rows {
+            return Ok(0);
+        }
+        let total = self.writer.finish_chunks().await?;
+        for (c, t) in self.writer.columns.iter().zip(&self.targets) {
+            if c.wrote_int_nulls() && !t.null_marker {
+                return Err(Error::Write {
+                    path: t.path.clone(),
+                    message: format!(
+                        "column '{}' gets NULLs, but its array declares no _FillValue to mark \
+                         them; nothing was appended",
+                        t.name
+                    ),
+                });
+            }
+        }
+        let limits = crate::writer::self_check_limits();
+        let doc_name = if self.zarr_format == 2 {
+            ".zarray"
+        } else {
+            "zarr.json"
+        };
+        for t in &mut self.targets {
+            t.doc["shape"] = json!([total]);
+            let bytes = super::to_bytes(&t.path, &t.doc)?;
+            if self.zarr_format == 2 {
+                let zattrs = self.store.child(&t.path).get_opt(".zattrs").await?;
+                crate::metadata::parse_v2_array(&t.path, &bytes, zattrs.as_deref(), &limits)?;
+            } else {
+                crate::metadata::parse_v3(&t.path, &bytes, &limits)?;
+            }
+            self.store
+                .child(&t.path)
+                .put(doc_name, Bytes::from(bytes))
+                .await?;
+        }
+        // The root's consolidated metadata last: readers that use it see the new rows only now.
+        let (root_doc, key_of): (&str, fn(&str) -> String) = if self.zarr_format == 2 {
+            (".zmetadata", |p| format!("{p}/.zarray"))
+        } else {
+            ("zarr.json", |p| p.to_string())
+        };
+        if let Some(bytes) = self.store.get_opt(root_doc).await? {
+            let mut root: Value = serde_json::from_slice(&bytes).map_err(|e| Error::Write {
+                path: root_doc.into(),
+                message: e.to_string(),
+            })?;
+            let entries = if self.zarr_format == 2 {
+                root.get_mut("metadata")
+            } else {
+                root.get_mut("consolidated_metadata")
+                    .and_then(|c| c.get_mut("metadata"))
+            };
+            if let Some(Value::Object(entries)) = entries {
+                let mut changed = false;
+                for t in self.targets.iter().filter(|t| !t.path.is_empty()) {
+                    if let Some(entry) = entries.get_mut(&key_of(&t.path)) {
+                        entry["shape"] = json!([total]);
+                        changed = true;
+                    }
+                }
+                if changed {
+                    let bytes = super::to_bytes("", &root)?;
+                    if self.zarr_format == 3 {
+                        crate::metadata::parse_v3("", &bytes, &limits)?;
+                    }
+                    self.store.put(root_doc, Bytes::from(bytes)).await?;
+                }
+            }
+        }
+        Ok(total - self.old_rows)
+    }
+}
