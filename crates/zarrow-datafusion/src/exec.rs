@@ -211,9 +211,14 @@ impl ZarrScanExec {
         self.info.total_chunks - self.info.kept_chunks
     }
 
-    /// The counts of every partition started so far, added up.
+    /// The counts of every partition started so far, added up, after the metadata phase of
+    /// opening the table (when it was opened here, not by an executor).
     pub fn scan_counts(&self) -> zarrow::ScanCounts {
-        let mut total = zarrow::ScanCounts::default();
+        let mut total = self
+            .model
+            .as_ref()
+            .map(|m| m.metadata_counts())
+            .unwrap_or_default();
         if let Ok(all) = self.metrics.lock() {
             for m in all.iter().flatten() {
                 total += m.counts();
@@ -443,10 +448,20 @@ impl ExecutionPlan for ZarrScanExec {
                 Some(p),
             ))
         };
+        // The metadata phase (opening the table), then the chunks.
+        let metadata = |set: &mut MetricsSet, c: &zarrow::ScanCounts, p: usize| {
+            set.push(count("metadata_requests", c.metadata_requests, p));
+            set.push(count("metadata_bytes", c.metadata_bytes, p));
+            set.push(time("metadata_time", c.metadata_time, p));
+        };
+        if let Some(model) = &self.model {
+            metadata(&mut set, &model.metadata_counts(), 0);
+        }
         let all = self.metrics.lock().ok()?;
         for (p, m) in all.iter().enumerate() {
             let Some(m) = m else { continue };
             let c = m.counts();
+            metadata(&mut set, &c, p);
             set.push(count("output_rows", c.rows_out, p));
             set.push(count("chunks_read", c.chunks_read, p));
             set.push(count("requests", c.requests, p));

@@ -48,7 +48,7 @@ pub use grid::{ChunkGrid, ChunkRanges};
 pub use metadata::{ArrayMetadata, DataType, GroupMetadata, NodeMetadata, StructField};
 pub use metrics::{ScanCounts, ScanMetrics};
 pub use node::{Node, ZarrGroup};
-pub use options::{BinaryType, ReadLimits, StringType, ZarrReadOptions};
+pub use options::{BinaryType, FetchOptions, ReadLimits, StringType, ZarrReadOptions};
 pub use reader::{
     ZarrRecordBatchReader, ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder,
 };

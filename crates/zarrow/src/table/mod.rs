@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::array::ZarrArray;
 use crate::decode::fill_array;
 use crate::grid::{ChunkGrid, ChunkRanges};
+use crate::metrics::ScanMetrics;
 use crate::node::{Node, ZarrGroup};
 use crate::options::ZarrReadOptions;
 use crate::remote::RemoteOptions;
@@ -152,6 +153,8 @@ pub struct TableModel {
     columns: Vec<TableColumn>,
     left_out: Vec<(String, String)>,
     options: TableOptions,
+    /// What the metadata requests of its store (opening its nodes) counted into.
+    metadata: ScanMetrics,
 }
 
 /// A member of a group table: an array, or an AnnData encoded group that reads as one.
@@ -233,7 +236,11 @@ impl TableModel {
     /// was opened from: see [`Self::open_store`]).
     pub async fn from_node(node: Node, options: TableOptions) -> Result<Self> {
         options.read.string_type.check_available()?;
-        match node {
+        let metadata = match &node {
+            Node::Array(a) => a.store().metrics().clone(),
+            Node::Group(g) => g.store().metrics().clone(),
+        };
+        let mut model = match node {
             Node::Array(a) => Self::array_table(a, options),
             Node::Group(g) => {
                 anndata::check_table_group(&g)?;
@@ -242,7 +249,16 @@ impl TableModel {
                     None => Self::group_table(g, options).await,
                 }
             }
-        }
+        }?;
+        model.metadata = metadata;
+        Ok(model)
+    }
+
+    /// The metadata phase of the table: the requests its store made to open its nodes
+    /// (documents read or found missing, listings), their bytes and time — counted into the
+    /// metrics of the store it was opened from (see [`ZarrStore::with_metrics`]).
+    pub fn metadata_counts(&self) -> crate::ScanCounts {
+        self.metadata.counts()
     }
 
     /// A sparse matrix group: the dense array's columns (`dim_0`, `dim_1`, the value named
@@ -791,6 +807,7 @@ impl TableModel {
             columns,
             left_out,
             options,
+            metadata: ScanMetrics::default(),
         })
     }
 
