@@ -31,6 +31,8 @@ pub mod icechunk;
 pub mod metadata;
 pub mod metrics;
 pub mod node;
+#[cfg(test)]
+mod open_tests;
 pub mod options;
 pub mod reader;
 pub mod remote;

@@ -448,18 +448,33 @@ impl TableModel {
     ) -> Result<Vec<Member>> {
         let wanted: Option<HashSet<&str>> = wanted.map(|w| w.iter().map(String::as_str).collect());
         let mut members = Vec::new();
-        for (name, node) in group.children().await? {
-            let member = match node {
-                Ok(Node::Array(a)) => Ok(Ok(Member {
-                    name: name.clone(),
-                    path: a.path().to_string(),
-                    dims: dim_names(&a),
-                    shape: a.shape().to_vec(),
-                    kind: MemberKind::Array(a),
-                })),
-                Ok(Node::Group(g)) => anndata::encoded_member(&name, &g).await,
-                Err(e) => Err(e),
-            };
+        // Encoded groups' children are opened a few groups at a time (their round trips
+        // overlap), in order.
+        let opening: Vec<_> = group
+            .children()
+            .await?
+            .into_iter()
+            .map(|(name, node)| async move {
+                let member = match node {
+                    Ok(Node::Array(a)) => Ok(Ok(Member {
+                        name: name.clone(),
+                        path: a.path().to_string(),
+                        dims: dim_names(&a),
+                        shape: a.shape().to_vec(),
+                        kind: MemberKind::Array(a),
+                    })),
+                    Ok(Node::Group(g)) => anndata::encoded_member(&name, &g).await,
+                    Err(e) => Err(e),
+                };
+                (name, member)
+            })
+            .collect();
+        use futures::StreamExt;
+        let opened: Vec<_> = futures::stream::iter(opening)
+            .buffered(crate::node::OPEN_CONCURRENCY)
+            .collect()
+            .await;
+        for (name, member) in opened {
             match member {
                 Ok(Ok(member)) => members.push(member),
                 Ok(Err(why)) => left_out.push((name, why)),
