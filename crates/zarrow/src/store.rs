@@ -481,6 +481,14 @@ impl ZarrStore {
         if first.range != (0..part.min(size)) {
             return Err(store_err(&path, unexpected_range(&first.range, &(0..part))));
         }
+        if size <= part {
+            // The whole object: its body as it arrives (one frame is kept as it is).
+            let body = collect_bounded(first.into_stream(), Some(size), part, generic).await;
+            return match body.map_err(|e| store_err(&path, e))? {
+                Bounded::Whole(bytes) => Ok(Some((bytes, 1))),
+                Bounded::Over(n) => Err(too_large(n)),
+            };
+        }
         let total = usize::try_from(size)
             .map_err(|_| store_err(&path, generic(format!("{size} bytes do not fit memory"))))?;
         let mut buffer: Vec<u8> = Vec::new();
