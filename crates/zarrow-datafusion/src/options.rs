@@ -7,10 +7,10 @@ use datafusion::common::config::{ConfigEntry, ConfigOptions, ExtensionOptions};
 use datafusion::common::extensions_options;
 use datafusion::config::ConfigExtension;
 use datafusion::error::{DataFusionError, Result};
-use zarrow::options::LIMIT_KEYS;
+use zarrow::options::{FETCH_KEYS, LIMIT_KEYS};
 use zarrow::remote::REMOTE_KEYS;
 use zarrow::table::TableOptions;
-use zarrow::{ReadLimits, RemoteOptions, StringType, ZarrReadOptions};
+use zarrow::{FetchOptions, ReadLimits, RemoteOptions, StringType, ZarrReadOptions};
 
 use crate::error::to_datafusion_error;
 
@@ -42,6 +42,10 @@ extensions_options! {
         pub max_chunk_bytes: usize, default = zarrow::options::DEFAULT_MAX_CHUNK_BYTES
         /// The largest metadata document read, in bytes (default 256 MiB)
         pub max_metadata_bytes: u64, default = zarrow::store::DEFAULT_MAX_METADATA_BYTES
+        /// A chunk read of more bytes than this is split into concurrent ranged GETs (default 8 MiB; 0: never)
+        pub range_split_bytes: u64, default = zarrow::options::DEFAULT_RANGE_SPLIT_BYTES
+        /// Inner chunks of a shard at most this many bytes apart are read by one GET (default 1 MiB)
+        pub coalesce_bytes: u64, default = zarrow::options::DEFAULT_COALESCE_BYTES
     }
 }
 
@@ -139,6 +143,8 @@ pub struct ZarrTableOptions {
     /// `max_chunk_bytes`, `max_metadata_bytes`): they travel with the table and its scans,
     /// so executors hold to the client's limits.
     pub limits: ReadLimits,
+    /// How chunk reads are split and merged (`range_split_bytes`, `coalesce_bytes`).
+    pub fetch: FetchOptions,
 }
 
 /// The option keys, as written in `OPTIONS (…)` (also accepted with a `format.` or
@@ -164,7 +170,8 @@ fn parse_bool(key: &str, value: &str) -> Result<bool> {
 impl ZarrTableOptions {
     /// Parse table options: `string_type` (utf8, large_utf8, view), `fill_as_null`,
     /// `decode_cf` (true/false), `arrays` (comma-separated child array names), the read
-    /// limits `max_item_bytes`, `max_chunk_bytes`, `max_metadata_bytes` (bytes), and for remote
+    /// limits `max_item_bytes`, `max_chunk_bytes`, `max_metadata_bytes` (bytes), how chunk
+    /// reads are split and merged, `range_split_bytes` and `coalesce_bytes` (bytes), and for remote
     /// stores `connect_timeout`, `timeout`, `retry_timeout` (`500ms`, `5s`, `2m`) and
     /// `max_retries`. Keys may carry a
     /// `format.` or `zarrow.` prefix (DataFusion adds `format.` to unqualified keys); any
@@ -201,6 +208,10 @@ impl ZarrTableOptions {
                 max_chunk_bytes: config.max_chunk_bytes,
                 max_metadata_bytes: config.max_metadata_bytes,
             },
+            fetch: FetchOptions {
+                range_split_bytes: config.range_split_bytes,
+                coalesce_bytes: config.coalesce_bytes,
+            },
         })
     }
 
@@ -233,6 +244,9 @@ impl ZarrTableOptions {
                 key if LIMIT_KEYS.iter().any(|(k, _)| *k == key) => {
                     self.limits.set(key, value).map_err(to_datafusion_error)?
                 }
+                key if FETCH_KEYS.contains(&key) => {
+                    self.fetch.set(key, value).map_err(to_datafusion_error)?
+                }
                 _ => {
                     return Err(DataFusionError::Configuration(format!(
                         "unknown zarr table option '{key}'; expected one of {}",
@@ -240,6 +254,7 @@ impl ZarrTableOptions {
                             .chain(REMOTE_KEYS)
                             .copied()
                             .chain(LIMIT_KEYS.iter().map(|(k, _)| *k))
+                            .chain(FETCH_KEYS.iter().copied())
                             .collect::<Vec<_>>()
                             .join(", ")
                     )))
@@ -284,7 +299,8 @@ impl ZarrTableOptions {
         TableOptions {
             read: ZarrReadOptions::default()
                 .with_string_type(self.string_type)
-                .with_limits(self.limits),
+                .with_limits(self.limits)
+                .with_fetch(self.fetch),
             fill_as_null: self.fill_as_null,
             decode_cf: self.decode_cf,
             arrays: self.arrays.clone(),
@@ -315,6 +331,27 @@ mod tests {
             o.arrays,
             Some(vec!["temperature".to_string(), "flag".to_string()])
         );
+        assert_eq!(o.fetch, FetchOptions::default());
+        let fetch: HashMap<String, String> = [
+            (
+                "format.range_split_bytes".to_string(),
+                "1048576".to_string(),
+            ),
+            ("coalesce_bytes".to_string(), "0".to_string()),
+        ]
+        .into();
+        let o = ZarrTableOptions::from_options(&fetch).unwrap();
+        let read = o.to_table_options().read;
+        assert_eq!(
+            (read.fetch.range_split_bytes, read.fetch.coalesce_bytes),
+            (1 << 20, 0)
+        );
+        let bad: HashMap<String, String> =
+            [("range_split_bytes".to_string(), "8M".to_string())].into();
+        let err = ZarrTableOptions::from_options(&bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("range_split_bytes"), "{err}");
         let bad: HashMap<String, String> = [("format.bogus".to_string(), "1".to_string())].into();
         let err = ZarrTableOptions::from_options(&bad)
             .unwrap_err()

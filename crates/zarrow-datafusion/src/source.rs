@@ -126,7 +126,26 @@ impl ZarrSource {
 
     /// With the open table (the one the scan was planned on) and the context its partitions
     /// share (the cache pruning filled).
+    ///
+    /// The requests that opened the table are the scan's metadata phase (`metadata_requests`,
+    /// `metadata_bytes`, `metadata_time`, unlabelled): for a table opened by the query
+    /// (`FROM 'x.zarr'`) that is this query's; a registered table's were made when it was
+    /// registered. A run opened by its partition (an executor) counts its own, labelled.
     pub fn with_model(mut self, model: Arc<TableModel>, ctx: ScanContext) -> Self {
+        let opened = model.metadata_counts();
+        let set = &self.metrics;
+        MetricBuilder::new(set)
+            .global_counter("metadata_requests")
+            .add(usize::try_from(opened.metadata_requests).unwrap_or(usize::MAX));
+        MetricBuilder::new(set)
+            .global_counter("metadata_bytes")
+            .add(usize::try_from(opened.metadata_bytes).unwrap_or(usize::MAX));
+        let time = Time::new();
+        time.add_duration(opened.metadata_time);
+        MetricBuilder::new(set).build(MetricValue::Time {
+            name: "metadata_time".into(),
+            time,
+        });
         self.model = Arc::new(OnceCell::from(model));
         self.ctx = ctx;
         self
@@ -305,6 +324,9 @@ impl FileSource for ZarrSource {
 /// One partition's scan counters in the source's metrics set.
 #[derive(Debug, Clone)]
 struct PartitionMetrics {
+    metadata_requests: Count,
+    metadata_bytes: Count,
+    metadata_time: Time,
     chunks_read: Count,
     requests: Count,
     bytes_fetched: Count,
@@ -318,6 +340,9 @@ impl PartitionMetrics {
         let count = |name: &'static str| MetricBuilder::new(set).counter(name, partition);
         let time = |name: &'static str| MetricBuilder::new(set).subset_time(name, partition);
         PartitionMetrics {
+            metadata_requests: count("metadata_requests"),
+            metadata_bytes: count("metadata_bytes"),
+            metadata_time: time("metadata_time"),
             chunks_read: count("chunks_read"),
             requests: count("requests"),
             bytes_fetched: count("bytes_fetched"),
@@ -347,6 +372,14 @@ impl Publisher {
         let add = |c: &Count, n: u64, s: u64| {
             c.add(usize::try_from(n.saturating_sub(s)).unwrap_or(usize::MAX))
         };
+        add(
+            &m.metadata_requests,
+            now.metadata_requests,
+            seen.metadata_requests,
+        );
+        add(&m.metadata_bytes, now.metadata_bytes, seen.metadata_bytes);
+        m.metadata_time
+            .add_duration(now.metadata_time.saturating_sub(seen.metadata_time));
         add(&m.chunks_read, now.chunks_read, seen.chunks_read);
         add(&m.requests, now.requests, seen.requests);
         add(&m.bytes_fetched, now.bytes_fetched, seen.bytes_fetched);
@@ -555,6 +588,9 @@ impl<'a> ZarrScanRef<'a> {
             let d = Duration::from_nanos(n);
             match m.value().name() {
                 "output_rows" => c.rows_out += n,
+                "metadata_requests" => c.metadata_requests += n,
+                "metadata_bytes" => c.metadata_bytes += n,
+                "metadata_time" => c.metadata_time += d,
                 "chunks_read" => c.chunks_read += n,
                 "requests" => c.requests += n,
                 "bytes_fetched" => c.bytes_fetched += n,

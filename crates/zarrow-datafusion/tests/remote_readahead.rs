@@ -2,7 +2,9 @@
 //! array from a temporary directory and holds every chunk response for a while, counting the
 //! chunk requests in flight. A SQL scan over `http://` with `concurrency = 8` and 2 partitions
 //! must keep 16 requests in flight at once (the latency is hidden by overlap, not paid per
-//! chunk), and dropping the query must close every one of them.
+//! chunk), and dropping the query must close every one of them. An inner chunk larger than
+//! `range_split_bytes` is read as ranged GETs in flight at once, which dropping the query
+//! closes too.
 
 mod common;
 
@@ -126,11 +128,12 @@ async fn connection(socket: TcpStream, root: PathBuf, delay: Duration, seen: Arc
     }
 }
 
-/// `bytes=a-b` / `bytes=a-` / `bytes=-n` against a body of `len` bytes: the half-open range.
+/// `bytes=a-b` / `bytes=a-` / `bytes=-n` against a body of `len` bytes: the half-open range
+/// (a last byte past the end means the end, RFC 9110 §14.1.2, as S3 and nginx answer).
 fn range(header: &str, len: usize) -> Option<(usize, usize)> {
     let (a, b) = header.strip_prefix("bytes=")?.split_once('-')?;
     let (start, end) = match (a.parse::<usize>().ok(), b.parse::<usize>().ok()) {
-        (Some(a), Some(b)) => (a, b + 1),
+        (Some(a), Some(b)) => (a, b.saturating_add(1).min(len)),
         (Some(a), None) => (a, len),
         (None, Some(n)) => (len.saturating_sub(n), len),
         (None, None) => return None,
@@ -227,4 +230,97 @@ async fn dropping_the_query_closes_every_request_in_flight() {
         "requests left open"
     );
     assert_eq!(seen.abandoned.load(Ordering::SeqCst), 16);
+}
+
+/// One shard of one 8 KiB inner chunk (1024 int64, uncompressed, index at the end) in
+/// `dir/sh/v`, served with `delay` per chunk response.
+async fn delayed_shard(dir: &tempfile::TempDir, delay: Duration) -> (String, Arc<Seen>) {
+    let root = dir.path().join("sh/v");
+    std::fs::create_dir_all(root.join("c")).unwrap();
+    let bytes = serde_json::json!({"name": "bytes", "configuration": {"endian": "little"}});
+    let meta = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [1024], "data_type": "int64",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1024]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "dimension_names": ["i"],
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [1024], "codecs": [bytes], "index_codecs": [bytes],
+            "index_location": "end"}}]
+    });
+    std::fs::write(root.join("zarr.json"), meta.to_string()).unwrap();
+    let mut shard: Vec<u8> = (0..1024i64).flat_map(i64::to_le_bytes).collect();
+    shard.extend(0u64.to_le_bytes());
+    shard.extend(8192u64.to_le_bytes());
+    std::fs::write(root.join("c/0"), shard).unwrap();
+    let (url, seen) = serve(dir.path().to_path_buf(), delay).await;
+    (format!("{url}/sh/v"), seen)
+}
+
+/// A session reading `location` as `t`, one partition, 2 reads in flight, inner chunks of
+/// more than 4 KiB split.
+async fn split_context(location: &str) -> datafusion::prelude::SessionContext {
+    let ctx = zarr_session_context(SessionConfig::new().with_target_partitions(1));
+    ctx.sql("SET zarrow.concurrency = 2").await.unwrap();
+    let options: HashMap<String, String> =
+        [("range_split_bytes".to_string(), "4096".to_string())].into();
+    let table = ZarrTable::try_new(location, ZarrTableOptions::from_options(&options).unwrap())
+        .await
+        .unwrap();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    ctx
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_inner_chunk_is_two_ranged_gets_in_flight_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (location, seen) = delayed_shard(&dir, Duration::from_millis(400)).await;
+    let ctx = split_context(&location).await;
+    let batches = ctx
+        .sql("SELECT sum(v), count(*) FROM t")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let sum = batches[0]
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    assert_eq!(sum.value(0), 1023 * 1024 / 2);
+    assert_eq!(
+        seen.requests.load(Ordering::SeqCst),
+        3,
+        "the shard index, then the inner chunk in two halves"
+    );
+    assert_eq!(
+        seen.max_in_flight.load(Ordering::SeqCst),
+        2,
+        "both halves at once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_query_closes_the_ranges_of_a_split_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let (location, seen) = delayed_shard(&dir, Duration::from_millis(1500)).await;
+    let ctx = split_context(&location).await;
+    // The index answers after 1.5 s; then both halves are held.
+    let stream = common::hung_query(&ctx, "SELECT max(v) FROM t", Duration::from_millis(300)).await;
+    for _ in 0..50 {
+        if seen.requests.load(Ordering::SeqCst) == 3 && seen.in_flight.load(Ordering::SeqCst) == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen.in_flight.load(Ordering::SeqCst), 2);
+    drop(stream);
+    for _ in 0..50 {
+        if seen.in_flight.load(Ordering::SeqCst) == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen.in_flight.load(Ordering::SeqCst), 0, "ranges left open");
+    assert_eq!(seen.abandoned.load(Ordering::SeqCst), 2);
 }

@@ -590,6 +590,25 @@ async fn the_scan_is_a_file_scan_with_metrics_per_partition() {
     let pruning = metrics.sum_by_name("pruning_time").unwrap();
     assert!(matches!(pruning, MetricValue::Time { .. }) && pruning.as_usize() > 0);
 
+    // The metadata phase: the requests that opened the table, then the chunks'.
+    let plan = ctx
+        .sql(&format!(
+            "SELECT max(string_2d) FROM '{}'",
+            fixture("v3_strings.zarr/string_2d")
+        ))
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    collect(plan.clone(), ctx.task_ctx()).await.unwrap();
+    let counts = zarr_scans(plan.as_ref())[0].counts();
+    assert!(counts.metadata_requests > 0, "{counts:?}");
+    assert!(
+        counts.metadata_bytes > 0 && counts.requests > 0,
+        "{counts:?}"
+    );
+
     // A limit: one partition holding only the chunks the limit needs (rows 0..3 lie in
     // chunk row 0, dim_1's 3 chunks), its statistics the limit's rows.
     let plan = ctx

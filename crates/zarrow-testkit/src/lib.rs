@@ -11,6 +11,10 @@
 
 use std::path::PathBuf;
 
+pub mod recording;
+
+pub use recording::{RecordingStore, Request};
+
 use zarrow::{Node, TableModel, TableOptions};
 
 /// The directory of the committed fixture stores (`tests/fixtures/data`), canonical.

@@ -31,6 +31,8 @@ pub mod icechunk;
 pub mod metadata;
 pub mod metrics;
 pub mod node;
+#[cfg(test)]
+mod open_tests;
 pub mod options;
 pub mod reader;
 pub mod remote;
@@ -48,7 +50,7 @@ pub use grid::{ChunkGrid, ChunkRanges, GridError};
 pub use metadata::{ArrayMetadata, DataType, GroupMetadata, NodeMetadata, StructField};
 pub use metrics::{ScanCounts, ScanMetrics};
 pub use node::{Node, ZarrGroup};
-pub use options::{BinaryType, ReadLimits, StringType, ZarrReadOptions};
+pub use options::{BinaryType, FetchOptions, ReadLimits, StringType, ZarrReadOptions};
 pub use reader::{
     ZarrRecordBatchReader, ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder,
 };

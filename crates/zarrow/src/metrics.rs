@@ -1,5 +1,7 @@
-//! What a scan did, counted as it runs: chunks and rows, requests and bytes fetched, and the
-//! time spent fetching, decompressing and decoding.
+//! What a scan did, counted as it runs: first its metadata phase (the requests that opened
+//! the table's nodes — documents, listings — and their bytes and time), then its chunks:
+//! chunks and rows, requests and bytes fetched, and the time spent fetching, decompressing
+//! and decoding.
 //!
 //! A [`ScanMetrics`] is a handle on shared atomic counters: clones count into the same
 //! numbers, so every task of a scan (fetches run as tasks of their own) adds to one set.
@@ -17,6 +19,9 @@ pub struct ScanMetrics {
 
 #[derive(Debug, Default)]
 struct Counters {
+    metadata_requests: AtomicU64,
+    metadata_bytes: AtomicU64,
+    metadata_nanos: AtomicU64,
     chunks_read: AtomicU64,
     rows_out: AtomicU64,
     requests: AtomicU64,
@@ -29,6 +34,12 @@ struct Counters {
 /// A snapshot of [`ScanMetrics`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScanCounts {
+    /// Requests made to open the table's nodes (metadata documents, listings).
+    pub metadata_requests: u64,
+    /// Bytes of metadata documents read.
+    pub metadata_bytes: u64,
+    /// Time spent waiting for metadata (summed over concurrent requests).
+    pub metadata_time: Duration,
     /// Chunks of rows read.
     pub chunks_read: u64,
     /// Rows handed out.
@@ -66,13 +77,39 @@ impl ScanMetrics {
         self.counters.rows_out.fetch_add(rows, Ordering::Relaxed);
     }
 
-    /// One request that returned `bytes` bytes after waiting `time`.
+    /// One request for chunk data that returned `bytes` bytes after waiting `time`.
     pub fn add_fetch(&self, bytes: usize, time: Duration) {
+        self.add_fetches(1, bytes, time);
+    }
+
+    /// `requests` requests for chunk data (the parts of one read) that returned `bytes` bytes
+    /// in all after waiting `time`.
+    pub fn add_fetches(&self, requests: usize, bytes: usize, time: Duration) {
         let c = &self.counters;
-        c.requests.fetch_add(1, Ordering::Relaxed);
+        let requests = u64::try_from(requests).unwrap_or(u64::MAX);
+        c.requests.fetch_add(requests, Ordering::Relaxed);
         let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
         c.bytes_fetched.fetch_add(bytes, Ordering::Relaxed);
         c.fetch_nanos.fetch_add(nanos(time), Ordering::Relaxed);
+    }
+
+    /// One metadata request (a document read, or found missing; a listing) that returned
+    /// `bytes` bytes after waiting `time`.
+    pub fn add_metadata(&self, bytes: usize, time: Duration) {
+        let c = &self.counters;
+        c.metadata_requests.fetch_add(1, Ordering::Relaxed);
+        let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
+        c.metadata_bytes.fetch_add(bytes, Ordering::Relaxed);
+        c.metadata_nanos.fetch_add(nanos(time), Ordering::Relaxed);
+    }
+
+    /// Add a metadata phase counted elsewhere (a table opened before its scan).
+    pub fn add_metadata_counts(&self, counts: &ScanCounts) {
+        let c = &self.counters;
+        let add = |a: &AtomicU64, n: u64| a.fetch_add(n, Ordering::Relaxed);
+        add(&c.metadata_requests, counts.metadata_requests);
+        add(&c.metadata_bytes, counts.metadata_bytes);
+        add(&c.metadata_nanos, nanos(counts.metadata_time));
     }
 
     /// Time spent decompressing.
@@ -108,6 +145,9 @@ impl ScanMetrics {
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         ScanCounts {
+            metadata_requests: get(&c.metadata_requests),
+            metadata_bytes: get(&c.metadata_bytes),
+            metadata_time: Duration::from_nanos(get(&c.metadata_nanos)),
             chunks_read: get(&c.chunks_read),
             rows_out: get(&c.rows_out),
             requests: get(&c.requests),
@@ -121,6 +161,9 @@ impl ScanMetrics {
 
 impl std::ops::AddAssign for ScanCounts {
     fn add_assign(&mut self, o: ScanCounts) {
+        self.metadata_requests += o.metadata_requests;
+        self.metadata_bytes += o.metadata_bytes;
+        self.metadata_time += o.metadata_time;
         self.chunks_read += o.chunks_read;
         self.rows_out += o.rows_out;
         self.requests += o.requests;
@@ -135,8 +178,12 @@ impl std::fmt::Display for ScanCounts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "chunks_read={} rows_out={} requests={} bytes_fetched={} fetch_time={:.3?} \
+            "metadata_requests={} metadata_bytes={} metadata_time={:.3?} \
+             chunks_read={} rows_out={} requests={} bytes_fetched={} fetch_time={:.3?} \
              decompress_time={:.3?} decode_time={:.3?}",
+            self.metadata_requests,
+            self.metadata_bytes,
+            self.metadata_time,
             self.chunks_read,
             self.rows_out,
             self.requests,
@@ -166,5 +213,14 @@ mod tests {
             (2, 15, 7, 1)
         );
         assert_eq!(c.fetch_time, Duration::from_millis(3));
+        m.add_fetches(3, 30, Duration::from_millis(1));
+        other.add_metadata(100, Duration::from_millis(4));
+        let c = m.counts();
+        assert_eq!((c.requests, c.bytes_fetched), (5, 45));
+        assert_eq!((c.metadata_requests, c.metadata_bytes), (1, 100));
+        let fresh = ScanMetrics::new();
+        fresh.add_metadata_counts(&c);
+        assert_eq!(fresh.counts().metadata_requests, 1);
+        assert_eq!(fresh.counts().requests, 0);
     }
 }

@@ -1,6 +1,8 @@
 //! Nodes of a zarr hierarchy: opening an array or group at a location, and walking children.
 //!
-//! A node's metadata is `zarr.json` (v3), else `.zarray` or `.zgroup` with `.zattrs` (v2).
+//! A node's metadata is `zarr.json` (v3), else `.zarray` or `.zgroup` with `.zattrs` (v2);
+//! a group's children share its format, so only that format's documents are asked for, and
+//! the v2 ones at once (one round trip).
 //! Children come from consolidated metadata when the group has it (v3 inline
 //! `consolidated_metadata`, v2 `.zmetadata`) — one read for the whole tree, and the only way on
 //! stores that cannot list (HTTP) — else from the children an AnnData element declares in its
@@ -39,35 +41,73 @@ impl Node {
         Node::open_store(store, "").await
     }
 
-    /// Open the node at the root of `store`; `path` names it in messages.
+    /// Open the node at the root of `store`; `path` names it in messages. Its format is not
+    /// known yet: `zarr.json` first, and if there is none the v2 documents (`.zarray`,
+    /// `.zgroup`, `.zattrs`, `.zmetadata`) at once, in one round trip.
     pub async fn open_store(store: ZarrStore, path: &str) -> Result<Node> {
+        Self::open_as(store, path, None).await
+    }
+
+    /// [`Self::open_store`] of a node whose zarr format (`zarr_format`, 2 or 3) is known —
+    /// a child of a group, which shares its group's format: only that format's documents are
+    /// asked for (a child of a v3 group has a `zarr.json` or is no node; one of a v2 group
+    /// has `.zarray`, asked for at once with its `.zattrs`, else `.zgroup`), and no child is
+    /// asked for consolidated metadata, which only a hierarchy's root holds.
+    pub(crate) async fn open_as(store: ZarrStore, path: &str, format: Option<u8>) -> Result<Node> {
         let display = if path.is_empty() {
             store.location().to_string()
         } else {
             path.to_string()
         };
-        if let Some(bytes) = store.get_document("zarr.json", &display).await? {
-            return Ok(
-                match metadata::parse_v3(&display, &bytes, store.limits())? {
-                    NodeMetadata::Array(m) => Node::Array(ZarrArray::try_new(store, display, *m)?),
-                    NodeMetadata::Group(meta) => Node::Group(ZarrGroup {
-                        store,
-                        path: display,
-                        meta,
-                    }),
-                    NodeMetadata::Unreadable(entry) => return Err(entry.error(&display)),
-                },
-            );
+        if format != Some(2) {
+            if let Some(bytes) = store.get_document("zarr.json", &display).await? {
+                return Ok(
+                    match metadata::parse_v3(&display, &bytes, store.limits())? {
+                        NodeMetadata::Array(m) => {
+                            Node::Array(ZarrArray::try_new(store, display, *m)?)
+                        }
+                        NodeMetadata::Group(meta) => Node::Group(ZarrGroup {
+                            store,
+                            path: display,
+                            meta,
+                        }),
+                        NodeMetadata::Unreadable(entry) => return Err(entry.error(&display)),
+                    },
+                );
+            }
+            if format == Some(3) {
+                return Err(Error::NodeNotFound { path: display });
+            }
         }
-        if let Some(zarray) = store.get_document(".zarray", &display).await? {
-            let zattrs = store.get_document(".zattrs", &display).await?;
+        // At the root the v2 documents are asked for at once; below it, a child is far more
+        // often an array than a group: `.zarray` with `.zattrs`, then `.zgroup` only if
+        // there is no `.zarray`.
+        let root = format.is_none();
+        let maybe = |key: &'static str, wanted: bool| {
+            let (store, display) = (&store, &display);
+            async move {
+                match wanted {
+                    true => store.get_document(key, display).await,
+                    false => Ok(None),
+                }
+            }
+        };
+        let (zarray, mut zgroup, zattrs, zmeta) = futures::try_join!(
+            maybe(".zarray", true),
+            maybe(".zgroup", root),
+            maybe(".zattrs", true),
+            maybe(".zmetadata", root),
+        )?;
+        if zarray.is_none() && !root {
+            zgroup = store.get_document(".zgroup", &display).await?;
+        }
+        if let Some(zarray) = zarray {
             let m = metadata::parse_v2_array(&display, &zarray, zattrs.as_deref(), store.limits())?;
             return Ok(Node::Array(ZarrArray::try_new(store, display, m)?));
         }
-        if let Some(zgroup) = store.get_document(".zgroup", &display).await? {
-            let zattrs = store.get_document(".zattrs", &display).await?;
+        if let Some(zgroup) = zgroup {
             let mut meta = metadata::parse_v2_group(&display, &zgroup, zattrs.as_deref())?;
-            if let Some(zmeta) = store.get_document(".zmetadata", &display).await? {
+            if let Some(zmeta) = zmeta {
                 meta.consolidated = Some(metadata::Consolidated::new(
                     metadata::parse_v2_consolidated(&display, &zmeta, store.limits())?,
                 ));
@@ -184,7 +224,8 @@ impl ZarrGroup {
         let mut opened = futures::stream::iter(names)
             .map(|name| async move {
                 let path = metadata::join_path(&self.path, &name);
-                let node = Node::open_store(self.store.child(&name), &path).await;
+                let format = Some(self.meta.zarr_format);
+                let node = Node::open_as(self.store.child(&name), &path, format).await;
                 (name, node)
             })
             .buffered(OPEN_CONCURRENCY);
@@ -221,9 +262,10 @@ impl ZarrGroup {
                 path: metadata::join_path(&self.path, relative),
             });
         }
-        Node::open_store(
+        Node::open_as(
             self.store.child(relative),
             &metadata::join_path(&self.path, relative),
+            Some(self.meta.zarr_format),
         )
         .await
     }
@@ -263,7 +305,7 @@ impl ZarrGroup {
 }
 
 /// How many children of a group are opened at once.
-const OPEN_CONCURRENCY: usize = 16;
+pub(crate) const OPEN_CONCURRENCY: usize = 16;
 
 /// The children an AnnData element declares in its attributes.
 struct Declared {

@@ -96,8 +96,10 @@ impl BinaryType {
 pub struct ZarrReadOptions {
     /// How strings are represented (default `Utf8`). Bytes follow: Binary, LargeBinary, BinaryView.
     pub string_type: StringType,
-    /// How many chunk reads are in flight at once (default 8).
+    /// How many chunk reads are in flight at once (default 16).
     pub concurrency: usize,
+    /// How large reads are split and small ones merged (see [`FetchOptions`]).
+    pub fetch: FetchOptions,
     /// What zarrow allocates at most for sizes the data claims (see [`ReadLimits`]); part of
     /// a serialized scan, so every process that runs it holds to the same limits.
     pub limits: ReadLimits,
@@ -111,8 +113,65 @@ impl Default for ZarrReadOptions {
         ZarrReadOptions {
             string_type: StringType::Utf8,
             concurrency: 16,
+            fetch: FetchOptions::default(),
             limits: ReadLimits::default(),
         }
+    }
+}
+
+/// The default of [`FetchOptions::range_split_bytes`]: 8 MiB.
+pub const DEFAULT_RANGE_SPLIT_BYTES: u64 = 8 << 20;
+
+/// The default of [`FetchOptions::coalesce_bytes`]: 1 MiB (as `object_store`'s and
+/// DataFusion's Parquet reader's range coalescing).
+pub const DEFAULT_COALESCE_BYTES: u64 = 1 << 20;
+
+/// How a read asks the store for bytes: a large object (a chunk, an inner chunk of a shard)
+/// as several ranged GETs in flight at once, nearby small ranges of one object (inner chunks
+/// of a shard) as one GET. Plain data, serialized with the read options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FetchOptions {
+    /// A read of more than this many bytes is split into ranged GETs of at most this size,
+    /// up to `concurrency` of them in flight (default [`DEFAULT_RANGE_SPLIT_BYTES`]; 0: never
+    /// split). The object's size comes from the first response (or the shard index), is held
+    /// to the chunk's limit, and the parts are assembled into one buffer of that size.
+    pub range_split_bytes: u64,
+    /// Ranges of one object at most this many bytes apart are read by one GET and sliced
+    /// (default [`DEFAULT_COALESCE_BYTES`]; 0: only touching ranges are merged).
+    pub coalesce_bytes: u64,
+}
+
+impl Default for FetchOptions {
+    fn default() -> Self {
+        FetchOptions {
+            range_split_bytes: DEFAULT_RANGE_SPLIT_BYTES,
+            coalesce_bytes: DEFAULT_COALESCE_BYTES,
+        }
+    }
+}
+
+/// The keys of [`FetchOptions::set`], as table options and session settings name them.
+pub const FETCH_KEYS: &[&str] = &["range_split_bytes", "coalesce_bytes"];
+
+impl FetchOptions {
+    /// Set the option named `key` (one of [`FETCH_KEYS`]) to `value`, a number of bytes; an
+    /// error names the key and the value.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let invalid = |message: String| Error::InvalidOption {
+            key: key.to_string(),
+            message,
+        };
+        let bytes = value
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| invalid(format!("expected a number of bytes, found '{value}'")))?;
+        match key {
+            "range_split_bytes" => self.range_split_bytes = bytes,
+            "coalesce_bytes" => self.coalesce_bytes = bytes,
+            _ => return Err(invalid("not a fetch option".into())),
+        }
+        Ok(())
     }
 }
 
@@ -256,6 +315,12 @@ impl ZarrReadOptions {
     /// Set the limits (see [`ReadLimits`]).
     pub fn with_limits(mut self, limits: ReadLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Set how reads are split and merged (see [`FetchOptions`]).
+    pub fn with_fetch(mut self, fetch: FetchOptions) -> Self {
+        self.fetch = fetch;
         self
     }
 

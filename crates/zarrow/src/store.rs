@@ -8,14 +8,16 @@
 //! `object_store` plus the path of the node inside it.
 
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, GetResultPayload, ObjectStore, ObjectStoreExt};
 use url::Url;
 
+use crate::metrics::ScanMetrics;
 use crate::options::ReadLimits;
 use crate::remote::RemoteOptions;
 use crate::{Error, Result};
@@ -30,6 +32,8 @@ pub struct ZarrStore {
     body_retries: usize,
     /// What nodes opened from this store hold to: the metadata document and item limits.
     limits: ReadLimits,
+    /// What metadata requests (documents, listings) count into.
+    metrics: ScanMetrics,
 }
 
 /// The process-wide store behind `memory://` locations.
@@ -48,6 +52,7 @@ impl ZarrStore {
             root,
             body_retries: crate::remote::DEFAULT_MAX_RETRIES,
             limits: ReadLimits::default(),
+            metrics: ScanMetrics::default(),
         }
     }
 
@@ -117,6 +122,7 @@ impl ZarrStore {
             location: trimmed.to_string(),
             body_retries,
             limits: ReadLimits::default(),
+            metrics: ScanMetrics::default(),
         })
     }
 
@@ -153,6 +159,7 @@ impl ZarrStore {
             location: location.to_string(),
             body_retries: 0,
             limits: ReadLimits::default(),
+            metrics: ScanMetrics::default(),
         })
     }
 
@@ -176,6 +183,18 @@ impl ZarrStore {
     /// [`Self::with_limits`] set others).
     pub fn limits(&self) -> &ReadLimits {
         &self.limits
+    }
+
+    /// This store counting its metadata requests (documents read or found missing, listings)
+    /// into `metrics`, as do the stores of the nodes opened from it.
+    pub fn with_metrics(mut self, metrics: ScanMetrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// What the store's metadata requests count into.
+    pub fn metrics(&self) -> &ScanMetrics {
+        &self.metrics
     }
 
     /// The object store.
@@ -202,6 +221,7 @@ impl ZarrStore {
             root,
             body_retries: self.body_retries,
             limits: self.limits,
+            metrics: self.metrics.clone(),
         }
     }
 
@@ -301,17 +321,26 @@ impl ZarrStore {
     /// [`ReadLimits::max_metadata_bytes`] is an error before anything is allocated for it.
     pub async fn get_document(&self, relative: &str, node: &str) -> Result<Option<Bytes>> {
         let limit = self.limits.max_metadata_bytes;
-        self.get_bounded(relative, limit, |size| {
-            Error::metadata(
-                node,
-                relative,
-                format!(
-                    "the document is {size} bytes, over the limit of {limit} \
+        let started = Instant::now();
+        let got = self
+            .get_bounded(relative, limit, |size| {
+                Error::metadata(
+                    node,
+                    relative,
+                    format!(
+                        "the document is {size} bytes, over the limit of {limit} \
                      (max_metadata_bytes, ZARROW_MAX_METADATA_BYTES, raises it)"
-                ),
-            )
-        })
-        .await
+                    ),
+                )
+            })
+            .await;
+        let bytes = got
+            .as_ref()
+            .ok()
+            .and_then(Option::as_ref)
+            .map_or(0, Bytes::len);
+        self.metrics.add_metadata(bytes, started.elapsed());
+        got
     }
 
     /// Get an object of at most `limit` bytes; `Ok(None)` if it does not exist. One the
@@ -409,6 +438,203 @@ impl ZarrStore {
             .await
     }
 
+    /// Get an object of at most `limit` bytes as [`Self::get_bounded`] does, in ranged GETs
+    /// of at most `part` bytes, up to `parallel` in flight: the first asks for bytes
+    /// `0..part`; its response gives the object's size (held to `limit`: `too_large(size)`
+    /// before anything is allocated), and the rest is asked for while its body arrives, each
+    /// response read straight into its place in one buffer of that size. An object of at most
+    /// `part` bytes takes one request, as does any read with `part` 0. A store that cannot
+    /// answer the first ranged GET (an empty object, a server without ranges) is asked once
+    /// more for the whole object. `Ok(None)`: the object does not exist; else the bytes and
+    /// the number of requests made.
+    pub async fn get_split(
+        &self,
+        relative: &str,
+        limit: u64,
+        part: u64,
+        parallel: usize,
+        too_large: impl Fn(u64) -> Error,
+    ) -> Result<Option<(Bytes, usize)>> {
+        if part == 0 {
+            let bytes = self.get_bounded(relative, limit, &too_large).await?;
+            return Ok(bytes.map(|b| (b, 1)));
+        }
+        let path = self.key(relative);
+        let mut options = GetOptions {
+            range: Some(GetRange::Bounded(0..part)),
+            ..Default::default()
+        };
+        options.extensions.insert(BodyCap(part));
+        let first = match self.store.get_opts(&path, options).await {
+            Ok(first) => first,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => {
+                log::debug!("a ranged GET of '{path}' failed ({e}); reading it whole");
+                let bytes = self.get_bounded(relative, limit, &too_large).await?;
+                return Ok(bytes.map(|b| (b, 2)));
+            }
+        };
+        let size = first.meta.size;
+        if size > limit {
+            return Err(too_large(size));
+        }
+        if first.range != (0..part.min(size)) {
+            return Err(store_err(&path, unexpected_range(&first.range, &(0..part))));
+        }
+        if size <= part {
+            // The whole object: its body as it arrives (one frame is kept as it is).
+            let body = collect_bounded(first.into_stream(), Some(size), part, generic).await;
+            return match body.map_err(|e| store_err(&path, e))? {
+                Bounded::Whole(bytes) => Ok(Some((bytes, 1))),
+                Bounded::Over(n) => Err(too_large(n)),
+            };
+        }
+        let total = usize::try_from(size)
+            .map_err(|_| store_err(&path, generic(format!("{size} bytes do not fit memory"))))?;
+        let mut buffer: Vec<u8> = Vec::new();
+        buffer
+            .try_reserve_exact(total)
+            .map_err(|e| store_err(&path, generic(format!("a buffer of {size} bytes: {e}"))))?;
+        buffer.resize(total, 0);
+        let first_len = part.min(size) as usize;
+        let (head, rest) = buffer.split_at_mut(first_len);
+        let read_first = async {
+            match fill(first.into_stream(), head).await {
+                Err(e) if cut_short(&e) => self.fill_range(&path, 0..first_len as u64, head).await,
+                other => other,
+            }
+        };
+        let parts = split_ranges(first_len as u64..size, part);
+        let requests = 1 + parts.len();
+        let reads: Vec<_> = parts
+            .iter()
+            .cloned()
+            .zip(slices_of(rest, &parts, first_len as u64))
+            .map(|(range, out)| self.fill_range(&path, range, out))
+            .collect();
+        // The futures are made before they are streamed: a stream's closure would borrow
+        // for any lifetime, which the scan's tasks (`Send` for all of them) cannot have.
+        let read_rest = futures::stream::iter(reads)
+            .buffer_unordered(parallel.saturating_sub(1).max(1))
+            .try_collect::<Vec<()>>();
+        futures::try_join!(read_first, read_rest).map_err(|e| store_err(&path, e))?;
+        Ok(Some((buffer.into(), requests)))
+    }
+
+    /// Get bytes `range` of an object in ranged GETs of at most `part` bytes (0: one GET), up
+    /// to `parallel` in flight, each read straight into its place in one buffer of the
+    /// range's length (which the caller has held to its limits). The bytes and the number of
+    /// requests made.
+    pub async fn get_range_split(
+        &self,
+        relative: &str,
+        range: std::ops::Range<u64>,
+        part: u64,
+        parallel: usize,
+    ) -> Result<(Bytes, usize)> {
+        let length = range.end.saturating_sub(range.start);
+        if part == 0 || length <= part {
+            return Ok((self.get_range(relative, range).await?, 1));
+        }
+        let path = self.key(relative);
+        let total = usize::try_from(length)
+            .map_err(|_| store_err(&path, generic(format!("{length} bytes do not fit memory"))))?;
+        let mut buffer: Vec<u8> = Vec::new();
+        buffer
+            .try_reserve_exact(total)
+            .map_err(|e| store_err(&path, generic(format!("a buffer of {length} bytes: {e}"))))?;
+        buffer.resize(total, 0);
+        let parts = split_ranges(range, part);
+        let requests = parts.len();
+        let base = parts.first().map_or(0, |r| r.start);
+        let reads: Vec<_> = parts
+            .iter()
+            .cloned()
+            .zip(slices_of(&mut buffer, &parts, base))
+            .map(|(range, out)| self.fill_range(&path, range, out))
+            .collect();
+        futures::stream::iter(reads)
+            .buffer_unordered(parallel.max(1))
+            .try_collect::<Vec<()>>()
+            .await
+            .map_err(|e| store_err(&path, e))?;
+        Ok((buffer.into(), requests))
+    }
+
+    /// Get several ranges of one object: ranges at most `gap` bytes apart (sorted by start)
+    /// are merged into one GET — each merged range read as [`Self::get_range_split`] reads it
+    /// — and each range is a slice of its GET's bytes (no copy). The bytes of each range, in
+    /// the order given, and the number of requests made.
+    pub async fn get_ranges_coalesced(
+        &self,
+        relative: &str,
+        ranges: &[std::ops::Range<u64>],
+        gap: u64,
+        part: u64,
+        parallel: usize,
+    ) -> Result<(Vec<Bytes>, usize)> {
+        let merged = merge_ranges(ranges, gap);
+        let reads: Vec<_> = merged
+            .iter()
+            .map(|r| self.get_range_split(relative, r.clone(), part, parallel))
+            .collect();
+        let fetched: Vec<(Bytes, usize)> = futures::stream::iter(reads)
+            .buffered(parallel.max(1))
+            .try_collect()
+            .await?;
+        let requests = fetched.iter().map(|(_, n)| n).sum();
+        let out = ranges
+            .iter()
+            .map(|r| {
+                // The merged range holding `r` (the last starting at or before it).
+                let i = merged
+                    .partition_point(|m| m.start <= r.start)
+                    .saturating_sub(1);
+                let (m, (bytes, _)) = (&merged[i], &fetched[i]);
+                let start = (r.start - m.start) as usize;
+                let end = (r.end - m.start) as usize;
+                bytes.slice(start..end.min(bytes.len()))
+            })
+            .collect();
+        Ok((out, requests))
+    }
+
+    /// Read bytes `range` of the object at `path` into `out` (its length), again (with
+    /// backoff) while the response is cut short, as [`Self::retrying`] does.
+    async fn fill_range(
+        &self,
+        path: &Path,
+        range: std::ops::Range<u64>,
+        out: &mut [u8],
+    ) -> std::result::Result<(), object_store::Error> {
+        let mut tries = 0;
+        loop {
+            let mut options = GetOptions {
+                range: Some(GetRange::Bounded(range.clone())),
+                ..Default::default()
+            };
+            options.extensions.insert(BodyCap(range.end - range.start));
+            let attempt = async {
+                let result = self.store.get_opts(path, options).await?;
+                if result.range != range {
+                    return Err(unexpected_range(&result.range, &range));
+                }
+                fill(result.into_stream(), out).await
+            };
+            match attempt.await {
+                Err(e) if tries < self.body_retries && cut_short(&e) => {
+                    tries += 1;
+                    log::info!(
+                        "retrying a read cut short ({tries}/{}): {e}",
+                        self.body_retries
+                    );
+                    tokio::time::sleep(std::time::Duration::from_millis(50 << tries.min(6))).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Put an object (used by the writer).
     pub async fn put(&self, relative: &str, bytes: Bytes) -> Result<()> {
         let path = self.key(relative);
@@ -422,11 +648,10 @@ impl ZarrStore {
     /// Immediate child names (common prefixes) below `relative`.
     pub async fn list_children(&self, relative: &str) -> Result<Vec<String>> {
         let path = self.key(relative);
-        let listing = self
-            .store
-            .list_with_delimiter(Some(&path))
-            .await
-            .map_err(|source| store_err(&path, source))?;
+        let started = Instant::now();
+        let listing = self.store.list_with_delimiter(Some(&path)).await;
+        self.metrics.add_metadata(0, started.elapsed());
+        let listing = listing.map_err(|source| store_err(&path, source))?;
         let mut names: Vec<String> = listing
             .common_prefixes
             .iter()
@@ -512,6 +737,109 @@ pub(crate) async fn collect_bounded<E>(
         Some(only) => only,
         None => buffer.into(),
     }))
+}
+
+/// Copy a body into `out`, which it must fill exactly.
+async fn fill(
+    mut stream: impl Stream<Item = std::result::Result<Bytes, object_store::Error>> + Unpin,
+    out: &mut [u8],
+) -> std::result::Result<(), object_store::Error> {
+    let mut at = 0usize;
+    while let Some(frame) = stream.next().await {
+        let frame = frame?;
+        let end = at
+            .checked_add(frame.len())
+            .filter(|&end| end <= out.len())
+            .ok_or_else(|| {
+                generic(format!(
+                    "the body is longer than the {} bytes asked for",
+                    out.len()
+                ))
+            })?;
+        out[at..end].copy_from_slice(&frame);
+        at = end;
+    }
+    if at != out.len() {
+        return Err(generic(format!(
+            "the body ended after {at} of the {} bytes asked for",
+            out.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The most parts one read is split into: a smaller `range_split_bytes` than the range's
+/// length over this makes larger parts (the number of requests stays bounded).
+const MAX_PARTS: u64 = 256;
+
+/// `range` cut into consecutive ranges of at most `part` (> 0) bytes — larger ones if that
+/// would make more than [`MAX_PARTS`].
+fn split_ranges(range: std::ops::Range<u64>, part: u64) -> Vec<std::ops::Range<u64>> {
+    let length = range.end.saturating_sub(range.start);
+    let part = part.max(length.div_ceil(MAX_PARTS)).max(1);
+    let mut out = Vec::new();
+    let mut start = range.start;
+    while start < range.end {
+        let end = start.saturating_add(part).min(range.end);
+        out.push(start..end);
+        start = end;
+    }
+    out
+}
+
+/// `buffer` (holding the bytes from `base` on) cut into one slice per range of `parts`
+/// (consecutive, covering it).
+fn slices_of<'a>(
+    mut buffer: &'a mut [u8],
+    parts: &[std::ops::Range<u64>],
+    base: u64,
+) -> Vec<&'a mut [u8]> {
+    let mut out = Vec::with_capacity(parts.len());
+    let mut at = base;
+    for r in parts {
+        let length = usize::try_from(r.end - at)
+            .unwrap_or(usize::MAX)
+            .min(buffer.len());
+        let (here, rest) = std::mem::take(&mut buffer).split_at_mut(length);
+        out.push(here);
+        buffer = rest;
+        at = r.end;
+    }
+    out
+}
+
+/// The ranges covering `ranges`, sorted, those at most `gap` bytes apart (or overlapping)
+/// merged.
+fn merge_ranges(ranges: &[std::ops::Range<u64>], gap: u64) -> Vec<std::ops::Range<u64>> {
+    let mut sorted: Vec<_> = ranges.to_vec();
+    sorted.sort_unstable_by_key(|r| (r.start, r.end));
+    let mut out: Vec<std::ops::Range<u64>> = Vec::with_capacity(sorted.len());
+    for r in sorted {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(gap) => {
+                last.end = last.end.max(r.end);
+            }
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+fn generic(message: String) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "zarrow",
+        source: message.into(),
+    }
+}
+
+fn unexpected_range(
+    got: &std::ops::Range<u64>,
+    asked: &std::ops::Range<u64>,
+) -> object_store::Error {
+    generic(format!(
+        "the store answered bytes {}..{} to a request for {}..{}",
+        got.start, got.end, asked.start, asked.end
+    ))
 }
 
 /// Whether `e` is a transport failure of a request that had been sent (a body cut short, a
@@ -614,6 +942,123 @@ mod tests {
         assert!(e.contains("longer than the 4 bytes"), "{e}");
         let e = collect(&[b"abc"], Some((2 << 30) - 1000), 3 << 30).unwrap_err();
         assert!(e.contains("ended after 3 of the 2147482648 bytes"), "{e}");
+    }
+
+    /// A store of one object `o` of `n` bytes (`i % 251`), recording requests held `delay`.
+    async fn recorded(
+        n: usize,
+        delay: std::time::Duration,
+    ) -> (ZarrStore, Arc<zarrow_testkit::RecordingStore>, Vec<u8>) {
+        let memory = Arc::new(InMemory::new());
+        let body: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+        memory
+            .put(&Path::from("a/o"), body.clone().into())
+            .await
+            .unwrap();
+        let recording = zarrow_testkit::RecordingStore::new(memory, delay);
+        let store = ZarrStore::new(recording.clone(), Path::from("a"));
+        (store, recording, body)
+    }
+
+    fn ranges(recording: &zarrow_testkit::RecordingStore) -> Vec<String> {
+        let mut out: Vec<String> = recording
+            .requests()
+            .iter()
+            .map(|r| r.range.clone().unwrap_or_default())
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[tokio::test]
+    async fn a_large_object_is_read_in_ranged_parts_into_one_buffer() {
+        let (store, recording, body) = recorded(100, Default::default()).await;
+        let too_large = |n| Error::InvalidArgument(format!("{n} bytes"));
+        let (bytes, requests) = store
+            .get_split("o", 1000, 30, 8, too_large)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((bytes.as_ref(), requests), (body.as_slice(), 4));
+        assert_eq!(
+            ranges(&recording),
+            ["bytes=0-29", "bytes=30-59", "bytes=60-89", "bytes=90-99"]
+        );
+        // At most one part: one request; 0 turns splitting off.
+        for part in [100, 0] {
+            recording.clear();
+            let (bytes, requests) = store
+                .get_split("o", 1000, part, 8, too_large)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!((bytes.as_ref(), requests), (body.as_slice(), 1));
+            assert_eq!(recording.requests().len(), 1);
+        }
+        // Over the limit: refused on the first response, nothing more asked for.
+        recording.clear();
+        let e = store
+            .get_split("o", 99, 30, 8, too_large)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("100 bytes"), "{e}");
+        assert_eq!(recording.requests().len(), 1);
+        // Missing: None.
+        assert!(store
+            .get_split("missing", 99, 30, 8, too_large)
+            .await
+            .unwrap()
+            .is_none());
+    }
+
+    #[tokio::test]
+    async fn an_empty_object_is_read_whole_after_its_ranged_get_fails() {
+        let (store, recording, _) = recorded(0, Default::default()).await;
+        let too_large = |n| Error::InvalidArgument(format!("{n} bytes"));
+        let (bytes, requests) = store
+            .get_split("o", 10, 4, 8, too_large)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((bytes.len(), requests), (0, 2));
+        assert_eq!(recording.requests().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn nearby_ranges_are_one_get_and_slices_of_it() {
+        let (store, recording, body) = recorded(200, Default::default()).await;
+        let asked = [12..20, 0..10, 150..160, 30..40];
+        let (parts, requests) = store
+            .get_ranges_coalesced("o", &asked, 10, 0, 8)
+            .await
+            .unwrap();
+        for (r, bytes) in asked.iter().zip(&parts) {
+            assert_eq!(bytes.as_ref(), &body[r.start as usize..r.end as usize]);
+        }
+        assert_eq!(requests, 2);
+        assert_eq!(ranges(&recording), ["bytes=0-39", "bytes=150-159"]);
+        // A gap of 0 merges touching ranges only.
+        recording.clear();
+        let (_, requests) = store
+            .get_ranges_coalesced("o", &[0..10, 10..20, 21..30], 0, 0, 8)
+            .await
+            .unwrap();
+        assert_eq!(requests, 2);
+    }
+
+    #[tokio::test]
+    async fn the_parts_of_a_range_are_in_flight_at_once() {
+        let delay = std::time::Duration::from_millis(200);
+        let (store, recording, body) = recorded(64, delay).await;
+        let started = std::time::Instant::now();
+        let (bytes, requests) = store.get_range_split("o", 8..64, 28, 8).await.unwrap();
+        assert_eq!((bytes.as_ref(), requests), (&body[8..64], 2));
+        assert_eq!(recording.max_in_flight(), 2);
+        assert!(started.elapsed() < delay * 2, "{:?}", started.elapsed());
+        // Parts are never more than MAX_PARTS, whatever the part size.
+        assert_eq!(split_ranges(0..10_000, 1).len(), 250);
+        assert_eq!(split_ranges(0..(1 << 40), 1).len(), MAX_PARTS as usize);
+        assert_eq!(split_ranges(0..10, 3), [0..3, 3..6, 6..9, 9..10]);
     }
 
     #[test]

@@ -37,6 +37,13 @@ impl ChunkCache {
         }
     }
 
+    /// Whether `key` is held (or being read).
+    pub(crate) fn contains(&self, key: &CacheKey) -> bool {
+        self.inner
+            .lock()
+            .is_ok_and(|inner| inner.map.contains_key(key))
+    }
+
     /// The cached unit for `key`, or the result of `read` (stored when it succeeds).
     pub(crate) async fn get_or_read<F, Fut>(&self, key: CacheKey, read: F) -> Result<ArrayRef>
     where

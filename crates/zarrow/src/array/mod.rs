@@ -11,6 +11,8 @@
 //! ```
 
 pub mod cache;
+#[cfg(test)]
+mod fetch_tests;
 pub mod region;
 mod shard;
 
@@ -276,48 +278,148 @@ impl ZarrArray {
     /// metrics.
     pub async fn fetch_chunk_in(&self, coords: &[u64], ctx: &ReadContext) -> Result<Option<Bytes>> {
         let metrics = &ctx.metrics;
+        let fetch = &ctx.options.fetch;
+        let parallel = ctx.options.concurrency.max(1);
         let loc = self.chunk_location(coords);
-        let started = Instant::now();
-        let fetched = match loc.inner {
-            Some(_) => {
-                let Some(range) = self.shard_range(&loc, metrics).await? else {
-                    return Ok(None);
-                };
-                let limit = self.max_stored_bytes(&ctx.options);
-                let length = range.end.saturating_sub(range.start);
-                if length > limit {
-                    return Err(self.chunk_error(
-                        &loc,
-                        ChunkError::TooLarge(format!(
-                            "the shard index gives the inner chunk {length} bytes, more than its \
-                             elements can take ({limit})"
-                        )),
-                    ));
-                }
-                let started = Instant::now();
-                let bytes = self.store.get_range(&loc.key, range).await?;
-                metrics.add_fetch(bytes.len(), started.elapsed());
-                return Ok(Some(bytes));
-            }
-            _ => {
-                let limit = self.max_stored_bytes(&ctx.options);
-                self.store
-                    .get_bounded(&loc.key, limit, |size| {
-                        self.chunk_error(
-                            &loc,
-                            ChunkError::TooLarge(format!(
-                                "the stored chunk is {size} bytes, more than its elements can \
-                                 take ({limit})"
-                            )),
-                        )
-                    })
-                    .await?
-            }
-        };
-        if let Some(bytes) = &fetched {
-            metrics.add_fetch(bytes.len(), started.elapsed());
+        let limit = self.max_stored_bytes(&ctx.options);
+        if loc.inner.is_some() {
+            let Some(range) = self.shard_range(&loc, metrics).await? else {
+                return Ok(None);
+            };
+            self.check_inner(&loc, &range, limit)?;
+            let started = Instant::now();
+            let (bytes, requests) = self
+                .store
+                .get_range_split(&loc.key, range, fetch.range_split_bytes, parallel)
+                .await?;
+            metrics.add_fetches(requests, bytes.len(), started.elapsed());
+            return Ok(Some(bytes));
         }
-        Ok(fetched)
+        let started = Instant::now();
+        let fetched = self
+            .store
+            .get_split(&loc.key, limit, fetch.range_split_bytes, parallel, |size| {
+                self.chunk_error(
+                    &loc,
+                    ChunkError::TooLarge(format!(
+                        "the stored chunk is {size} bytes, more than its elements can take \
+                         ({limit})"
+                    )),
+                )
+            })
+            .await?;
+        Ok(fetched.map(|(bytes, requests)| {
+            metrics.add_fetches(requests, bytes.len(), started.elapsed());
+            bytes
+        }))
+    }
+
+    /// An error unless the inner chunk at `loc`, at bytes `range` of its shard, is at most
+    /// `limit` bytes.
+    fn check_inner(
+        &self,
+        loc: &ChunkLocation,
+        range: &std::ops::Range<u64>,
+        limit: u64,
+    ) -> Result<()> {
+        let length = range.end.saturating_sub(range.start);
+        if length > limit {
+            return Err(self.chunk_error(
+                loc,
+                ChunkError::TooLarge(format!(
+                    "the shard index gives the inner chunk {length} bytes, more than its \
+                     elements can take ({limit})"
+                )),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The stored bytes of several read units (as [`Self::fetch_chunk_in`] reads each), in
+    /// the order given. Inner chunks of one shard are read together: ranges at most
+    /// `coalesce_bytes` apart become one GET, sliced (see [`ZarrStore::get_ranges_coalesced`]).
+    pub async fn fetch_chunks_in(
+        &self,
+        coords: &[Vec<u64>],
+        ctx: &ReadContext,
+    ) -> Result<Vec<Option<Bytes>>> {
+        use futures::{StreamExt, TryStreamExt};
+        let parallel = ctx.options.concurrency.max(1);
+        if self.meta.shard_levels().is_empty() {
+            let reads: Vec<_> = coords.iter().map(|c| self.fetch_chunk_in(c, ctx)).collect();
+            return futures::stream::iter(reads)
+                .buffered(parallel)
+                .try_collect()
+                .await;
+        }
+        let metrics = &ctx.metrics;
+        let limit = self.max_stored_bytes(&ctx.options);
+        // Each unit's shard and range (indexes read once per shard, cached).
+        // (Futures made before they are streamed, as in `ZarrStore::get_split`.)
+        let locate: Vec<_> = coords
+            .iter()
+            .map(|c| async move {
+                let loc = self.chunk_location(c);
+                let range = self.shard_range(&loc, metrics).await?;
+                if let Some(r) = &range {
+                    self.check_inner(&loc, r, limit)?;
+                }
+                Ok::<_, Error>((loc, range))
+            })
+            .collect();
+        let located: Vec<(ChunkLocation, Option<std::ops::Range<u64>>)> =
+            futures::stream::iter(locate)
+                .buffered(parallel)
+                .try_collect()
+                .await?;
+        // The stored units grouped by shard, in order of first appearance.
+        let mut shards: Vec<(&str, Vec<usize>)> = Vec::new();
+        for (i, (loc, range)) in located.iter().enumerate() {
+            if range.is_none() {
+                continue;
+            }
+            match shards.iter_mut().find(|(key, _)| *key == loc.key) {
+                Some((_, members)) => members.push(i),
+                None => shards.push((&loc.key, vec![i])),
+            }
+        }
+        let fetch = &ctx.options.fetch;
+        let reads: Vec<_> = shards
+            .iter()
+            .map(|(key, members)| {
+                let ranges: Vec<std::ops::Range<u64>> = members
+                    .iter()
+                    .filter_map(|&i| located[i].1.clone())
+                    .collect();
+                async move {
+                    let started = Instant::now();
+                    let (bytes, requests) = self
+                        .store
+                        .get_ranges_coalesced(
+                            key,
+                            &ranges,
+                            fetch.coalesce_bytes,
+                            fetch.range_split_bytes,
+                            parallel,
+                        )
+                        .await?;
+                    let total = bytes.iter().map(Bytes::len).sum();
+                    metrics.add_fetches(requests, total, started.elapsed());
+                    Ok::<_, Error>(bytes)
+                }
+            })
+            .collect();
+        let read: Vec<Vec<Bytes>> = futures::stream::iter(reads)
+            .buffered(parallel)
+            .try_collect()
+            .await?;
+        let mut out: Vec<Option<Bytes>> = vec![None; coords.len()];
+        for ((_, members), bytes) in shards.iter().zip(read) {
+            for (&i, b) in members.iter().zip(bytes) {
+                out[i] = Some(b);
+            }
+        }
+        Ok(out)
     }
 
     /// Decode stored bytes of the read unit at `coords` (or the fill value for `None`) into

@@ -62,11 +62,7 @@ impl ZarrArray {
         let chunks: Vec<Vec<u64>> = c_order(&counts)
             .map(|rel| rel.iter().zip(&first).map(|(r, f)| r + f).collect())
             .collect();
-        let arrays: Vec<ArrayRef> = futures::stream::iter(chunks.clone())
-            .map(|c| async move { self.read_chunk_in(&c, ctx).await })
-            .buffered(opts.concurrency.max(1))
-            .try_collect()
-            .await?;
+        let arrays = self.read_chunks_in(&chunks, ctx).await?;
         if chunks.len() == 1 {
             let valid = self.chunk_valid_shape(&chunks[0])?;
             let origin: Vec<u64> = chunks[0].iter().zip(&cs).map(|(c, s)| c * s).collect();
@@ -172,10 +168,60 @@ impl ZarrArray {
         Ok(arrow_select::concat::concat(&refs)?)
     }
 
+    /// [`Self::read_chunk_in`] of several read units, `concurrency` at once. Inner chunks of
+    /// shards that the cache does not hold are fetched first, together
+    /// ([`Self::fetch_chunks_in`]: nearby ranges of a shard in one GET).
+    async fn read_chunks_in(
+        &self,
+        chunks: &[Vec<u64>],
+        ctx: &ReadContext,
+    ) -> Result<Vec<ArrayRef>> {
+        let parallel = ctx.options.concurrency.max(1);
+        if chunks.len() < 2 || self.metadata().shard_levels().is_empty() {
+            let reads: Vec<_> = chunks.iter().map(|c| self.read_chunk_in(c, ctx)).collect();
+            return futures::stream::iter(reads)
+                .buffered(parallel)
+                .try_collect()
+                .await;
+        }
+        let cached = |c: &Vec<u64>| {
+            ctx.cache
+                .as_ref()
+                .is_some_and(|cache| cache.contains(&(self.path().to_string(), c.clone())))
+        };
+        let wanted: Vec<Vec<u64>> = chunks.iter().filter(|c| !cached(c)).cloned().collect();
+        let fetched = self.fetch_chunks_in(&wanted, ctx).await?;
+        let mut prefetched: std::collections::HashMap<Vec<u64>, Option<bytes::Bytes>> =
+            wanted.into_iter().zip(fetched).collect();
+        let jobs: Vec<_> = chunks.iter().map(|c| (c, prefetched.remove(c))).collect();
+        let reads: Vec<_> = jobs
+            .into_iter()
+            .map(|(c, stored)| self.read_chunk_with(c, stored, ctx))
+            .collect();
+        futures::stream::iter(reads)
+            .buffered(parallel)
+            .try_collect()
+            .await
+    }
+
     /// [`Self::read_chunk`] in a scan's context: through its cache (if any), fetches counted.
     pub async fn read_chunk_in(&self, coords: &[u64], ctx: &ReadContext) -> Result<ArrayRef> {
+        self.read_chunk_with(coords, None, ctx).await
+    }
+
+    /// [`Self::read_chunk_in`], the unit's stored bytes already fetched when `prefetched` is
+    /// `Some` (`Some(None)`: not stored).
+    async fn read_chunk_with(
+        &self,
+        coords: &[u64],
+        prefetched: Option<Option<bytes::Bytes>>,
+        ctx: &ReadContext,
+    ) -> Result<ArrayRef> {
         let read = || async {
-            let stored = self.fetch_chunk_in(coords, ctx).await?;
+            let stored = match prefetched {
+                Some(stored) => stored,
+                None => self.fetch_chunk_in(coords, ctx).await?,
+            };
             let started = std::time::Instant::now();
             let array = self.decode_fetched(coords, stored, ctx).await;
             ctx.metrics.add_decode(started.elapsed());

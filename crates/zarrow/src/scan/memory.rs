@@ -145,24 +145,28 @@ impl Held {
     /// was held over, or holds the rest; `Ok(n)`: `n` bytes could not be held now (the
     /// caller holds them when the chunk's turn comes).
     pub(crate) fn settle(&mut self, reserved: usize, stored: usize) -> usize {
-        if let Some(budget) = &self.budget {
-            budget.progress.send_modify(|p| {
-                p.largest = Some(p.largest.unwrap_or(0).max(stored));
-            });
-        }
-        if stored <= reserved {
+        let unreserved = if stored <= reserved {
             let over = reserved - stored;
             if let Some(budget) = &self.budget {
                 budget.release(over);
             }
             self.bytes -= over.min(self.bytes);
-            return 0;
+            0
+        } else {
+            let rest = stored - reserved;
+            match self.grow(rest, &String::new) {
+                Ok(()) => 0,
+                Err(_) => rest,
+            }
+        };
+        // Only now does the estimate go out: a chunk ahead waiting for it must not take the
+        // room this chunk's own bytes were about to take.
+        if let Some(budget) = &self.budget {
+            budget.progress.send_modify(|p| {
+                p.largest = Some(p.largest.unwrap_or(0).max(stored));
+            });
         }
-        let rest = stored - reserved;
-        match self.grow(rest, &String::new) {
-            Ok(()) => 0,
-            Err(_) => rest,
-        }
+        unreserved
     }
 
     /// Hold `bytes` more for `what` (named in the error).

@@ -124,16 +124,20 @@ impl ZarrScan {
     }
 
     /// Open the table at the scan's location (stores from [`ZarrStore::open`], credentials
-    /// from the environment) and read it.
+    /// from the environment) and read it; the stream's metrics count the opening as the
+    /// scan's metadata phase.
     pub async fn open(&self) -> Result<ZarrRecordBatchStream> {
-        let model = TableModel::open(&self.location, self.options.clone()).await?;
-        self.stream(Arc::new(model), ScanContext::default())
+        let store = ZarrStore::open_configured(&self.location, &[], &self.options.remote)?;
+        self.open_with_store(store).await
     }
 
-    /// Open the table at the root of `store` (e.g. one an application registered) and read it.
+    /// Open the table at the root of `store` (e.g. one an application registered) and read
+    /// it, the opening counted as the scan's metadata phase.
     pub async fn open_with_store(&self, store: ZarrStore) -> Result<ZarrRecordBatchStream> {
+        let ctx = ScanContext::default();
+        let store = store.with_metrics(ctx.metrics.clone());
         let model = TableModel::open_store(store, &self.location, self.options.clone()).await?;
-        self.stream(Arc::new(model), ScanContext::default())
+        self.stream(Arc::new(model), ctx)
     }
 
     /// The indices of the scan's columns in `model`'s schema; an error if the table no

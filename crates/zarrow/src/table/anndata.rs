@@ -55,10 +55,10 @@ pub(super) async fn encoded_member(
         kind,
     };
     Ok(match encoding {
-        "categorical" => match (
-            child_array(group, "codes").await?,
-            child_array(group, "categories").await?,
-        ) {
+        "categorical" => match futures::try_join!(
+            child_array(group, "codes"),
+            child_array(group, "categories"),
+        )? {
             (Some(codes), Some(categories))
                 if codes
                     .metadata()
@@ -86,10 +86,7 @@ pub(super) async fn encoded_member(
             }
         },
         "nullable-integer" | "nullable-boolean" | "nullable-string-array" => {
-            match (
-                child_array(group, "values").await?,
-                child_array(group, "mask").await?,
-            ) {
+            match futures::try_join!(child_array(group, "values"), child_array(group, "mask"))? {
                 (Some(values), Some(mask))
                     if mask.shape() == values.shape()
                         && mask.metadata().data_type == crate::DataType::Bool =>

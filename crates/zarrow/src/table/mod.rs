@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::array::ZarrArray;
 use crate::decode::fill_array;
 use crate::grid::{ChunkGrid, ChunkRanges};
+use crate::metrics::ScanMetrics;
 use crate::node::{Node, ZarrGroup};
 use crate::options::ZarrReadOptions;
 use crate::remote::RemoteOptions;
@@ -152,6 +153,8 @@ pub struct TableModel {
     columns: Vec<TableColumn>,
     left_out: Vec<(String, String)>,
     options: TableOptions,
+    /// What the metadata requests of its store (opening its nodes) counted into.
+    metadata: ScanMetrics,
 }
 
 /// A member of a group table: an array, or an AnnData encoded group that reads as one.
@@ -233,7 +236,11 @@ impl TableModel {
     /// was opened from: see [`Self::open_store`]).
     pub async fn from_node(node: Node, options: TableOptions) -> Result<Self> {
         options.read.string_type.check_available()?;
-        match node {
+        let metadata = match &node {
+            Node::Array(a) => a.store().metrics().clone(),
+            Node::Group(g) => g.store().metrics().clone(),
+        };
+        let mut model = match node {
             Node::Array(a) => Self::array_table(a, options),
             Node::Group(g) => {
                 anndata::check_table_group(&g)?;
@@ -242,7 +249,16 @@ impl TableModel {
                     None => Self::group_table(g, options).await,
                 }
             }
-        }
+        }?;
+        model.metadata = metadata;
+        Ok(model)
+    }
+
+    /// The metadata phase of the table: the requests its store made to open its nodes
+    /// (documents read or found missing, listings), their bytes and time — counted into the
+    /// metrics of the store it was opened from (see [`ZarrStore::with_metrics`]).
+    pub fn metadata_counts(&self) -> crate::ScanCounts {
+        self.metadata.counts()
     }
 
     /// A sparse matrix group: the dense array's columns (`dim_0`, `dim_1`, the value named
@@ -432,18 +448,33 @@ impl TableModel {
     ) -> Result<Vec<Member>> {
         let wanted: Option<HashSet<&str>> = wanted.map(|w| w.iter().map(String::as_str).collect());
         let mut members = Vec::new();
-        for (name, node) in group.children().await? {
-            let member = match node {
-                Ok(Node::Array(a)) => Ok(Ok(Member {
-                    name: name.clone(),
-                    path: a.path().to_string(),
-                    dims: dim_names(&a),
-                    shape: a.shape().to_vec(),
-                    kind: MemberKind::Array(a),
-                })),
-                Ok(Node::Group(g)) => anndata::encoded_member(&name, &g).await,
-                Err(e) => Err(e),
-            };
+        // Encoded groups' children are opened a few groups at a time (their round trips
+        // overlap), in order.
+        let opening: Vec<_> = group
+            .children()
+            .await?
+            .into_iter()
+            .map(|(name, node)| async move {
+                let member = match node {
+                    Ok(Node::Array(a)) => Ok(Ok(Member {
+                        name: name.clone(),
+                        path: a.path().to_string(),
+                        dims: dim_names(&a),
+                        shape: a.shape().to_vec(),
+                        kind: MemberKind::Array(a),
+                    })),
+                    Ok(Node::Group(g)) => anndata::encoded_member(&name, &g).await,
+                    Err(e) => Err(e),
+                };
+                (name, member)
+            })
+            .collect();
+        use futures::StreamExt;
+        let opened: Vec<_> = futures::stream::iter(opening)
+            .buffered(crate::node::OPEN_CONCURRENCY)
+            .collect()
+            .await;
+        for (name, member) in opened {
             match member {
                 Ok(Ok(member)) => members.push(member),
                 Ok(Err(why)) => left_out.push((name, why)),
@@ -791,6 +822,7 @@ impl TableModel {
             columns,
             left_out,
             options,
+            metadata: ScanMetrics::default(),
         })
     }
 

@@ -82,11 +82,8 @@ pub(super) async fn open(group: &ZarrGroup) -> Result<Option<SparseMatrix>> {
             Err(e) => Err(e),
         }
     };
-    let (data, indices, indptr) = (
-        array("data").await?,
-        array("indices").await?,
-        array("indptr").await?,
-    );
+    let (data, indices, indptr) =
+        futures::try_join!(array("data"), array("indices"), array("indptr"))?;
     let integer = |a: &ZarrArray| {
         a.arrow_field("", &ZarrReadOptions::default())
             .data_type()

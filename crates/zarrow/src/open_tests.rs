@@ -1,0 +1,155 @@
+//! What opening a node costs in requests: each kind of store opened through a store that
+//! records every request (documents read or found missing, listings), with the counts the
+//! format allows.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::ObjectStore;
+use zarrow_testkit::RecordingStore;
+
+use crate::store::ZarrStore;
+use crate::table::{TableModel, TableOptions};
+use crate::test_util::fixture;
+use crate::Node;
+
+const DELAY: Duration = Duration::from_millis(20);
+
+/// What opening `what` in the directory `dir` took: requests, and round trips (the time over
+/// the store's delay per request).
+struct Opened {
+    requests: Vec<String>,
+    round_trips: u32,
+    metadata_requests: u64,
+}
+
+async fn open_in(dir: &std::path::Path, what: &str, table: bool) -> Opened {
+    let local = Arc::new(LocalFileSystem::new_with_prefix(dir).unwrap());
+    let recording = RecordingStore::new(local as Arc<dyn ObjectStore>, DELAY);
+    let store = ZarrStore::new(recording.clone(), Path::from(what));
+    let metrics = store.metrics().clone();
+    let started = Instant::now();
+    if table {
+        TableModel::open_store(store, what, TableOptions::default())
+            .await
+            .unwrap();
+    } else {
+        match Node::open_store(store, what).await.unwrap() {
+            Node::Group(g) => {
+                g.walk().await.unwrap();
+            }
+            Node::Array(_) => {}
+        }
+    }
+    let round_trips = (started.elapsed().as_secs_f64() / DELAY.as_secs_f64()).floor() as u32;
+    Opened {
+        requests: recording
+            .requests()
+            .iter()
+            .map(|r| r.to_string().replace(&format!("{what}/"), ""))
+            .collect(),
+        round_trips,
+        metadata_requests: metrics.counts().metadata_requests,
+    }
+}
+
+async fn open_fixture(what: &str, table: bool) -> Opened {
+    let dir = std::path::PathBuf::from(fixture(""));
+    open_in(&dir, what, table).await
+}
+
+/// Each kind of store: requests to open it (before this audit → now) and round trips (the
+/// requests one after another; each takes the store's delay).
+#[tokio::test]
+async fn opening_takes_the_requests_the_format_needs() {
+    let v2_plain = tempfile::tempdir().unwrap();
+    let source = std::path::PathBuf::from(fixture("xarray_v2.zarr"));
+    copy_dir(&source, &v2_plain.path().join("x.zarr"));
+    std::fs::remove_file(v2_plain.path().join("x.zarr/.zmetadata")).unwrap();
+    // (what, requests, round trips): before, v2 stores asked every child for `zarr.json`
+    // (404) and then `.zarray`, `.zattrs` one after another (v2 unconsolidated 21 requests in
+    // 9 round trips, AnnData v2 `obs` 69 in 43), v2 roots 5 in 5, AnnData v3 `obs` 19 in 13.
+    let cases: Vec<(&str, Opened, usize, u32)> = vec![
+        // a v3 group of 5 arrays in 4 groups, no consolidated metadata: a listing and a
+        // zarr.json per group, the children of one group at once (walked group by group).
+        (
+            "v3, not consolidated",
+            open_fixture("v3_hierarchy_unconsolidated.zarr", false).await,
+            17,
+            13,
+        ),
+        (
+            "v3, consolidated",
+            open_fixture("v3_hierarchy.zarr", false).await,
+            1,
+            1,
+        ),
+        (
+            "v2 xarray, .zmetadata",
+            open_fixture("xarray_v2.zarr", true).await,
+            5,
+            2,
+        ),
+        // zarr.json (404), then the v2 root documents at once, a listing, and per array
+        // `.zarray` with `.zattrs`, all arrays at once.
+        (
+            "v2 xarray, no .zmetadata",
+            open_in(v2_plain.path(), "x.zarr", true).await,
+            16,
+            4,
+        ),
+        (
+            "v3 xarray, consolidated",
+            open_fixture("xarray_v3.zarr", true).await,
+            1,
+            1,
+        ),
+        // The dataframe's zarr.json, its 8 columns', then the 5 encoded columns' 10 arrays.
+        (
+            "AnnData v3 obs",
+            open_fixture("anndata_v3.zarr/obs", true).await,
+            19,
+            3,
+        ),
+        // As v3 with 5 more for the root, `.zattrs` beside each `.zarray`, `.zgroup` after
+        // `.zarray` (404) for the 5 encoded columns.
+        (
+            "AnnData v2 obs",
+            open_fixture("anndata_v2.zarr/obs", true).await,
+            46,
+            5,
+        ),
+    ];
+    for (what, opened, requests, round_trips) in &cases {
+        let listed = opened.requests.join("\n  ");
+        assert_eq!(opened.requests.len(), *requests, "{what}:\n  {listed}");
+        assert_eq!(opened.metadata_requests as usize, *requests, "{what}");
+        // Never below the chain of requests; above it only by what a busy machine adds.
+        assert!(
+            opened.round_trips + 1 >= *round_trips && opened.round_trips <= round_trips + 3,
+            "{what}: {} round trips, expected {round_trips}:\n  {listed}",
+            opened.round_trips
+        );
+        // No child of a v2 group is asked for zarr.json, nor any child for .zmetadata.
+        let probes = opened.requests.iter().filter(|r| {
+            (r.contains("/zarr.json (404)") || r.contains("/.zmetadata"))
+                && !r.starts_with("GET zarr.json")
+        });
+        assert_eq!(probes.count(), 0, "{what}:\n  {listed}");
+    }
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
