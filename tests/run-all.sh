@@ -22,7 +22,9 @@ trap 'bash tests/remote/stop.sh' EXIT
 step "cargo test --workspace (with the tests that need the loopback servers)"
 # Those tests are #[ignore = "needs the loopback servers…"]: a plain `cargo test` lists them as
 # ignored; here the servers run, so they are included (and a missing server fails them).
-cargo test --workspace -- --include-ignored
+# The one other ignored test needs a release build and the 10M-row benchmark data: it is run by
+# hand (docs/writing.md), never here.
+cargo test --workspace -- --include-ignored --skip copy_10m_rows_under_a_200m_memory_limit_release
 
 step "core without optional features"
 cargo test -p zarrow --lib
