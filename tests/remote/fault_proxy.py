@@ -11,8 +11,9 @@ comma-separated list of `key` or `key=value` items:
     short           send the headers (the full Content-Length) and half the body, then close
     trim=<n>        drop the body's last n bytes and say so in Content-Length: a well-formed
                     response with the wrong content (must be caught by the reader, not returned)
-    claim=<bytes>   declare a Content-Length of <bytes> and send the real body (a hostile server:
-                    the reader must not allocate what the header claims)
+    claim=<bytes>   declare the object <bytes> long (the total of a ranged response's
+                    Content-Range, else the Content-Length) and send the real body (a hostile
+                    server: the reader must not allocate what the header claims)
     n=<count>       fault only the first <count> requests of each path (default: every one)
     on=<text>       fault only paths containing <text> (no `/`: it ends the spec); `on=chunks`:
                     every key but metadata documents (zarr.json, .zarray, .zattrs, …)
@@ -123,7 +124,16 @@ async def handle(reader, writer):
                if k.lower() not in ("content-length", "connection", "transfer-encoding")]
         if faulty and "trim" in spec:
             data = data[: max(0, len(data) - int(spec["trim"]))]
-        declared = int(spec["claim"]) if faulty and "claim" in spec else len(data)
+        declared = len(data)
+        if faulty and "claim" in spec:
+            # The claimed size where the response states the object's size: the total of a
+            # ranged response's Content-Range, else the Content-Length.
+            ranged = [i for i, (k, _) in enumerate(out) if k.lower() == "content-range"]
+            if ranged:
+                k, v = out[ranged[0]]
+                out[ranged[0]] = (k, v.rsplit("/", 1)[0] + "/" + spec["claim"])
+            else:
+                declared = int(spec["claim"])
         if faulty and "short" in spec:
             data = data[: len(data) // 2]
         out += [("Content-Length", str(declared)), ("Connection", "close")]
