@@ -343,7 +343,8 @@ impl TableWriter {
         if opts.zarr_format == 2 {
             self.put_group_metadata("", root_attributes, &mut consolidated)
                 .await?;
-            let zmetadata = json!({"zarr_consolidated_format": 1, "metadata": consolidated});
+            let zmetadata =
+                json!({"zarr_consolidated_format": 1, "metadata": in_path_order(consolidated)});
             self.store
                 .put(".zmetadata", to_bytes("", &zmetadata)?.into())
                 .await?;
@@ -355,7 +356,7 @@ impl TableWriter {
                 "consolidated_metadata": {
                     "kind": "inline",
                     "must_understand": false,
-                    "metadata": consolidated,
+                    "metadata": in_path_order(consolidated),
                 },
             });
             let bytes = to_bytes("", &group)?;
@@ -535,4 +536,15 @@ where
         writer.write(&batch?).await?;
     }
     writer.finish().await
+}
+
+/// Consolidated metadata with its entries in path order, a group before its members.
+/// zarr-python builds a group's view of the consolidated metadata in the order the entries
+/// come, and does not find a member listed before its group (an AnnData categorical's
+/// `categories`, written first). A `serde_json::Map` keeps insertion order when a crate in the
+/// build turns on serde_json's `preserve_order` (DataFusion's does), so the order is made here.
+fn in_path_order(entries: Map<String, Value>) -> Map<String, Value> {
+    let mut entries: Vec<(String, Value)> = entries.into_iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.into_iter().collect()
 }
