@@ -101,7 +101,6 @@ def test_sql_in_and_between_and_or_prune():
 
 
 @pytest.mark.parametrize("where, message", [
-    ("tme < 3", "Did you mean 'time'"),
     ("time +", "time +"),
     ("time + 1", "not a boolean"),
 ])
@@ -109,3 +108,10 @@ def test_a_bad_filter_is_one_clear_error(where, message):
     with pytest.raises(zarrow.ZarrowError, match=message) as info:
         zarrow.scan(XARRAY, filter=where)
     assert "filter" in str(info.value) and "xarray_v3.zarr" in str(info.value)
+
+
+def test_a_misspelled_column_in_a_filter_is_column_not_found():
+    # As a misspelled `columns` entry (test_errors.py): the close name, the columns.
+    with pytest.raises(zarrow.ColumnNotFoundError, match="Did you mean 'time'") as info:
+        zarrow.scan(XARRAY, filter="tme < 3")
+    assert "xarray_v3.zarr" in str(info.value)
