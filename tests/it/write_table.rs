@@ -5,8 +5,6 @@
 //! The Python readers need the venvs of `tests/fixtures/setup_venvs.sh`; without them the
 //! Python half says so and passes locally, but fails under CI (`CI=true`).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use arrow::array::{
@@ -19,6 +17,7 @@ use arrow::datatypes::{DataType, Field, Int32Type, Schema};
 use futures::StreamExt;
 use serde_json::{Map, Value};
 use zarrow::{TableOptions, TableWriteOptions, ZarrStore};
+use zarrow_testkit::python_reads;
 
 use crate::common::{json_value, values_equal};
 
@@ -227,27 +226,6 @@ async fn zarrow_reads_back(location: &str, batch: &RecordBatch, dimension: &str)
             .map(|i| json_value(column.as_ref(), i, "struct"))
             .collect();
         assert_column("zarrow", name, &expected(batch, name), &have);
-    }
-}
-
-/// The columns the writer's own reader (`mode` zarr or xarray, in `venv`) reads from `store`.
-fn python_reads(venv: &str, mode: &str, store: &Path) -> Option<Map<String, Value>> {
-    let python = zarrow_testkit::venv_python(venv)?;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/read_table_back.py");
-    let out = Command::new(python)
-        .arg(script)
-        .arg(mode)
-        .arg(store)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{venv} {mode} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    match serde_json::from_slice(&out.stdout).unwrap() {
-        Value::Object(m) => Some(m),
-        other => panic!("{other}"),
     }
 }
 

@@ -4,42 +4,14 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{AsArray, RecordBatch};
-use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
-use zarrow_datafusion::{zarr_session_context, zarr_session_context_with_runtime};
+use zarrow_datafusion::zarr_session_context_with_runtime;
 
 mod common;
 
-const SOURCE: &str = "SELECT * FROM (VALUES \
-    (1, 'one', 1.5, true, CAST(NULL AS BIGINT)), \
-    (2, 'two', NULL, false, 20), \
-    (3, 'три 🦀', 3.5, true, 30), \
-    (4, '', 4.5, false, 40), \
-    (5, 'five', 5.5, true, 50)) AS t(id, name, score, flag, n)";
-
-fn ctx() -> SessionContext {
-    zarr_session_context(SessionConfig::new())
-}
-
-async fn run(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<Vec<RecordBatch>> {
-    ctx.sql(sql).await?.collect().await
-}
-
-async fn text(ctx: &SessionContext, sql: &str) -> String {
-    pretty_format_batches(&run(ctx, sql).await.unwrap())
-        .unwrap()
-        .to_string()
-}
-
-fn count(batches: &[RecordBatch]) -> u64 {
-    batches[0]
-        .column(0)
-        .as_primitive::<datafusion::arrow::datatypes::UInt64Type>()
-        .value(0)
-}
+use common::written::{count, ctx, run, text, SOURCE};
 
 /// The source rows as the zarr table gives them back (decode_cf: integer NULLs come back).
 async fn read_back(ctx: &SessionContext, location: &str) -> String {
@@ -163,23 +135,9 @@ async fn copy_to_anndata_layout() {
             expected(&ctx).await,
             "{name}"
         );
-        let Some(python) = zarrow_testkit::venv_python(".venv-zarr3") else {
+        let Some(got) = zarrow_testkit::python_reads(".venv-zarr3", "anndata", loc) else {
             continue;
         };
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/fixtures/read_table_back.py"
-        );
-        let out = std::process::Command::new(python)
-            .args([script, "anndata", loc])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let want = serde_json::json!({
             "__index__": ["0", "1", "2", "3", "4"],
             "__index_name__": null,

@@ -3,68 +3,16 @@
 //! registered table, and the location opened afresh) and by zarr-python; what cannot be
 //! appended to is refused by name and leaves the table as it was.
 
-use std::process::Command;
-
-use datafusion::arrow::array::{AsArray, RecordBatch};
-use datafusion::arrow::datatypes::UInt64Type;
-use datafusion::arrow::util::pretty::pretty_format_batches;
-use datafusion::prelude::{SessionConfig, SessionContext};
 use serde_json::{json, Value};
-use zarrow_datafusion::zarr_session_context;
 
 mod common;
 
-const SOURCE: &str = "SELECT * FROM (VALUES \
-    (1, 'one', 1.5, true, CAST(NULL AS BIGINT)), \
-    (2, 'two', NULL, false, 20), \
-    (3, 'три 🦀', 3.5, true, 30), \
-    (4, '', 4.5, false, 40), \
-    (5, 'five', 5.5, true, 50)) AS t(id, name, score, flag, n)";
+use common::written::{count, ctx, run, text, SOURCE};
 
 const MORE: &str = "SELECT * FROM (VALUES \
     (6, 'six', 6.5, false, 60), \
     (7, 'seven', NULL, true, CAST(NULL AS BIGINT)), \
     (8, 'eight', 8.5, true, 80)) AS t(id, name, score, flag, n)";
-
-fn ctx() -> SessionContext {
-    zarr_session_context(SessionConfig::new())
-}
-
-async fn run(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<Vec<RecordBatch>> {
-    ctx.sql(sql).await?.collect().await
-}
-
-async fn text(ctx: &SessionContext, sql: &str) -> String {
-    pretty_format_batches(&run(ctx, sql).await.unwrap())
-        .unwrap()
-        .to_string()
-}
-
-fn count(batches: &[RecordBatch]) -> u64 {
-    batches[0].column(0).as_primitive::<UInt64Type>().value(0)
-}
-
-/// The columns zarr-python reads from the group at `store` (`_FillValue` → null).
-fn zarr_python_reads(store: &str) -> Option<serde_json::Map<String, Value>> {
-    let python = zarrow_testkit::venv_python(".venv-zarr3")?;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/fixtures/read_table_back.py"
-    );
-    let out = Command::new(python)
-        .args([script, "zarr", store])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    match serde_json::from_slice(&out.stdout).unwrap() {
-        Value::Object(m) => Some(m),
-        other => panic!("{other}"),
-    }
-}
 
 #[tokio::test]
 async fn insert_into_appends_to_v3_v2_and_sharded_groups() {
@@ -126,7 +74,7 @@ async fn insert_into_appends_to_v3_v2_and_sharded_groups() {
         assert_eq!(fresh, expected, "{name}");
         // (arrow_vlen is zarrow's own encoding: zarr-python does not read it)
         let python = (name != "aligned")
-            .then(|| zarr_python_reads(loc))
+            .then(|| zarrow_testkit::python_reads(".venv-zarr3", "zarr", loc))
             .flatten();
         if let Some(got) = python {
             assert_eq!(got["id"], json!([1, 2, 3, 4, 5, 6, 7, 8]), "{name}");

@@ -47,6 +47,34 @@ pub fn venv_python(venv: &str) -> Option<PathBuf> {
     None
 }
 
+/// What the writer's own reader gives for the table at `store`: `tests/fixtures/read_table_back.py`
+/// run with `venv`'s Python in `mode` (`zarr`, `xarray` or `anndata`), its JSON object of
+/// columns. `None` when the venv is missing ([`venv_python`]); a failing script fails the test,
+/// its stderr in the message.
+pub fn python_reads(
+    venv: &str,
+    mode: &str,
+    store: impl AsRef<std::ffi::OsStr>,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let python = venv_python(venv)?;
+    let script = fixtures_dir().join("../read_table_back.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .arg(mode)
+        .arg(store)
+        .output()
+        .unwrap_or_else(|e| panic!("{venv}: cannot run read_table_back.py: {e}"));
+    assert!(
+        out.status.success(),
+        "{venv} {mode} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match serde_json::from_slice(&out.stdout) {
+        Ok(serde_json::Value::Object(m)) => Some(m),
+        other => panic!("read_table_back.py {mode}: not a JSON object: {other:?}"),
+    }
+}
+
 /// Whether the tests run under CI (`CI=true`), where nothing they need may be missing.
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")

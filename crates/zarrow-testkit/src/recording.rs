@@ -73,6 +73,18 @@ impl RecordingStore {
         self.log.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
+    /// The byte ranges of the requests so far (`""` for a whole object), sorted: what a test
+    /// of concurrent ranged reads compares, whatever order they went out in.
+    pub fn ranges(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .requests()
+            .iter()
+            .map(|r| r.range.clone().unwrap_or_default())
+            .collect();
+        out.sort();
+        out
+    }
+
     /// The requests so far, one line each (for assertion messages).
     pub fn describe(&self) -> String {
         let lines: Vec<String> = self.requests().iter().map(|r| r.to_string()).collect();

@@ -250,17 +250,26 @@ impl ZarrStore {
         let mut tries = 0;
         loop {
             match attempt().await {
-                Err(e) if tries < self.body_retries && cut_short(&e) => {
-                    tries += 1;
-                    log::info!(
-                        "retrying a read cut short ({tries}/{}): {e}",
-                        self.body_retries
-                    );
-                    tokio::time::sleep(std::time::Duration::from_millis(50 << tries.min(6))).await;
-                }
+                Err(e) if self.retry_cut_short(&mut tries, &e).await => {}
                 other => return other,
             }
         }
+    }
+
+    /// Whether a read that failed with `e` is tried again: it was cut short and fewer than
+    /// `body_retries` tries were made (`tries` counts them). Then it has logged and waited
+    /// (backoff from 100 ms), and the caller reads again.
+    async fn retry_cut_short(&self, tries: &mut usize, e: &object_store::Error) -> bool {
+        if *tries >= self.body_retries || !cut_short(e) {
+            return false;
+        }
+        *tries += 1;
+        log::info!(
+            "retrying a read cut short ({tries}/{}): {e}",
+            self.body_retries
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50 << (*tries).min(6))).await;
+        true
     }
 
     /// GET `path` (`range` of it), its body read by [`collect_bounded`] under `cap`: nothing
@@ -600,7 +609,8 @@ impl ZarrStore {
     }
 
     /// Read bytes `range` of the object at `path` into `out` (its length), again (with
-    /// backoff) while the response is cut short, as [`Self::retrying`] does.
+    /// backoff) while the response is cut short, as [`Self::retrying`] does (its own loop:
+    /// each attempt borrows `out` mutably, which a closure handing out futures cannot).
     async fn fill_range(
         &self,
         path: &Path,
@@ -622,14 +632,7 @@ impl ZarrStore {
                 fill(result.into_stream(), out).await
             };
             match attempt.await {
-                Err(e) if tries < self.body_retries && cut_short(&e) => {
-                    tries += 1;
-                    log::info!(
-                        "retrying a read cut short ({tries}/{}): {e}",
-                        self.body_retries
-                    );
-                    tokio::time::sleep(std::time::Duration::from_millis(50 << tries.min(6))).await;
-                }
+                Err(e) if self.retry_cut_short(&mut tries, &e).await => {}
                 other => return other,
             }
         }
@@ -960,16 +963,6 @@ mod tests {
         (store, recording, body)
     }
 
-    fn ranges(recording: &zarrow_testkit::RecordingStore) -> Vec<String> {
-        let mut out: Vec<String> = recording
-            .requests()
-            .iter()
-            .map(|r| r.range.clone().unwrap_or_default())
-            .collect();
-        out.sort();
-        out
-    }
-
     #[tokio::test]
     async fn a_large_object_is_read_in_ranged_parts_into_one_buffer() {
         let (store, recording, body) = recorded(100, Default::default()).await;
@@ -981,7 +974,7 @@ mod tests {
             .unwrap();
         assert_eq!((bytes.as_ref(), requests), (body.as_slice(), 4));
         assert_eq!(
-            ranges(&recording),
+            recording.ranges(),
             ["bytes=0-29", "bytes=30-59", "bytes=60-89", "bytes=90-99"]
         );
         // At most one part: one request; 0 turns splitting off.
@@ -1036,7 +1029,7 @@ mod tests {
             assert_eq!(bytes.as_ref(), &body[r.start as usize..r.end as usize]);
         }
         assert_eq!(requests, 2);
-        assert_eq!(ranges(&recording), ["bytes=0-39", "bytes=150-159"]);
+        assert_eq!(recording.ranges(), ["bytes=0-39", "bytes=150-159"]);
         // A gap of 0 merges touching ranges only.
         recording.clear();
         let (_, requests) = store

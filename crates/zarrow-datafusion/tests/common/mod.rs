@@ -1,5 +1,8 @@
-//! What the integration tests share: an object store that counts GETs and can hang.
+//! What the integration tests share: an object store that counts GETs and can hang; the write
+//! tests' rows and SQL helpers (`written`).
 #![allow(dead_code)]
+
+pub mod written;
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};

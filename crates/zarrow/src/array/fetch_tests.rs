@@ -70,16 +70,6 @@ fn context(range_split_bytes: u64, coalesce_bytes: u64) -> ReadContext {
     ReadContext::new(options)
 }
 
-fn ranges(recording: &RecordingStore) -> Vec<String> {
-    let mut out: Vec<String> = recording
-        .requests()
-        .iter()
-        .map(|r| r.range.clone().unwrap_or_default())
-        .collect();
-    out.sort();
-    out
-}
-
 #[tokio::test]
 async fn nearby_inner_chunks_of_a_shard_are_one_get() {
     let mut expected: Vec<i32> = (0..48).collect();
@@ -95,7 +85,7 @@ async fn nearby_inner_chunks_of_a_shard_are_one_get() {
         let got = array.read_region_in(&[0], &[64], &ctx).await.unwrap();
         let got: Vec<i32> = got.as_primitive::<Int32Type>().values().to_vec();
         assert_eq!(got, expected);
-        assert_eq!(ranges(&recording), want, "{}", recording.describe());
+        assert_eq!(recording.ranges(), want, "{}", recording.describe());
         let c = ctx.metrics.counts();
         assert_eq!(c.requests as usize, want.len());
     }
@@ -108,7 +98,7 @@ async fn a_large_inner_chunk_is_fetched_in_ranged_parts() {
     let bytes = array.fetch_chunk_in(&[2], &ctx).await.unwrap().unwrap();
     assert_eq!(bytes.as_ref(), int32s(32..48).as_slice());
     assert_eq!(
-        ranges(&recording),
+        recording.ranges(),
         [
             "bytes=-64",
             "bytes=228-243",
@@ -145,7 +135,7 @@ async fn a_large_chunk_is_fetched_in_ranged_parts_and_held_to_its_limit() {
     let bytes = array.fetch_chunk_in(&[0], &ctx).await.unwrap().unwrap();
     assert_eq!(bytes.as_ref(), int32s(0..4096).as_slice());
     assert_eq!(
-        ranges(&recording),
+        recording.ranges(),
         [
             "bytes=0-4095",
             "bytes=12288-16383",
