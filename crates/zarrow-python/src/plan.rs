@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use datafusion::common::SchemaError;
-use datafusion::error::DataFusionError;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use zarrow::{ReadContext, ScanContext, TableModel, ZarrRecordBatchStreamBuilder, ZarrScan};
-use zarrow_datafusion::{from_datafusion_error, BatchFilter, ScanPlanInfo, ZarrPredicate};
+use zarrow_datafusion::{
+    from_datafusion_error, missing_column, BatchFilter, ScanPlanInfo, ZarrPredicate,
+};
 
 /// Batches as a scan hands them out.
 pub(crate) type Batches = BoxStream<'static, zarrow::Result<RecordBatch>>;
@@ -82,29 +82,16 @@ impl ScanCounters {
 /// table lacks is [`zarrow::Error::ColumnNotFound`] (Python's `ColumnNotFoundError`, the close
 /// names suggested); any other mistake an [`zarrow::Error::InvalidArgument`] quoting it.
 fn parse_predicate(model: &TableModel, what: &str, sql: &str) -> zarrow::Result<ZarrPredicate> {
-    ZarrPredicate::parse(model, sql).map_err(|e| match e.find_root() {
-        DataFusionError::SchemaError(inner, _) => match inner.as_ref() {
-            SchemaError::FieldNotFound { field, .. } => model
-                .column_index(&field.name)
-                .err()
-                .unwrap_or_else(|| invalid_predicate(model, what, sql, &e)),
-            _ => invalid_predicate(model, what, sql, &e),
-        },
-        _ => invalid_predicate(model, what, sql, &e),
+    ZarrPredicate::parse(model, sql).map_err(|e| {
+        let missing = missing_column(&e).and_then(|(name, _)| model.column_index(&name).err());
+        missing.unwrap_or_else(|| {
+            zarrow::Error::InvalidArgument(format!(
+                "{what} `{sql}` on '{}': {}",
+                model.location(),
+                e.find_root()
+            ))
+        })
     })
-}
-
-fn invalid_predicate(
-    model: &TableModel,
-    what: &str,
-    sql: &str,
-    e: &DataFusionError,
-) -> zarrow::Error {
-    zarrow::Error::InvalidArgument(format!(
-        "{what} `{sql}` on '{}': {}",
-        model.location(),
-        e.find_root()
-    ))
 }
 
 impl ScanPlan {
