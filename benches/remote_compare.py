@@ -16,6 +16,8 @@ Per RTT and layout it times, each as its own process, median of `--repeat` after
 - zarrow `export` of the `label` column whole (Arrow IPC to /dev/null), defaults and tuned;
 - DataFusion on the Parquet twin over the same server (zarrow's CLI, `FROM 'http://…parquet'`),
   at each `target_partitions` of `--parquet-partitions`, keeping the best;
+- `range_split_bytes` swept on the smallest layout (q2 and the `label` read), `concurrency` on the
+  largest;
 - zarr-python 3 reading `label` whole, with fsspec (aiohttp) and with obstore, in a venv of the
   harness's own (`target/venv-bench-remote`, made on first use from requirements-remote.txt).
 It counts the requests and bytes each run cost from nginx's access log, checks the answers agree,
@@ -267,6 +269,19 @@ def bench_layout(args, server: Server, proxy_port: int, rel: str, py: Path | Non
                                           "arrow-stream", "--output", "/dev/null", "--option",
                                           f"concurrency={c}"], args.repeat),
             }
+    if args.split_sweep and rel == args.split_layout:
+        # the default `range_split_bytes`, chosen by these figures: q2 reads `id`, the largest
+        # chunks (about 15 MB each in 10 chunks), and `label` read whole; 0 is one GET a chunk
+        out["split_sweep"] = {}
+        q2 = QUERIES[1][2].replace("FROM t", f"FROM '{zarr_url}'")
+        for b in args.split_sweep:
+            opt = ["--option", f"range_split_bytes={b}"]
+            out["split_sweep"][str(b)] = {
+                "q2": measure(server, [str(args.zarrow), "sql", "--format", "csv"] + opt + [q2],
+                              args.repeat),
+                "label": measure(server, [str(args.zarrow), "export", f"{zarr_url}/label", "--format",
+                                          "arrow-stream", "--output", "/dev/null"] + opt, args.repeat),
+            }
     label = f"{zarr_url}/label"
     for key, tuned in (("zarrow", False), ("zarrow_tuned", True)):
         cmd = [str(args.zarrow), "export", label, "--format", "arrow-stream", "--output", "/dev/null"]
@@ -346,6 +361,8 @@ def main() -> None:
     ap.add_argument("--tuned-partitions", type=int, default=8)
     ap.add_argument("--sweep", type=int, nargs="*", default=[4, 8, 16, 32, 64],
                     help="concurrency values timed on the largest layout (none: skip)")
+    ap.add_argument("--split-sweep", type=int, nargs="*", default=[0, 2 << 20, 8 << 20, 32 << 20],
+                    help="range_split_bytes values timed on the smallest layout (none: skip)")
     ap.add_argument("--zarrow", type=Path, default=REPO / "target/release/zarrow")
     ap.add_argument("--proxy", type=Path, default=REPO / "target/release/delay_proxy")
     ap.add_argument("--data-dir", type=Path, default=REPO / "target/bench-data")
@@ -371,6 +388,7 @@ def main() -> None:
             stamp = sc.ensure_data(args, args.rows, parquet=True)
             layouts[str(chunks)] = {"chunk": args.chunk, "path": Path(stamp["root"]).name}
         args.sweep_layout = layouts[str(max(args.chunks))]["path"]
+        args.split_layout = layouts[str(min(args.chunks))]["path"]
         for chunks, layout in layouts.items():
             results[chunks] = {}
             for rtt in args.rtt:

@@ -238,6 +238,19 @@ def render_remote(data: dict) -> list[str]:
             out += [f"{chunks} chunks per column, `concurrency` swept (other settings at their defaults), "
                     "median seconds:", ""]
             out += md_table(["task", "RTT"] + [f"concurrency {c}" for c in values], srows) + [""]
+        split = {rtt: r["split_sweep"] for rtt, r in by_rtt.items() if r.get("split_sweep")}
+        if split:
+            values = list(next(iter(split.values())))
+            srows = []
+            for task in ("q2", "label"):
+                for rtt, sw in split.items():
+                    srows.append([task, f"{rtt} ms"] + [f"{med(sw[b][task]['seconds']):.3f}" for b in values])
+                first = next(iter(split.values()))
+                srows.append([task, "requests"] + [str(first[b][task].get("requests", "—")) for b in values])
+            names = [("off" if int(b) == 0 else f"{int(b) >> 20} MiB") for b in values]
+            out += [f"{chunks} chunks per column, `range_split_bytes` swept (other settings at their "
+                    "defaults), median seconds:", ""]
+            out += md_table(["task", "RTT"] + [f"split {n}" for n in names], srows) + [""]
         out += [f"{chunks} chunks per column "
                 f"({int(data['layouts'][chunks]['chunk']):,} rows each):", ""]
         out += md_table(["RTT", "task", "zarrow", "zarrow tuned", "Parquet", "zarr-python fsspec",
