@@ -12,8 +12,9 @@ BUILD_A / BUILD_B: directories holding a `zarrow` and a `read_column` binary eac
 `sql_compare.py` (default `target/bench-data/r10000000_c1000000`). What it times:
 
 - `rc`: `read_column <data>/bench.zarr/label --repeat 8`, every round but the warm-up;
-- `q1`: `SELECT label, count(*) … GROUP BY label` over the zarr group, as its own process;
-- `q1p`: the same over the Parquet file.
+- `q1`…`q4`: `sql_compare.py`'s queries (GROUP BY label, id LIKE, the full scan, the `id`
+  projection) over the zarr group, each run its own process;
+- `q1p`: q1 over the Parquet file.
 
 Prints the median and minimum of each build, and the change of the median.
 """
@@ -28,7 +29,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-Q1 = "SELECT label, count(*) FROM {} GROUP BY label"
+# sql_compare.py's queries, `t` the table (kept here: that module needs numpy, this one nothing)
+QUERIES = {
+    "q1": "SELECT label, count(*) FROM t GROUP BY label",
+    "q2": "SELECT count(*) FROM t WHERE id LIKE '%zz%'",
+    "q3": "SELECT max(label), max(length(id)), sum(n), max(score) FROM t",
+    "q4": "SELECT max(length(id)) FROM t",
+}
 
 
 def read_column(build: Path, data: Path) -> list[float]:
@@ -37,8 +44,8 @@ def read_column(build: Path, data: Path) -> list[float]:
     return json.loads(out)["seconds"][1:]
 
 
-def query(build: Path, source: Path) -> list[float]:
-    sql = Q1.format("'" + str(source).replace("'", "''") + "'")
+def query(build: Path, source: Path, sql: str) -> list[float]:
+    sql = sql.replace("FROM t", "FROM '" + str(source).replace("'", "''") + "'")
     started = time.perf_counter()
     subprocess.run([str(build / "zarrow"), "sql", "--format", "csv", sql], capture_output=True,
                    check=True)
@@ -50,16 +57,17 @@ def main() -> None:
     ap.add_argument("a", type=Path, help="build A: a directory with zarrow and read_column")
     ap.add_argument("b", type=Path, help="build B")
     ap.add_argument("--data", type=Path, default=REPO / "target/bench-data/r10000000_c1000000")
-    ap.add_argument("--what", default="rc,q1,q1p", help="rc, q1, q1p (comma-separated)")
+    ap.add_argument("--what", default="rc,q1,q1p", help="rc, q1 … q4, q1p (comma-separated)")
     ap.add_argument("--runs", type=int, default=20,
                     help="runs of each query per build (read_column: a quarter of it, 8 rounds each)")
     args = ap.parse_args()
     for name in args.what.split(","):
         if name == "rc":
             runs, timed = max(1, args.runs // 4), lambda b: read_column(b, args.data)
-        elif name in ("q1", "q1p"):
-            source = args.data / ("bench.zarr" if name == "q1" else "bench.parquet")
-            runs, timed = args.runs, lambda b, s=source: query(b, s)
+        elif name in QUERIES or name == "q1p":
+            source = args.data / ("bench.parquet" if name == "q1p" else "bench.zarr")
+            sql = QUERIES[name.removesuffix("p")]
+            runs, timed = args.runs, lambda b, s=source, q=sql: query(b, s, q)
         else:
             ap.error(f"unknown measurement {name!r}")
         seconds: dict[Path, list[float]] = {args.a: [], args.b: []}
