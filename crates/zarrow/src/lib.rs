@@ -20,34 +20,41 @@
 //! Start with [`ZarrRecordBatchReaderBuilder`] (sync) or [`ZarrRecordBatchStreamBuilder`]
 //! (async), or [`Node::open`] to walk a hierarchy.
 
-pub mod array;
-pub mod codec;
-pub mod data_type;
-pub mod decode;
-pub mod error;
-pub mod grid;
+mod array;
+mod codec;
+mod data_type;
+mod decode;
+mod error;
+mod grid;
 #[cfg(feature = "icechunk")]
-pub mod icechunk;
-pub mod metadata;
-pub mod metrics;
-pub mod node;
+mod icechunk;
+mod metadata;
+mod metrics;
+mod node;
 #[cfg(test)]
 mod open_tests;
 pub mod options;
-pub mod reader;
-pub mod remote;
-pub mod scan;
-pub mod store;
+mod reader;
+mod remote;
+mod scan;
+mod store;
 pub mod table;
 mod task;
 pub mod tree;
 pub mod write;
-pub mod writer;
+mod writer;
 
-pub use array::{ChunkCache, ChunkReader, ReadContext, ZarrArray};
+pub use array::{ChunkCache, ChunkLocation, ChunkReader, ReadContext, ZarrArray};
+pub use codec::{ChainError, ConfigError};
+pub use data_type::{DataTypeError, FillValueError};
 pub use error::{ChunkError, Error, Result};
-pub use grid::{ChunkGrid, ChunkRanges, GridError};
-pub use metadata::{ArrayMetadata, DataType, GroupMetadata, NodeMetadata, StructField};
+pub use grid::{ChunkGrid, ChunkRanges, ChunkRangesIter, GridError};
+#[cfg(feature = "icechunk")]
+pub use icechunk::RepositoryPanic;
+pub use metadata::{
+    ArrayMetadata, ChunkKeyEncoding, DataType, Endian, FillValue, GroupMetadata, NodeMetadata,
+    NpTimeUnit, StructField,
+};
 pub use metrics::{ScanCounts, ScanMetrics};
 pub use node::{Node, ZarrGroup};
 pub use options::{BinaryType, FetchOptions, ReadLimits, StringType, ZarrReadOptions};
@@ -55,11 +62,26 @@ pub use reader::{
     ZarrRecordBatchReader, ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder,
 };
 pub use remote::RemoteOptions;
-pub use scan::{ScanContext, ZarrRecordBatchStream, ZarrScan};
+pub use scan::{ScanContext, ScanMemory, ZarrRecordBatchStream, ZarrScan};
 pub use store::ZarrStore;
 pub use table::{TableModel, TableOptions};
 pub use write::{write_table, TableWriteOptions, TableWriter};
-pub use writer::{write_array, write_group, ZarrWriteOptions};
+pub use writer::{write_array, write_group, Compression, VlenEncoding, ZarrWriteOptions};
+
+/// Not a public API: the decoder's parts, for zarrow's own benches, fuzz targets and tests,
+/// which drive one codec chain or one chunk without a store. Anything here may change in any
+/// release.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::codec::blosc::{BloscCompressor, BloscShuffle};
+    pub use crate::codec::{
+        parse_v2_chain, ArrayToBytes, BytesToBytes, CodecChain, IndexLocation, ZarrsVlen,
+    };
+    pub use crate::data_type::{parse_v2_dtype, parse_v2_structured};
+    pub use crate::decode::{decode_chunk, fill_array, ChunkRows, ChunkSelection};
+    pub use crate::metadata::{parse_v2_array, parse_v2_consolidated, parse_v2_group, parse_v3};
+    pub use crate::writer::encode;
+}
 
 /// The scheme prefix of Icechunk repository locations (`icechunk+file://…`), known with or
 /// without the `icechunk` feature so that a build without it names what is missing.

@@ -1,9 +1,17 @@
-//! Reader options: which Arrow representation strings and bytes take, and I/O limits.
+//! Reader options: which Arrow representation strings and bytes take, and I/O limits; with
+//! the option keys the CLI, SQL and Python pass them by, and their defaults.
 
 use arrow_schema::DataType as ArrowType;
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
+
+pub use crate::data_type::{DEFAULT_MAX_ITEM_BYTES, MAX_ITEM_BYTES};
+pub use crate::remote::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_TIMEOUT, DEFAULT_TIMEOUT,
+    REMOTE_ENV, REMOTE_KEYS,
+};
+pub use crate::store::DEFAULT_MAX_METADATA_BYTES;
 
 /// The Arrow type string arrays are read as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
