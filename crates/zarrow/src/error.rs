@@ -230,6 +230,14 @@ impl Error {
         }
     }
 
+    /// An [`Error::Location`]: `location` cannot be opened, for `message`.
+    pub(crate) fn bad_location(location: &str, message: impl fmt::Display) -> Self {
+        Error::Location {
+            location: location.to_string(),
+            message: message.to_string(),
+        }
+    }
+
     /// A metadata error.
     pub fn metadata(
         path: impl Into<String>,

@@ -73,23 +73,23 @@ pub struct RepositoryLocation {
 
 impl RepositoryLocation {
     /// Parse `icechunk+file:///abs/path[@REF]/node`, `icechunk+file:relative/path…` or
-    /// `icechunk+s3://bucket/prefix[@REF]/node`; `None` if `location` is no repository's.
-    pub fn parse(location: &str) -> Option<std::result::Result<Self, String>> {
-        let rest = location.strip_prefix(PREFIX)?;
-        Some(Self::parse_rest(rest))
-    }
-
-    fn parse_rest(rest: &str) -> std::result::Result<Self, String> {
+    /// `icechunk+s3://bucket/prefix[@REF]/node`; anything else is an
+    /// [`crate::Error::Location`].
+    pub fn parse(location: &str) -> crate::Result<Self> {
+        let err = |message: String| crate::Error::bad_location(location, message);
+        let rest = location
+            .strip_prefix(PREFIX)
+            .ok_or_else(|| err(format!("not an Icechunk location (expected {PREFIX}…)")))?;
         let (scheme, path) = rest
             .split_once(':')
-            .ok_or_else(|| "expected icechunk+file:// or icechunk+s3://".to_string())?;
+            .ok_or_else(|| err("expected icechunk+file:// or icechunk+s3://".to_string()))?;
         let path = path.trim_end_matches('/');
         // `@REF` ends the component that is the repository's root.
         let (root, reference, node) = match path.split_once('@') {
             Some((root, after)) => {
                 let (reference, node) = after.split_once('/').unwrap_or((after, ""));
                 if reference.is_empty() {
-                    return Err("an empty version after '@'".into());
+                    return Err(err("an empty version after '@'".into()));
                 }
                 (root, Some(reference.to_string()), Some(node.to_string()))
             }
@@ -99,17 +99,17 @@ impl RepositoryLocation {
             "file" => {
                 let local = root.strip_prefix("//").unwrap_or(root);
                 if local.is_empty() {
-                    return Err("no repository path".into());
+                    return Err(err("no repository path".into()));
                 }
                 Backend::File(PathBuf::from(local))
             }
             "s3" => {
                 let bucketed = root
                     .strip_prefix("//")
-                    .ok_or_else(|| "expected icechunk+s3://bucket/prefix".to_string())?;
+                    .ok_or_else(|| err("expected icechunk+s3://bucket/prefix".to_string()))?;
                 let (bucket, prefix) = bucketed.split_once('/').unwrap_or((bucketed, ""));
                 if bucket.is_empty() {
-                    return Err("no bucket".into());
+                    return Err(err("no bucket".into()));
                 }
                 Backend::S3 {
                     bucket: bucket.to_string(),
@@ -117,9 +117,9 @@ impl RepositoryLocation {
                 }
             }
             other => {
-                return Err(format!(
+                return Err(err(format!(
                 "icechunk+{other}: repositories are read from icechunk+file:// and icechunk+s3://"
-            ))
+            )))
             }
         };
         Ok(RepositoryLocation {
@@ -421,7 +421,7 @@ impl RepositoryObjectStore {
             Backend::S3 { bucket, prefix } => {
                 let url = url::Url::parse(&format!("s3://{bucket}/{prefix}")).ok()?;
                 let remote = crate::RemoteOptions::default();
-                crate::remote::open(&url, &self.options.store, &remote)
+                crate::remote::open(url.as_str(), &url, &self.options.store, &remote)
                     .ok()
                     .map(|(store, root, _)| (store, root))
             }
@@ -778,15 +778,11 @@ mod tests {
 
     #[test]
     fn locations_parse() {
-        let l = RepositoryLocation::parse("icechunk+file:///data/a.icechunk@v1/obs/x")
-            .unwrap()
-            .unwrap();
+        let l = RepositoryLocation::parse("icechunk+file:///data/a.icechunk@v1/obs/x").unwrap();
         assert_eq!(l.backend, Backend::File("/data/a.icechunk".into()));
         assert_eq!(l.reference.as_deref(), Some("v1"));
         assert_eq!(l.node.as_deref(), Some("obs/x"));
-        let l = RepositoryLocation::parse("icechunk+s3://bucket/p/a@main")
-            .unwrap()
-            .unwrap();
+        let l = RepositoryLocation::parse("icechunk+s3://bucket/p/a@main").unwrap();
         assert_eq!(
             l.backend,
             Backend::S3 {
@@ -795,9 +791,7 @@ mod tests {
             }
         );
         assert_eq!(l.node.as_deref(), Some(""));
-        let l = RepositoryLocation::parse("icechunk+file:rel/a.icechunk/obs")
-            .unwrap()
-            .unwrap();
+        let l = RepositoryLocation::parse("icechunk+file:rel/a.icechunk/obs").unwrap();
         assert_eq!(l.node, None);
         let roots: Vec<String> = l
             .candidates()
@@ -812,13 +806,10 @@ mod tests {
                 r#"File("rel") a.icechunk/obs"#,
             ]
         );
-        assert!(RepositoryLocation::parse("file:///x").is_none());
-        assert!(RepositoryLocation::parse("icechunk+gs://b/x")
-            .unwrap()
-            .is_err());
-        assert!(RepositoryLocation::parse("icechunk+file:///x@/y")
-            .unwrap()
-            .is_err());
+        for bad in ["file:///x", "icechunk+gs://b/x", "icechunk+file:///x@/y"] {
+            let e = RepositoryLocation::parse(bad).unwrap_err();
+            assert_eq!(e.location(), Some(bad), "{e}");
+        }
     }
 
     #[test]
