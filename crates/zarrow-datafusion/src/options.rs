@@ -154,7 +154,7 @@ const KEYS: &[&str] = &["string_type", "fill_as_null", "decode_cf", "arrays"];
 fn set_remote(remote: &mut RemoteOptions, key: &str, value: &str) -> Result<()> {
     remote
         .set(key, value)
-        .map_err(|e| DataFusionError::Configuration(format!("zarr option {e}")))
+        .map_err(|e| DataFusionError::Configuration(format!("zarr {e}")))
 }
 
 fn parse_bool(key: &str, value: &str) -> Result<bool> {
