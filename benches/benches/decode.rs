@@ -32,7 +32,8 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput};
 
 use zarrow::internals::encode;
-use zarrow::internals::{ArrayToBytes, BytesToBytes, CodecChain, IndexLocation, ZarrsVlen};
+use zarrow::internals::{ArrayToBytes, CodecChain, IndexLocation, ZarrsVlen};
+use zarrow::BytesToBytes;
 use zarrow::Endian;
 use zarrow::{DataType, StringType, ZarrReadOptions};
 

@@ -10,6 +10,24 @@ use std::fmt;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong reading or writing zarr data.
+///
+/// Match on the variant for what went wrong; [`Error::array`], [`Error::chunk_key`] and
+/// [`Error::location`] say where, whatever the variant:
+///
+/// ```
+/// use zarrow::{Error, ZarrRecordBatchReaderBuilder};
+///
+/// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr");
+/// match ZarrRecordBatchReaderBuilder::try_new(&format!("{sample}/no_such_table")) {
+///     Err(Error::NodeNotFound { path }) => assert!(path.is_empty() || path.contains("no_such")),
+///     other => panic!("expected NodeNotFound, got {other:?}"),
+/// }
+/// let obs = ZarrRecordBatchReaderBuilder::try_new(&format!("{sample}/obs"))?;
+/// let e = obs.model().column_index("no_such_column").unwrap_err();
+/// assert!(matches!(&e, Error::ColumnNotFound { column, .. } if column == "no_such_column"));
+/// assert_eq!(e.location(), Some(obs.model().location()));
+/// # Ok::<(), Error>(())
+/// ```
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

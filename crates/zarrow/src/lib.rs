@@ -18,7 +18,53 @@
 //! ```
 //!
 //! Start with [`ZarrRecordBatchReaderBuilder`] (sync) or [`ZarrRecordBatchStreamBuilder`]
-//! (async), or [`Node::open`] to walk a hierarchy.
+//! (async), or [`Node::open`] to walk a hierarchy. Write with [`write_table`] (a table) or
+//! [`write_array`] (one array). Every failure is one [`Error`] naming the array, chunk and
+//! location it is about.
+//!
+//! # Reading a table
+//!
+//! A group of 1-D arrays sharing a dimension (or an AnnData dataframe, as here) is a table:
+//!
+//! ```
+//! use zarrow::ZarrRecordBatchReaderBuilder;
+//!
+//! let obs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/obs");
+//! let builder = ZarrRecordBatchReaderBuilder::try_new(obs)?;
+//! let cell_type = builder.schema().index_of("cell_type")?;
+//! let reader = builder
+//!     .with_projection(vec![cell_type])
+//!     .with_batch_size(500)
+//!     .build()?;
+//! let mut rows = 0;
+//! for batch in reader {
+//!     let batch = batch?;
+//!     assert_eq!(batch.schema().field(0).name(), "cell_type");
+//!     rows += batch.num_rows();
+//! }
+//! assert_eq!(rows, 2000);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Which arrays become which columns
+//!
+//! [`TableModel`] is that decision, made once from the metadata; the builders, the scan and
+//! zarrow-datafusion all read through one:
+//!
+//! ```
+//! use zarrow::{TableModel, TableOptions};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> zarrow::Result<()> {
+//! let var = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/var");
+//! let model = TableModel::open(var, TableOptions::default()).await?;
+//! let schema = model.schema();
+//! let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+//! assert!(names.contains(&"gene_symbol") && names.contains(&"n_cells"), "{names:?}");
+//! assert_eq!(model.column_index("gene_ids")?, schema.index_of("gene_ids")?);
+//! # Ok(())
+//! # }
+//! ```
 
 mod array;
 mod codec;
@@ -45,7 +91,7 @@ pub mod write;
 mod writer;
 
 pub use array::{ChunkCache, ChunkLocation, ChunkReader, ReadContext, ZarrArray};
-pub use codec::{ChainError, ConfigError};
+pub use codec::{BytesToBytes, ChainError, ConfigError};
 pub use data_type::{DataTypeError, FillValueError};
 pub use error::{ChunkError, Error, Result};
 pub use grid::{ChunkGrid, ChunkRanges, ChunkRangesIter, GridError};
@@ -74,9 +120,7 @@ pub use writer::{write_array, write_group, Compression, VlenEncoding, ZarrWriteO
 #[doc(hidden)]
 pub mod internals {
     pub use crate::codec::blosc::{BloscCompressor, BloscShuffle};
-    pub use crate::codec::{
-        parse_v2_chain, ArrayToBytes, BytesToBytes, CodecChain, IndexLocation, ZarrsVlen,
-    };
+    pub use crate::codec::{parse_v2_chain, ArrayToBytes, CodecChain, IndexLocation, ZarrsVlen};
     pub use crate::data_type::{parse_v2_dtype, parse_v2_structured};
     pub use crate::decode::{decode_chunk, fill_array, ChunkRows, ChunkSelection};
     pub use crate::metadata::{parse_v2_array, parse_v2_consolidated, parse_v2_group, parse_v3};

@@ -299,6 +299,30 @@ pub(crate) fn zarr_type(dt: &ArrowType) -> Result<(Value, Value, Option<usize>)>
 }
 
 /// Write `values` (C order) as a zarr v3 array of `shape` at `path` below `store`.
+///
+/// ```
+/// use arrow_array::{Array, Float64Array};
+/// use zarrow::{write_array, ZarrArray, ZarrReadOptions, ZarrStore, ZarrWriteOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let dir = tempfile::tempdir().unwrap();
+/// let location = dir.path().to_string_lossy().into_owned();
+/// let store = ZarrStore::open(&location)?;
+/// let values = Float64Array::from(vec![0.5, 1.5, 2.5, 3.5, 4.5, 5.5]);
+/// let options = ZarrWriteOptions {
+///     chunk_shape: Some(vec![1, 3]),
+///     ..Default::default()
+/// };
+/// write_array(&store, "grid", &values, &[2, 3], &options).await?;
+///
+/// let array = ZarrArray::open(&format!("{location}/grid")).await?;
+/// assert_eq!(array.shape(), &[2, 3]);
+/// let row = array.read_region(&[1, 0], &[1, 3], &ZarrReadOptions::default()).await?;
+/// assert_eq!(row.as_ref(), &Float64Array::from(vec![3.5, 4.5, 5.5]) as &dyn Array);
+/// # Ok(())
+/// # }
+/// ```
 pub async fn write_array(
     store: &ZarrStore,
     path: &str,

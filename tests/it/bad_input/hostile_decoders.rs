@@ -8,7 +8,8 @@
 
 use bytes::Bytes;
 use serde_json::json;
-use zarrow::internals::{ArrayToBytes, BytesToBytes, CodecChain};
+use zarrow::internals::{ArrayToBytes, CodecChain};
+use zarrow::BytesToBytes;
 use zarrow::{ChunkError, DataType, Error, ReadLimits, StringType, ZarrReadOptions};
 
 use super::{array_meta, Fixture};

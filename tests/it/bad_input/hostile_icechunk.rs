@@ -13,7 +13,7 @@ use std::path::Path;
 use bytes::Bytes;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use serde_json::Value;
-use zarrow::internals::BytesToBytes;
+use zarrow::BytesToBytes;
 use zarrow::RepositoryPanic;
 use zarrow::{
     Node, RemoteOptions, StringType, TableModel, TableOptions, ZarrReadOptions, ZarrStore,

@@ -14,7 +14,7 @@ use object_store::memory::InMemory;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde_json::json;
 use zarrow::internals::encode;
-use zarrow::internals::BytesToBytes;
+use zarrow::BytesToBytes;
 use zarrow::{ChunkError, Error, Node, ZarrArray, ZarrReadOptions, ZarrStore};
 use zarrow::{Compression, VlenEncoding, ZarrWriteOptions};
 
