@@ -171,6 +171,18 @@ pub enum Error {
     /// An argument that does not fit the array (selection out of range, …).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// An Arrow type zarr has no data type for (lists, maps, a struct with a variable-size
+    /// field), or none in the zarr format being written.
+    #[error("cannot write Arrow type {data_type} to zarr v{zarr_format}{}", struct_field_text(.field))]
+    UnwritableType {
+        /// The Arrow type (a struct field's, when `field` names one).
+        data_type: arrow_schema::DataType,
+        /// The zarr format being written (2 or 3).
+        zarr_format: u8,
+        /// The struct field of that type, when it is a field that cannot be written (zarr's
+        /// structured data types hold fixed-size fields only).
+        field: Option<String>,
+    },
     /// An Arrow error from building arrays or batches.
     #[error("arrow error: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
@@ -196,6 +208,13 @@ pub enum Error {
     /// zarrow's streams), kept whole so the layer that knows its type gets it back.
     #[error(transparent)]
     External(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// ` as struct field '…' (structured fields are fixed-size)`, or nothing.
+fn struct_field_text(field: &Option<String>) -> String {
+    field.as_deref().map_or_else(String::new, |f| {
+        format!(" as struct field '{f}' (structured fields are fixed-size)")
+    })
 }
 
 impl Error {

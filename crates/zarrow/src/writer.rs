@@ -275,12 +275,11 @@ pub(crate) fn zarr_type(dt: &ArrowType) -> Result<(Value, Value, Option<usize>)>
                         size += n;
                     }
                     _ => {
-                        return Err(Error::InvalidArgument(format!(
-                            "cannot write struct field '{}' of type {} to zarr: \
-                             structured fields must be fixed-size",
-                            f.name(),
-                            f.data_type()
-                        )))
+                        return Err(Error::UnwritableType {
+                            data_type: f.data_type().clone(),
+                            zarr_format: 3,
+                            field: Some(f.name().clone()),
+                        })
                     }
                 }
             }
@@ -291,9 +290,11 @@ pub(crate) fn zarr_type(dt: &ArrowType) -> Result<(Value, Value, Option<usize>)>
             )
         }
         other => {
-            return Err(Error::InvalidArgument(format!(
-                "cannot write Arrow type {other} to zarr"
-            )))
+            return Err(Error::UnwritableType {
+                data_type: other.clone(),
+                zarr_format: 3,
+                field: None,
+            })
         }
     })
 }
@@ -534,5 +535,33 @@ pub(crate) fn self_check_limits() -> crate::ReadLimits {
     crate::ReadLimits {
         max_item_bytes: crate::data_type::MAX_ITEM_BYTES,
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_schema::{Field, Fields};
+
+    use super::*;
+
+    #[test]
+    fn types_zarr_has_none_for_are_typed_errors() {
+        let list = ArrowType::List(Arc::new(Field::new("item", ArrowType::Int32, true)));
+        assert!(matches!(
+            zarr_type(&list),
+            Err(Error::UnwritableType { data_type, zarr_format: 3, field: None }) if data_type == list
+        ));
+        let with_string = ArrowType::Struct(Fields::from(vec![
+            Field::new("n", ArrowType::Int32, false),
+            Field::new("s", ArrowType::Utf8, false),
+        ]));
+        let e = zarr_type(&with_string).unwrap_err();
+        assert!(
+            matches!(&e, Error::UnwritableType { data_type: ArrowType::Utf8, field: Some(f), .. } if f == "s"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("struct field 's'"), "{e}");
     }
 }
