@@ -243,6 +243,64 @@ pub struct RepositoryPanic {
     pub message: String,
 }
 
+/// Why a repository could not be opened, as the error of the read that needed it: the source
+/// of the `object_store` error zarrow reports for the key.
+#[derive(Debug, thiserror::Error)]
+#[error("Icechunk repository {repository}: {cause}")]
+pub struct RepositoryError {
+    /// The repository's location, as given.
+    pub repository: String,
+    /// What went wrong.
+    pub cause: RepositoryErrorKind,
+}
+
+/// What went wrong opening a repository (see [`RepositoryError`]).
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum RepositoryErrorKind {
+    /// No repository at the path (or, for a location without `@REF`, at any path above it).
+    #[error("no Icechunk repository at {path}")]
+    NotFound {
+        /// The path looked at.
+        path: String,
+    },
+    /// icechunk failed.
+    #[error("{doing}: {kind}")]
+    Icechunk {
+        /// What was being done (`opening the storage`, `opening version 'v1'`).
+        doing: String,
+        /// icechunk's error kind, as it says it.
+        kind: String,
+    },
+    /// No branch, tag or snapshot of that name.
+    #[error("no branch, tag or snapshot '{reference}' (branches: {}; tags: {})", names(.branches), names(.tags))]
+    NoSuchVersion {
+        /// The version asked for.
+        reference: String,
+        /// The repository's branches.
+        branches: Vec<String>,
+        /// The repository's tags.
+        tags: Vec<String>,
+    },
+}
+
+/// `a, b`, or `none`.
+fn names(list: &[String]) -> String {
+    if list.is_empty() {
+        "none".to_string()
+    } else {
+        list.join(", ")
+    }
+}
+
+/// A [`RepositoryErrorKind::Icechunk`] about `doing`.
+fn icechunk_failed(doing: impl Into<String>, kind: impl fmt::Display) -> RepositoryErrorKind {
+    RepositoryErrorKind::Icechunk {
+        doing: doing.into(),
+        kind: kind.to_string(),
+    }
+}
+
 /// The text of a panic's payload.
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
@@ -296,11 +354,14 @@ impl RepositoryObjectStore {
         }
     }
 
-    async fn storage(&self, backend: &Backend) -> Result<Arc<dyn Storage + Send + Sync>, String> {
+    async fn storage(
+        &self,
+        backend: &Backend,
+    ) -> Result<Arc<dyn Storage + Send + Sync>, RepositoryErrorKind> {
         match backend {
             Backend::File(path) => icechunk::new_local_filesystem_storage(path)
                 .await
-                .map_err(|e| e.kind().to_string()),
+                .map_err(|e| icechunk_failed("opening the storage", e.kind())),
             Backend::S3 { bucket, prefix } => {
                 use icechunk::config::{S3Credentials, S3Options, S3StaticCredentials};
                 let o = &self.options.store;
@@ -342,32 +403,37 @@ impl RepositoryObjectStore {
                     Vec::new(),
                 )
                 .await
-                .map_err(|e| e.kind().to_string())
+                .map_err(|e| icechunk_failed("opening the storage", e.kind()))
             }
         }
     }
 
     /// Find the repository, resolve the version, open a read-only session.
-    async fn open(&self) -> Result<Opened, String> {
+    async fn open(&self) -> Result<Opened, RepositoryErrorKind> {
         let mut found = None;
         for (backend, node) in self.location.candidates() {
             let storage = self.storage(&backend).await?;
             let exists = Repository::exists(Arc::clone(&storage), None)
                 .await
-                .map_err(|e| e.kind().to_string())?;
+                .map_err(|e| icechunk_failed("looking for the repository", e.kind()))?;
             if exists {
                 found = Some((backend, storage, node));
                 break;
             }
             if self.location.node.is_some() {
-                return Err(format!(
-                    "no Icechunk repository at {}",
-                    self.display.split('@').next().unwrap_or(&self.display)
-                ));
+                return Err(RepositoryErrorKind::NotFound {
+                    path: self
+                        .display
+                        .split('@')
+                        .next()
+                        .unwrap_or(&self.display)
+                        .to_string(),
+                });
             }
         }
-        let (root, storage, node) =
-            found.ok_or_else(|| "no Icechunk repository at this path or above it".to_string())?;
+        let (root, storage, node) = found.ok_or_else(|| RepositoryErrorKind::NotFound {
+            path: "this path or above it".to_string(),
+        })?;
         let open = |authorized| {
             Repository::open(Arc::clone(&storage))
                 .authorize_virtual_chunk_access(authorized)
@@ -375,7 +441,7 @@ impl RepositoryObjectStore {
         };
         let mut repo = open(HashMap::new())
             .await
-            .map_err(|e| format!("cannot open the repository: {}", e.kind()))?;
+            .map_err(|e| icechunk_failed("opening the repository", e.kind()))?;
         // Virtual chunks only from the containers the user named (credentials from the
         // environment), so that no repository's metadata alone reaches outside it.
         if let Some(wanted) = &self.options.virtual_chunks {
@@ -390,7 +456,7 @@ impl RepositoryObjectStore {
             if !authorized.is_empty() {
                 repo = open(authorized)
                     .await
-                    .map_err(|e| format!("cannot open the repository: {}", e.kind()))?;
+                    .map_err(|e| icechunk_failed("opening the repository", e.kind()))?;
             }
         }
         let reference = self
@@ -403,7 +469,7 @@ impl RepositoryObjectStore {
         let session = repo
             .readonly_session(&version)
             .await
-            .map_err(|e| format!("cannot open version '{reference}': {}", e.kind()))?;
+            .map_err(|e| icechunk_failed(format!("opening version '{reference}'"), e.kind()))?;
         let store = Store::from_session(Arc::new(RwLock::new(session))).await;
         Ok(Opened {
             store,
@@ -432,7 +498,13 @@ impl RepositoryObjectStore {
         self.opened
             .get_or_try_init(|| self.open())
             .await
-            .map_err(|e| generic(format!("Icechunk repository {}: {e}", self.display)))
+            .map_err(|cause| object_store::Error::Generic {
+                store: "icechunk",
+                source: Box::new(RepositoryError {
+                    repository: self.display.clone(),
+                    cause,
+                }),
+            })
     }
 }
 
@@ -454,7 +526,7 @@ fn authorizes(wanted: &str, url_prefix: &str) -> bool {
 }
 
 /// A branch, else a tag, else a snapshot id.
-async fn resolve(repo: &Repository, reference: &str) -> Result<VersionInfo, String> {
+async fn resolve(repo: &Repository, reference: &str) -> Result<VersionInfo, RepositoryErrorKind> {
     if repo.lookup_branch(reference).await.is_ok() {
         return Ok(VersionInfo::BranchTipRef(reference.to_string()));
     }
@@ -468,15 +540,11 @@ async fn resolve(repo: &Repository, reference: &str) -> Result<VersionInfo, Stri
     }
     let branches = repo.list_branches().await.unwrap_or_default();
     let tags = repo.list_tags().await.unwrap_or_default();
-    Err(format!(
-        "no branch, tag or snapshot '{reference}' (branches: {}; tags: {})",
-        branches.into_iter().collect::<Vec<_>>().join(", "),
-        if tags.is_empty() {
-            "none".to_string()
-        } else {
-            tags.into_iter().collect::<Vec<_>>().join(", ")
-        }
-    ))
+    Err(RepositoryErrorKind::NoSuchVersion {
+        reference: reference.to_string(),
+        branches: branches.into_iter().collect(),
+        tags: tags.into_iter().collect(),
+    })
 }
 
 impl Opened {

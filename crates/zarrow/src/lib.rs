@@ -96,7 +96,7 @@ pub use data_type::{DataTypeError, FillValueError};
 pub use error::{ChunkError, Error, Result};
 pub use grid::{ChunkGrid, ChunkRanges, ChunkRangesIter, GridError};
 #[cfg(feature = "icechunk")]
-pub use icechunk::RepositoryPanic;
+pub use icechunk::{RepositoryError, RepositoryErrorKind, RepositoryPanic};
 pub use metadata::{
     ArrayMetadata, ChunkKeyEncoding, DataType, Endian, FillValue, GroupMetadata, NodeMetadata,
     NpTimeUnit, StructField,
