@@ -34,6 +34,9 @@ pub enum NpTimeUnit {
     Nanosecond,
 }
 
+/// The time units [`NpTimeUnit::parse`] reads, for errors.
+const TIME_UNITS: &str = "a time unit zarrow reads (W, D, h, m, s, ms, us, ns)";
+
 impl NpTimeUnit {
     /// Parse a numpy unit code (`"ns"`, `"D"`, …). Years and months have no fixed length.
     pub fn parse(s: &str) -> Option<Self> {
@@ -477,7 +480,8 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
     let bad = |parameter, found: Option<&Value>, expected| DataTypeError::BadParameter {
         data_type: name.to_string(),
         parameter,
-        found: found.map(Value::to_string),
+        // A string as it is, other JSON as written.
+        found: found.map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)),
         expected,
     };
     let length_bytes = || -> Result<usize, DataTypeError> {
@@ -490,12 +494,11 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
         check_item_bytes(name, n)
     };
     let time = |is_datetime: bool| -> Result<DataType, DataTypeError> {
-        const UNITS: &str = "a numpy time unit (Y, M, W, D, h, m, s, ms, us, ns, ps, fs, as)";
         let given = config.and_then(|c| c.get("unit"));
         let unit = given
             .and_then(Value::as_str)
             .and_then(NpTimeUnit::parse)
-            .ok_or_else(|| bad("configuration.unit", given, UNITS))?;
+            .ok_or_else(|| bad("configuration.unit", given, TIME_UNITS))?;
         let scale_factor = config
             .and_then(|c| c.get("scale_factor"))
             .map(|v| {
@@ -861,7 +864,7 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
                     .map_err(|_| bad("unit multiple", &digits, "a number"))?
             };
             let unit = NpTimeUnit::parse(unit_str)
-                .ok_or_else(|| bad("time unit", unit_str, "a numpy time unit"))?;
+                .ok_or_else(|| bad("time unit", unit_str, TIME_UNITS))?;
             if kind == 'M' {
                 DataType::DateTime64 { unit, scale_factor }
             } else {
