@@ -122,6 +122,7 @@ impl RemoteOptions {
     }
 
     /// Every setting resolved: the ones set here, else the defaults.
+    #[cfg(feature = "cloud")]
     pub(crate) fn resolve(&self) -> ResolvedRemote {
         ResolvedRemote {
             connect_timeout: self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
@@ -163,6 +164,7 @@ pub const REMOTE_ENV: &[(&str, &str)] = &[
 ];
 
 /// [`RemoteOptions`] with every setting decided.
+#[cfg(feature = "cloud")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ResolvedRemote {
     /// How long a connection may take.
@@ -420,9 +422,12 @@ mod tests {
         assert_eq!(remote.timeout, Some(Duration::from_secs(2)));
         assert_eq!(remote.max_retries, Some(0));
         assert_eq!(remote.retry_timeout, Some(Duration::from_secs(7)));
-        let resolved = remote.resolve();
-        assert_eq!(resolved.max_retries, 0);
-        assert_eq!(resolved.timeout, Duration::from_secs(2));
+        #[cfg(feature = "cloud")]
+        {
+            let resolved = remote.resolve();
+            assert_eq!(resolved.max_retries, 0);
+            assert_eq!(resolved.timeout, Duration::from_secs(2));
+        }
         let bad = vec![("max_retries".to_string(), "many".to_string())];
         let e = RemoteOptions::default()
             .with_store_options(&bad)
@@ -434,6 +439,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "cloud")]
     #[test]
     fn defaults_fail_a_dead_server_in_seconds() {
         let r = RemoteOptions::default().resolve();
