@@ -11,8 +11,8 @@
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use zarrow::internals::{ArrayToBytes, CodecChain, IndexLocation, ZarrsVlen};
-use zarrow::BytesToBytes;
 use zarrow::internals::{BloscCompressor, BloscShuffle};
+use zarrow::BytesToBytes;
 use zarrow::{DataType, Endian};
 use zarrow::{StringType, ZarrReadOptions};
 

@@ -54,7 +54,7 @@ mod source;
 mod table;
 
 pub use error::{from_datafusion_error, to_datafusion_error};
-pub use factory::{is_zarr_location, StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
+pub use factory::{StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
 pub use format::{ZarrFormat, ZarrFormatFactory, ZarrSink};
 pub use insert::ZarrAppendSink;
 pub use options::{ZarrConfig, ZarrTableOptions};
