@@ -31,9 +31,10 @@ use bytes::Bytes;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput};
 
-use zarrow::codec::{ArrayToBytes, BytesToBytes, CodecChain, IndexLocation, ZarrsVlen};
-use zarrow::metadata::Endian;
-use zarrow::writer::encode;
+use zarrow::internals::encode;
+use zarrow::internals::{ArrayToBytes, CodecChain, IndexLocation, ZarrsVlen};
+use zarrow::BytesToBytes;
+use zarrow::Endian;
 use zarrow::{DataType, StringType, ZarrReadOptions};
 
 use zarrs::array::codec::{VlenCodec, VlenUtf8Codec, ZstdCodec};
@@ -239,14 +240,14 @@ fn bench_zarrow(
     for zstd in [false, true] {
         let ch = chain(codec.clone(), zstd);
         let bytes = chunk.get(zstd);
-        let decoded = zarrow::decode::decode_chunk(&ch, data_type, N, bytes.clone(), &o)
+        let decoded = zarrow::internals::decode_chunk(&ch, data_type, N, bytes.clone(), &o)
             .unwrap_or_else(|e| panic!("{case}: {e}"));
         check(&decoded, expected, case);
         drop(decoded);
         let compression = if zstd { "zstd3" } else { "none" };
         group.bench_function(format!("{case}/{compression}"), |b| {
             b.iter(|| {
-                zarrow::decode::decode_chunk(&ch, data_type, N, black_box(bytes.clone()), &o)
+                zarrow::internals::decode_chunk(&ch, data_type, N, black_box(bytes.clone()), &o)
                     .expect("decode")
             })
         });
@@ -254,7 +255,7 @@ fn bench_zarrow(
 }
 
 /// Decode `chunk` a run of [`RUN`] rows at a time, as the record-batch readers and SQL scans
-/// do ([`zarrow::decode::ChunkRows`]), keeping each run only until the next: case
+/// do ([`zarrow::internals::ChunkRows`]), keeping each run only until the next: case
 /// `<case>_runs8192`.
 fn bench_zarrow_runs(
     group: &mut BenchmarkGroup<'_, WallTime>,
@@ -265,13 +266,13 @@ fn bench_zarrow_runs(
     expected: &StringArray,
 ) {
     let o = opts(string_type);
-    let all = zarrow::decode::ChunkSelection::Prefix(N);
+    let all = zarrow::internals::ChunkSelection::Prefix(N);
     let metrics = zarrow::ScanMetrics::new();
     for zstd in [false, true] {
         let ch = chain(codec.clone(), zstd);
         let bytes = chunk.get(zstd);
         let runs = |bytes: Bytes| {
-            zarrow::decode::ChunkRows::new(&ch, &DataType::String, N, &all, bytes, &o, &metrics)
+            zarrow::internals::ChunkRows::new(&ch, &DataType::String, N, &all, bytes, &o, &metrics)
                 .expect("decode")
         };
         let mut rows = runs(bytes.clone());

@@ -10,9 +10,10 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use zarrow::codec::blosc::{BloscCompressor, BloscShuffle};
-use zarrow::codec::{ArrayToBytes, BytesToBytes, CodecChain, IndexLocation, ZarrsVlen};
-use zarrow::metadata::{DataType, Endian};
+use zarrow::internals::{ArrayToBytes, CodecChain, IndexLocation, ZarrsVlen};
+use zarrow::internals::{BloscCompressor, BloscShuffle};
+use zarrow::BytesToBytes;
+use zarrow::{DataType, Endian};
 use zarrow::{StringType, ZarrReadOptions};
 
 /// (dtype, filters, compressor) of v2 arrays with numcodecs filters and checksums.
@@ -132,7 +133,7 @@ fuzz_target!(|input: &[u8]| {
         (6 | 7, 1) => DataType::NullTerminatedBytes { length_bytes: 3 },
         (6 | 7, 2) => DataType::Int32,
         (6 | 7, _) => DataType::DateTime64 {
-            unit: zarrow::metadata::NpTimeUnit::Day,
+            unit: zarrow::NpTimeUnit::Day,
             scale_factor: 1,
         },
         _ => DataType::String,
@@ -193,17 +194,23 @@ fuzz_target!(|input: &[u8]| {
         let (dtype, filters, compressor) = V2_FILTERS[usize::from(codec >> 4) % V2_FILTERS.len()];
         let dtype: serde_json::Value = serde_json::from_str(dtype).unwrap();
         let (dt, endian) = match &dtype {
-            serde_json::Value::String(s) => zarrow::data_type::parse_v2_dtype(s).unwrap(),
+            serde_json::Value::String(s) => zarrow::internals::parse_v2_dtype(s).unwrap(),
             other => (
-                zarrow::data_type::parse_v2_structured(other).unwrap(),
+                zarrow::internals::parse_v2_structured(other).unwrap(),
                 Endian::Little,
             ),
         };
         let filters: serde_json::Value = serde_json::from_str(filters).unwrap();
         let compressor: serde_json::Value = serde_json::from_str(compressor).unwrap();
-        chain =
-            zarrow::codec::parse_v2_chain(&dt, endian, false, 1, Some(&filters), Some(&compressor))
-                .unwrap();
+        chain = zarrow::internals::parse_v2_chain(
+            &dt,
+            endian,
+            false,
+            1,
+            Some(&filters),
+            Some(&compressor),
+        )
+        .unwrap();
         data_type = dt;
     }
     let string_type = match selector >> 6 {
@@ -215,7 +222,7 @@ fuzz_target!(|input: &[u8]| {
     opts.limits.max_chunk_bytes = 1 << 20;
     // Whatever decodes must be a valid Arrow array, checked in full.
     if let Ok(array) =
-        zarrow::decode::decode_chunk(&chain, &data_type, n, Bytes::copy_from_slice(data), &opts)
+        zarrow::internals::decode_chunk(&chain, &data_type, n, Bytes::copy_from_slice(data), &opts)
     {
         if let Err(e) = arrow_array::Array::to_data(&array).validate_full() {
             panic!("decoded an invalid array: {e}");

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use zarrow::codec::BytesToBytes;
+use zarrow::BytesToBytes;
 use zarrow::{Node, ZarrStore};
 
 /// The binary header of an Icechunk metadata file.

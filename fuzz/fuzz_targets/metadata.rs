@@ -9,8 +9,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zarrow::metadata::{self, ArrayMetadata, NodeMetadata};
+use zarrow::internals::{parse_v2_array, parse_v2_consolidated, parse_v2_group, parse_v3};
 use zarrow::ZarrReadOptions;
+use zarrow::{ArrayMetadata, NodeMetadata};
 
 fn exercise_array(meta: &ArrayMetadata) {
     let _ = meta.num_elements();
@@ -25,7 +26,7 @@ fn exercise_array(meta: &ArrayMetadata) {
         .data_type
         .arrow_type(opts.string_type, opts.binary_type());
     let _ = meta.data_type.name();
-    let _ = zarrow::decode::fill_array(&meta.data_type, &meta.fill_value, 3, &opts);
+    let _ = zarrow::internals::fill_array(&meta.data_type, &meta.fill_value, 3, &opts);
 }
 
 fn exercise(node: &NodeMetadata) {
@@ -45,20 +46,20 @@ fuzz_target!(|input: &[u8]| {
     let limits = zarrow::ReadLimits::default();
     match selector % 4 {
         0 => {
-            if let Ok(node) = metadata::parse_v3("fuzz", rest, &limits) {
+            if let Ok(node) = parse_v3("fuzz", rest, &limits) {
                 exercise(&node);
             }
         }
         1 => {
-            if let Ok(meta) = metadata::parse_v2_array("fuzz", doc, attrs, &limits) {
+            if let Ok(meta) = parse_v2_array("fuzz", doc, attrs, &limits) {
                 exercise_array(&meta);
             }
         }
         2 => {
-            let _ = metadata::parse_v2_group("fuzz", doc, attrs);
+            let _ = parse_v2_group("fuzz", doc, attrs);
         }
         _ => {
-            if let Ok(nodes) = metadata::parse_v2_consolidated("fuzz", rest, &limits) {
+            if let Ok(nodes) = parse_v2_consolidated("fuzz", rest, &limits) {
                 for (_, node) in nodes.iter().take(64) {
                     exercise(node);
                 }

@@ -134,12 +134,25 @@ async fn unknown_versions_and_missing_repositories_are_clear_errors() {
         assert!(err.contains(says), "{loc}: {err}");
         assert!(err.len() < 1000, "{loc}: a short message, got {err}");
     }
-    // an unknown version lists what there is
-    let err = TableModel::open(&format!("{}@nope/labels", repo()), TableOptions::default())
+    // an unknown version lists what there is, as a typed cause
+    let e = TableModel::open(&format!("{}@nope/labels", repo()), TableOptions::default())
         .await
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+    let err = e.to_string();
     assert!(err.contains("dev") && err.contains("v1"), "{err}");
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    let repository = std::iter::from_fn(|| {
+        let now = cause?;
+        cause = now.source();
+        Some(now)
+    })
+    .find_map(|c| c.downcast_ref::<zarrow::RepositoryError>())
+    .unwrap_or_else(|| panic!("no RepositoryError in {err}"));
+    assert!(
+        matches!(&repository.cause, zarrow::RepositoryErrorKind::NoSuchVersion { reference, tags, .. }
+            if reference == "nope" && tags.iter().any(|t| t == "v1")),
+        "{repository:?}"
+    );
 }
 
 #[tokio::test]

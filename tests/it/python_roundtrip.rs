@@ -13,8 +13,8 @@ use arrow::array::{
     StringArray, StringViewArray, TimestampNanosecondArray,
 };
 use serde_json::{json, Value};
-use zarrow::writer::{Compression, VlenEncoding, ZarrWriteOptions};
 use zarrow::ZarrStore;
+use zarrow::{Compression, VlenEncoding, ZarrWriteOptions};
 
 use crate::common::{json_value, values_equal};
 

@@ -12,7 +12,7 @@ use arrow::ipc::reader::StreamReader;
 use futures::TryStreamExt;
 use zarrow::{
     ChunkRanges, ReadLimits, TableModel, TableOptions, ZarrReadOptions,
-    ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder, ZarrScan,
+    ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder, ZarrScan, ZarrStore,
 };
 
 use crate::common::{data_dir, run_scan_with};
@@ -271,20 +271,20 @@ async fn the_sync_reader_works_inside_a_runtime() {
 async fn a_grid_of_2_pow_40_chunks_is_planned_by_its_ranges() {
     // An array of 2^40 one-element chunks, none of them stored (all fill): planning,
     // pruning, limits and SQL must not list the chunks.
-    let store = zarrow::store::memory_store();
+    let store = ZarrStore::open("memory:///").unwrap();
     let meta = serde_json::json!({
         "zarr_format": 3, "node_type": "array", "shape": [1u64 << 40],
         "data_type": "int8", "chunk_grid": {"name": "regular",
         "configuration": {"chunk_shape": [1]}}, "chunk_key_encoding": {"name": "default"},
         "fill_value": 7, "codecs": [{"name": "bytes"}]
     });
-    object_store::ObjectStoreExt::put(
-        store.as_ref(),
-        &object_store::path::Path::from("huge.zarr/zarr.json"),
-        serde_json::to_vec(&meta).unwrap().into(),
-    )
-    .await
-    .unwrap();
+    store
+        .put(
+            "huge.zarr/zarr.json",
+            serde_json::to_vec(&meta).unwrap().into(),
+        )
+        .await
+        .unwrap();
     let ctx = zarrow_datafusion::zarr_session_context(Default::default());
     let count = ctx
         .sql("SELECT count(*) AS n FROM 'memory:///huge.zarr'")

@@ -7,8 +7,8 @@ use arrow::array::{Array, AsArray, StringArray};
 use bytes::Bytes;
 use object_store::memory::InMemory;
 use object_store::{ObjectStore, ObjectStoreExt};
-use zarrow::writer::{VlenEncoding, ZarrWriteOptions};
 use zarrow::{Node, StringType, ZarrArray, ZarrReadOptions, ZarrStore};
+use zarrow::{VlenEncoding, ZarrWriteOptions};
 
 use crate::common::location;
 

@@ -1,7 +1,7 @@
 //! `--memory-limit` and `--mem-pool-type` (as datafusion-cli has them): the DataFusion runtime
 //! a command's session runs on. Operators that can spill (sorts, joins, aggregations) spill to
 //! the default disk manager's temporary files past the limit; zarr scans reserve what they hold
-//! (`zarrow::scan::ScanMemory`) and fail with "Resources exhausted" when it does not fit.
+//! (`zarrow::ScanMemory`) and fail with "Resources exhausted" when it does not fit.
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;

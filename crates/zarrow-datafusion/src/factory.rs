@@ -111,7 +111,7 @@ fn same_type(declared: &DataType, actual: &DataType) -> bool {
 /// Whether a location names a zarr node: an Icechunk repository's (`icechunk+…`), a path
 /// with a component ending in `.zarr`, or a local directory holding `zarr.json`, `.zgroup`
 /// or `.zarray`.
-pub fn is_zarr_location(location: &str) -> bool {
+pub(crate) fn is_zarr_location(location: &str) -> bool {
     if location.starts_with(zarrow::ICECHUNK_PREFIX) {
         return true;
     }

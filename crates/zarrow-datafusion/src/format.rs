@@ -80,7 +80,33 @@ impl FileFormatFactory for ZarrFormatFactory {
     }
 }
 
-/// The zarr file format with its write options (see the module documentation).
+/// The zarr file format: `CREATE EXTERNAL TABLE … STORED AS ZARR` reads a node, and
+/// `COPY … TO '…' STORED AS ZARR` writes a table (its `OPTIONS` are
+/// [`zarrow::write::WRITE_OPTION_KEYS`]). [`crate::zarr_session_context`] registers it.
+///
+/// ```
+/// use zarrow_datafusion::zarr_session_context;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> datafusion::error::Result<()> {
+/// let ctx = zarr_session_context(Default::default());
+/// let obs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/obs");
+/// ctx.sql(&format!("CREATE EXTERNAL TABLE obs STORED AS ZARR LOCATION '{obs}'"))
+///     .await?;
+///
+/// let dir = tempfile::tempdir()?;
+/// let out = dir.path().join("cells.zarr");
+/// let copy = format!(
+///     "COPY (SELECT barcode, n_genes FROM obs LIMIT 100) TO '{}' STORED AS ZARR \
+///      OPTIONS (chunk_rows 32)",
+///     out.display()
+/// );
+/// ctx.sql(&copy).await?.collect().await?;
+/// let back = ctx.sql(&format!("SELECT * FROM '{}'", out.display())).await?;
+/// assert_eq!(back.count().await?, 100);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Default, Clone)]
 pub struct ZarrFormat {
     options: TableWriteOptions,

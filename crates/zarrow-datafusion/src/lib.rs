@@ -20,6 +20,26 @@
 //!
 //! Start with [`zarr_session_context`], or [`SessionContextZarrExt::register_zarr`] on a
 //! context of your own.
+//!
+//! ```
+//! use datafusion::arrow::array::AsArray;
+//! use datafusion::arrow::datatypes::Int64Type;
+//! use zarrow_datafusion::zarr_session_context;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> datafusion::error::Result<()> {
+//! let ctx = zarr_session_context(Default::default());
+//! let obs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/obs");
+//! let batches = ctx
+//!     .sql(&format!("SELECT count(*) AS cells FROM '{obs}' WHERE n_genes > 0"))
+//!     .await?
+//!     .collect()
+//!     .await?;
+//! let cells = batches[0].column(0).as_primitive::<Int64Type>().value(0);
+//! assert!(cells > 0 && cells <= 2000);
+//! # Ok(())
+//! # }
+//! ```
 
 mod error;
 mod factory;
@@ -34,7 +54,7 @@ mod source;
 mod table;
 
 pub use error::{from_datafusion_error, to_datafusion_error};
-pub use factory::{is_zarr_location, StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
+pub use factory::{StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
 pub use format::{ZarrFormat, ZarrFormatFactory, ZarrSink};
 pub use insert::ZarrAppendSink;
 pub use options::{ZarrConfig, ZarrTableOptions};

@@ -7,8 +7,8 @@ use datafusion::common::config::{ConfigEntry, ConfigOptions, ExtensionOptions};
 use datafusion::common::extensions_options;
 use datafusion::config::ConfigExtension;
 use datafusion::error::{DataFusionError, Result};
+use zarrow::options::REMOTE_KEYS;
 use zarrow::options::{FETCH_KEYS, LIMIT_KEYS};
-use zarrow::remote::REMOTE_KEYS;
 use zarrow::table::TableOptions;
 use zarrow::{FetchOptions, ReadLimits, RemoteOptions, StringType, ZarrReadOptions};
 
@@ -37,11 +37,11 @@ extensions_options! {
         /// Icechunk repositories: URL prefixes (comma-separated, * for all) of the containers virtual chunks may be read from
         pub virtual_chunks: String, default = String::new()
         /// The largest element (string, bytes, fixed-size item) read, in bytes (default 16 MiB)
-        pub max_item_bytes: usize, default = zarrow::data_type::DEFAULT_MAX_ITEM_BYTES
+        pub max_item_bytes: usize, default = zarrow::options::DEFAULT_MAX_ITEM_BYTES
         /// The largest decoded variable-length chunk read, in bytes (default 2 GiB)
         pub max_chunk_bytes: usize, default = zarrow::options::DEFAULT_MAX_CHUNK_BYTES
         /// The largest metadata document read, in bytes (default 256 MiB)
-        pub max_metadata_bytes: u64, default = zarrow::store::DEFAULT_MAX_METADATA_BYTES
+        pub max_metadata_bytes: u64, default = zarrow::options::DEFAULT_MAX_METADATA_BYTES
         /// A chunk read of more bytes than this is split into concurrent ranged GETs (default 8 MiB; 0: never)
         pub range_split_bytes: u64, default = zarrow::options::DEFAULT_RANGE_SPLIT_BYTES
         /// Inner chunks of a shard at most this many bytes apart are read by one GET (default 1 MiB)
@@ -137,7 +137,7 @@ pub struct ZarrTableOptions {
     /// different dimension sets). Coordinates of the table's dimensions are always added.
     pub arrays: Option<Vec<String>>,
     /// Timeouts and retries of a remote store (`connect_timeout`, `timeout`, `max_retries`,
-    /// `retry_timeout`; see [`zarrow::remote`]).
+    /// `retry_timeout`; see [`zarrow::RemoteOptions`]).
     pub remote: RemoteOptions,
     /// What zarrow allocates at most for sizes the data claims (`max_item_bytes`,
     /// `max_chunk_bytes`, `max_metadata_bytes`): they travel with the table and its scans,
@@ -154,7 +154,7 @@ const KEYS: &[&str] = &["string_type", "fill_as_null", "decode_cf", "arrays"];
 fn set_remote(remote: &mut RemoteOptions, key: &str, value: &str) -> Result<()> {
     remote
         .set(key, value)
-        .map_err(|e| DataFusionError::Configuration(format!("zarr option {e}")))
+        .map_err(|e| DataFusionError::Configuration(format!("zarr {e}")))
 }
 
 fn parse_bool(key: &str, value: &str) -> Result<bool> {

@@ -18,6 +18,28 @@ use crate::remote_files::RemoteFiles;
 use crate::table::ZarrTable;
 
 /// Zarr on a [`SessionContext`], as `register_parquet` / `read_parquet` are for Parquet.
+///
+/// ```
+/// use datafusion::prelude::SessionContext;
+/// use zarrow_datafusion::{SessionContextZarrExt, ZarrTableOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> datafusion::error::Result<()> {
+/// let ctx = SessionContext::new();
+/// let var = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/var");
+/// ctx.register_zarr("genes", var, ZarrTableOptions::default()).await?;
+/// let mito = ctx
+///     .sql("SELECT gene_symbol FROM genes WHERE mito ORDER BY gene_symbol")
+///     .await?
+///     .collect()
+///     .await?;
+/// assert!(mito.iter().map(|b| b.num_rows()).sum::<usize>() > 0);
+///
+/// let df = ctx.read_zarr(var, ZarrTableOptions::default()).await?;
+/// assert_eq!(df.count().await?, ctx.table("genes").await?.count().await?);
+/// # Ok(())
+/// # }
+/// ```
 #[async_trait]
 pub trait SessionContextZarrExt {
     /// Register the zarr node at `location` as table `name`.

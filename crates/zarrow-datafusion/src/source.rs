@@ -235,7 +235,7 @@ impl ZarrSource {
     }
 
     /// Partition `partition`'s budget in the runtime's memory pool, if there is a runtime.
-    fn reservation(&self, partition: usize) -> Option<Arc<dyn zarrow::scan::ScanMemory>> {
+    fn reservation(&self, partition: usize) -> Option<Arc<dyn zarrow::ScanMemory>> {
         let pool = &self.runtime.as_ref()?.memory_pool;
         let bounded = !matches!(pool.memory_limit(), MemoryLimit::Infinite);
         let consumer = MemoryConsumer::new(format!("ZarrScan[{partition}]"));
@@ -495,11 +495,11 @@ impl FileOpener for ZarrOpener {
 
 /// A partition's reservation in the session's memory pool, as the scan's budget: what the
 /// stream holds (stored bytes fetched ahead, columns read whole) is counted there, so a
-/// `--memory-limit` bounds it (see `zarrow::scan::ScanMemory`).
+/// `--memory-limit` bounds it (see `zarrow::ScanMemory`).
 #[derive(Debug)]
 struct PoolReservation(MemoryReservation, bool);
 
-impl zarrow::scan::ScanMemory for PoolReservation {
+impl zarrow::ScanMemory for PoolReservation {
     fn try_grow(&self, bytes: usize) -> std::result::Result<(), String> {
         self.0.try_grow(bytes).map_err(|e| match e {
             DataFusionError::ResourcesExhausted(m) => m,

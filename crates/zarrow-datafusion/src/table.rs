@@ -26,6 +26,26 @@ use crate::source::{ScanPlan, ScanPlanInfo, ZarrRun, ZarrSource};
 
 /// A zarr array or group as a table (rows are the cells of its dimensions; see
 /// [`zarrow::table`] for which arrays become which columns).
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use datafusion::catalog::TableProvider;
+/// use datafusion::prelude::SessionContext;
+/// use zarrow_datafusion::{ZarrTable, ZarrTableOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> datafusion::error::Result<()> {
+/// let obs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/obs");
+/// let table = ZarrTable::try_new(obs, ZarrTableOptions::default()).await?;
+/// assert!(table.schema().field_with_name("cell_type").is_ok());
+/// let ctx = SessionContext::new();
+/// ctx.register_table("obs", Arc::new(table))?;
+/// let df = ctx.sql("SELECT * FROM obs LIMIT 7").await?;
+/// assert_eq!(df.count().await?, 7);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ZarrTable {
     location: String,

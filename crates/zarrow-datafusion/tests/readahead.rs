@@ -17,8 +17,8 @@ use datafusion::prelude::SessionConfig;
 use futures::StreamExt;
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use zarrow::writer::ZarrWriteOptions;
 use zarrow::ZarrStore;
+use zarrow::ZarrWriteOptions;
 use zarrow_datafusion::{zarr_session_context_with_runtime, ZarrTable, ZarrTableOptions};
 
 /// 64 chunks of 4 int32 values, over a store whose chunk GETs never answer.
@@ -93,7 +93,7 @@ async fn a_memory_limit_sends_no_request_before_its_reservation() {
 #[derive(Debug)]
 struct Limit(usize, std::sync::atomic::AtomicUsize);
 
-impl zarrow::scan::ScanMemory for Limit {
+impl zarrow::ScanMemory for Limit {
     fn try_grow(&self, bytes: usize) -> Result<(), String> {
         let now = self.1.load(Ordering::SeqCst);
         if now + bytes > self.0 {

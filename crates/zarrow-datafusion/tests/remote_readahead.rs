@@ -20,8 +20,8 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
-use zarrow::writer::ZarrWriteOptions;
 use zarrow::ZarrStore;
+use zarrow::ZarrWriteOptions;
 use zarrow_datafusion::{zarr_session_context, ZarrTable, ZarrTableOptions};
 
 /// What the server saw of chunk requests (any path with `/c/` in it).

@@ -14,7 +14,7 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 use futures::{StreamExt, TryStreamExt};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
-use zarrow::writer::{Compression, VlenEncoding};
+use zarrow::{Compression, VlenEncoding};
 use zarrow::{Node, TableModel, ZarrWriteOptions};
 
 use crate::errors::{to_py, ZarrowError};

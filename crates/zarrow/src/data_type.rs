@@ -34,6 +34,9 @@ pub enum NpTimeUnit {
     Nanosecond,
 }
 
+/// The time units [`NpTimeUnit::parse`] reads, for errors.
+const TIME_UNITS: &str = "a time unit zarrow reads (W, D, h, m, s, ms, us, ns)";
+
 impl NpTimeUnit {
     /// Parse a numpy unit code (`"ns"`, `"D"`, …). Years and months have no fixed length.
     pub fn parse(s: &str) -> Option<Self> {
@@ -277,21 +280,24 @@ impl DataType {
 /// fixed-size field types, an element no larger than zarrow reads.
 fn struct_type(fields: Vec<StructField>) -> Result<DataType, DataTypeError> {
     if fields.is_empty() {
-        return Err("a structured data type without fields".into());
+        return Err(DataTypeError::BadStruct {
+            field: None,
+            problem: "no fields",
+        });
     }
     let mut names = std::collections::HashSet::with_capacity(fields.len());
     for f in &fields {
         if !names.insert(f.name.as_str()) {
-            return Err(format!("structured data type: field '{}' named twice", f.name).into());
+            return Err(bad_field(format!("'{}'", f.name), "a field named twice"));
         }
         if f.data_type.is_variable() {
             return Err(DataTypeError::Unsupported);
         }
     }
     let dt = DataType::Struct(fields);
-    let size = dt
-        .fixed_size()
-        .ok_or("structured data type: element size overflows")?;
+    let size = dt.fixed_size().ok_or_else(|| DataTypeError::SizeOverflow {
+        data_type: "structured data type".to_string(),
+    })?;
     check_item_bytes("structured data type", size)?;
     Ok(dt)
 }
@@ -305,14 +311,14 @@ pub fn parse_v2_structured(value: &Value) -> Result<DataType, DataTypeError> {
         let pair = item
             .as_array()
             .filter(|p| p.len() >= 2)
-            .ok_or_else(|| format!("structured dtype: field {item} is not [name, dtype]"))?;
+            .ok_or_else(|| bad_field(item, "a field that is not [name, dtype]"))?;
         if pair.len() > 2 {
             // a sub-array field (`[name, dtype, shape]`)
             return Err(DataTypeError::Unsupported);
         }
         let name = pair[0]
             .as_str()
-            .ok_or_else(|| format!("structured dtype: field name {} is not a string", pair[0]))?;
+            .ok_or_else(|| bad_field(item, "a field name that is not a string"))?;
         let (data_type, endian) = match &pair[1] {
             Value::String(s) => {
                 let (dt, endian) = parse_v2_dtype(s)?;
@@ -320,7 +326,12 @@ pub fn parse_v2_structured(value: &Value) -> Result<DataType, DataTypeError> {
                 (dt, endian)
             }
             nested @ Value::Array(_) => (parse_v2_structured(nested)?, None),
-            other => return Err(format!("structured dtype: bad field dtype {other}").into()),
+            _ => {
+                return Err(bad_field(
+                    item,
+                    "a field dtype that is neither a string nor a list",
+                ))
+            }
         };
         fields.push(StructField {
             name: name.to_string(),
@@ -337,18 +348,26 @@ fn parse_v3_struct(config: Option<&Value>) -> Result<DataType, DataTypeError> {
     let items = config
         .and_then(|c| c.get("fields"))
         .and_then(Value::as_array)
-        .ok_or("structured data type: configuration.fields missing")?;
+        .ok_or(DataTypeError::BadStruct {
+            field: None,
+            problem: "configuration.fields missing",
+        })?;
     let mut fields = Vec::with_capacity(items.len().min(1024));
     for item in items {
         let (name, data_type) = match item {
             Value::Array(pair) if pair.len() == 2 => (pair[0].as_str(), &pair[1]),
             Value::Object(o) => match o.get("data_type") {
                 Some(dt) => (o.get("name").and_then(Value::as_str), dt),
-                None => return Err(format!("struct field {item} has no data_type").into()),
+                None => return Err(bad_field(item, "a field without a data_type")),
             },
-            other => return Err(format!("bad struct field {other}").into()),
+            _ => {
+                return Err(bad_field(
+                    item,
+                    "a field that is neither [name, data_type] nor an object",
+                ))
+            }
         };
-        let name = name.ok_or_else(|| format!("struct field {item} has no name"))?;
+        let name = name.ok_or_else(|| bad_field(item, "a field without a name"))?;
         fields.push(StructField {
             name: name.to_string(),
             data_type: parse_v3_data_type(data_type)?,
@@ -447,40 +466,45 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
         Value::Object(o) => (
             o.get("name")
                 .and_then(Value::as_str)
-                .ok_or_else(|| DataTypeError::Invalid("data_type object has no name".into()))?,
+                .ok_or_else(|| DataTypeError::NotADataType {
+                    entry: value.to_string(),
+                })?,
             o.get("configuration"),
         ),
-        other => return Err(format!("data_type must be a string or object, got {other}").into()),
+        other => {
+            return Err(DataTypeError::NotADataType {
+                entry: other.to_string(),
+            })
+        }
+    };
+    let bad = |parameter, found: Option<&Value>, expected| DataTypeError::BadParameter {
+        data_type: name.to_string(),
+        parameter,
+        // A string as it is, other JSON as written.
+        found: found.map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)),
+        expected,
     };
     let length_bytes = || -> Result<usize, DataTypeError> {
-        let n = config
-            .and_then(|c| c.get("length_bytes"))
+        let given = config.and_then(|c| c.get("length_bytes"));
+        let n = given
             .and_then(Value::as_u64)
             .and_then(|n| usize::try_from(n).ok())
             .filter(|n| *n > 0)
-            .ok_or_else(|| {
-                DataTypeError::Invalid(format!(
-                    "{name}: configuration.length_bytes missing or invalid"
-                ))
-            })?;
+            .ok_or_else(|| bad("configuration.length_bytes", given, "a positive integer"))?;
         check_item_bytes(name, n)
     };
     let time = |is_datetime: bool| -> Result<DataType, DataTypeError> {
-        let unit_str = config
-            .and_then(|c| c.get("unit"))
+        let given = config.and_then(|c| c.get("unit"));
+        let unit = given
             .and_then(Value::as_str)
-            .ok_or_else(|| DataTypeError::Invalid(format!("{name}: configuration.unit missing")))?;
-        let unit = NpTimeUnit::parse(unit_str).ok_or_else(|| {
-            DataTypeError::Invalid(format!("{name}: time unit '{unit_str}' is not supported"))
-        })?;
+            .and_then(NpTimeUnit::parse)
+            .ok_or_else(|| bad("configuration.unit", given, TIME_UNITS))?;
         let scale_factor = config
             .and_then(|c| c.get("scale_factor"))
             .map(|v| {
-                v.as_i64().filter(|n| *n > 0).ok_or_else(|| {
-                    DataTypeError::Invalid(format!(
-                        "{name}: scale_factor must be a positive integer, got {v}"
-                    ))
-                })
+                v.as_i64()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| bad("configuration.scale_factor", Some(v), "a positive integer"))
             })
             .transpose()?
             .unwrap_or(1);
@@ -512,9 +536,11 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
         "fixed_length_utf32" => {
             let n = length_bytes()?;
             if n % 4 != 0 {
-                return Err(
-                    format!("fixed_length_utf32: length_bytes {n} is not a multiple of 4").into(),
-                );
+                return Err(bad(
+                    "configuration.length_bytes",
+                    Some(&Value::from(n)),
+                    "a multiple of 4",
+                ));
             }
             DataType::FixedUtf32 { length_bytes: n }
         }
@@ -601,20 +627,62 @@ pub enum DataTypeError {
         /// The item limit in force.
         limit: usize,
     },
-    /// Malformed: what is wrong.
-    #[error("{0}")]
-    Invalid(String),
+    /// Not a data type: a v3 `data_type` that is neither a name nor an object with a
+    /// `name`, an empty v2 dtype.
+    #[error("not a data type: {entry}")]
+    NotADataType {
+        /// The entry as written (JSON, or the dtype string).
+        entry: String,
+    },
+    /// A parameter of a data type that is missing or not valid: a v3 configuration member
+    /// (`length_bytes`, `unit`, `scale_factor`), a v2 dtype's item size or time unit.
+    #[error("{data_type}: {parameter} {}, expected {expected}", found_text(.found))]
+    BadParameter {
+        /// The data type (its v3 name, or the v2 dtype string).
+        data_type: String,
+        /// The parameter.
+        parameter: &'static str,
+        /// Its value as written; `None` when it is missing.
+        found: Option<String>,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// A data type whose element size overflows.
+    #[error("{data_type}: the element size overflows")]
+    SizeOverflow {
+        /// The data type (its name, or the dtype string).
+        data_type: String,
+    },
+    /// A malformed structured data type: no fields, a field named twice, a field that is not
+    /// a name and a data type.
+    #[error("structured data type: {problem}{}", field_text(.field))]
+    BadStruct {
+        /// The field to blame (its name, or the entry as written), when there is one.
+        field: Option<String>,
+        /// What is wrong.
+        problem: &'static str,
+    },
 }
 
-impl From<&str> for DataTypeError {
-    fn from(message: &str) -> Self {
-        DataTypeError::Invalid(message.to_string())
-    }
+/// `missing`, or the value quoted.
+fn found_text(found: &Option<String>) -> String {
+    found
+        .as_deref()
+        .map_or_else(|| "missing".to_string(), |f| format!("'{f}'"))
 }
 
-impl From<String> for DataTypeError {
-    fn from(message: String) -> Self {
-        DataTypeError::Invalid(message)
+/// ` (field …)`, or nothing.
+fn field_text(field: &Option<String>) -> String {
+    field
+        .as_deref()
+        .map_or_else(String::new, |f| format!(" (field {f})"))
+}
+
+/// A [`DataTypeError::BadStruct`] about `field`.
+fn bad_field(field: impl ToString, problem: &'static str) -> DataTypeError {
+    DataTypeError::BadStruct {
+        field: Some(field.to_string()),
+        problem,
     }
 }
 
@@ -723,22 +791,35 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
     } else {
         Endian::Little
     };
-    let kind = rest.chars().next().ok_or("empty dtype")?;
+    let kind = rest
+        .chars()
+        .next()
+        .ok_or_else(|| DataTypeError::NotADataType {
+            entry: format!("'{dtype}'"),
+        })?;
     let tail = &rest[kind.len_utf8()..];
-    let invalid = |what: &str| DataTypeError::Invalid(format!("dtype '{dtype}': {what}"));
+    let bad = |parameter, found: &str, expected| DataTypeError::BadParameter {
+        data_type: dtype.to_string(),
+        parameter,
+        found: Some(found.to_string()),
+        expected,
+    };
     let size = |t: &str| -> Result<usize, DataTypeError> {
-        t.parse::<usize>().map_err(|_| invalid("bad item size"))
+        t.parse::<usize>()
+            .map_err(|_| bad("item size", t, "a number of code units"))
     };
     // The bytes of one element of `tail` code units of `unit` bytes: not zero, checked and
     // bounded.
     let item_bytes = |tail: &str, unit: usize| -> Result<usize, DataTypeError> {
         let n = size(tail)?;
         if n == 0 {
-            return Err(invalid("zero length"));
+            return Err(bad("item size", tail, "at least 1"));
         }
         let bytes = n
             .checked_mul(unit)
-            .ok_or_else(|| invalid("item size overflows"))?;
+            .ok_or_else(|| DataTypeError::SizeOverflow {
+                data_type: dtype.to_string(),
+            })?;
         check_item_bytes(dtype, bytes)
     };
     let dt = match kind {
@@ -772,7 +853,7 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
             let inner = tail
                 .strip_prefix("8[")
                 .and_then(|t| t.strip_suffix(']'))
-                .ok_or_else(|| invalid("datetime without a unit"))?;
+                .ok_or_else(|| bad("time unit", tail, "8[unit]"))?;
             let digits: String = inner.chars().take_while(|c| c.is_ascii_digit()).collect();
             let unit_str = &inner[digits.len()..];
             let scale_factor = if digits.is_empty() {
@@ -780,10 +861,10 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
             } else {
                 digits
                     .parse::<i64>()
-                    .map_err(|_| invalid("bad unit multiple"))?
+                    .map_err(|_| bad("unit multiple", &digits, "a number"))?
             };
             let unit = NpTimeUnit::parse(unit_str)
-                .ok_or_else(|| invalid(&format!("time unit '{unit_str}' is not supported")))?;
+                .ok_or_else(|| bad("time unit", unit_str, TIME_UNITS))?;
             if kind == 'M' {
                 DataType::DateTime64 { unit, scale_factor }
             } else {
@@ -1086,6 +1167,48 @@ mod tests {
     }
 
     #[test]
+    fn malformed_data_types_say_which_part_is_wrong() {
+        let e = parse_v3_data_type(&json!({"name": "numpy.datetime64", "configuration": {}}))
+            .unwrap_err();
+        assert!(
+            matches!(&e, DataTypeError::BadParameter { data_type, parameter: "configuration.unit", found: None, .. }
+                if data_type == "numpy.datetime64"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("configuration.unit missing"), "{e}");
+        let e = parse_v3_data_type(
+            &json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 6}}),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, DataTypeError::BadParameter { found: Some(f), expected: "a multiple of 4", .. } if f == "6"),
+            "{e:?}"
+        );
+        assert!(matches!(
+            parse_v3_data_type(&json!(3)).unwrap_err(),
+            DataTypeError::NotADataType { entry } if entry == "3"
+        ));
+        let e = parse_v2_dtype("<M8[parsec]").unwrap_err();
+        assert!(
+            matches!(&e, DataTypeError::BadParameter { parameter: "time unit", found: Some(f), .. } if f == "parsec"),
+            "{e:?}"
+        );
+        let e = parse_v2_structured(&json!([["a", "<i4"], ["a", "<i2"]])).unwrap_err();
+        assert_eq!(
+            e,
+            DataTypeError::BadStruct {
+                field: Some("'a'".into()),
+                problem: "a field named twice"
+            }
+        );
+        let e = parse_v2_structured(&json!([["a", 7]])).unwrap_err();
+        assert!(
+            matches!(&e, DataTypeError::BadStruct { field: Some(f), .. } if f == r#"["a",7]"#),
+            "{e:?}"
+        );
+    }
+
+    #[test]
     fn item_sizes_are_checked() {
         // 2^62 UTF-32 code units: 2^64 bytes wrap to 0 without the check.
         for dtype in [
@@ -1096,7 +1219,7 @@ mod tests {
         ] {
             let e = parse_v2_dtype(dtype).unwrap_err();
             assert!(
-                matches!(&e, DataTypeError::Invalid(m) if m.contains(dtype))
+                matches!(&e, DataTypeError::SizeOverflow { data_type } if data_type == dtype)
                     || matches!(&e, DataTypeError::LargerThanNumpy { data_type, .. }
                         if data_type == dtype),
                 "{dtype}: {e:?}"

@@ -10,6 +10,24 @@ use std::fmt;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong reading or writing zarr data.
+///
+/// Match on the variant for what went wrong; [`Error::array`], [`Error::chunk_key`] and
+/// [`Error::location`] say where, whatever the variant:
+///
+/// ```
+/// use zarrow::{Error, ZarrRecordBatchReaderBuilder};
+///
+/// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr");
+/// match ZarrRecordBatchReaderBuilder::try_new(&format!("{sample}/no_such_table")) {
+///     Err(Error::NodeNotFound { path }) => assert!(path.is_empty() || path.contains("no_such")),
+///     other => panic!("expected NodeNotFound, got {other:?}"),
+/// }
+/// let obs = ZarrRecordBatchReaderBuilder::try_new(&format!("{sample}/obs"))?;
+/// let e = obs.model().column_index("no_such_column").unwrap_err();
+/// assert!(matches!(&e, Error::ColumnNotFound { column, .. } if column == "no_such_column"));
+/// assert_eq!(e.location(), Some(obs.model().location()));
+/// # Ok::<(), Error>(())
+/// ```
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -153,6 +171,18 @@ pub enum Error {
     /// An argument that does not fit the array (selection out of range, …).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// An Arrow type zarr has no data type for (lists, maps, a struct with a variable-size
+    /// field), or none in the zarr format being written.
+    #[error("cannot write Arrow type {data_type} to zarr v{zarr_format}{}", struct_field_text(.field))]
+    UnwritableType {
+        /// The Arrow type (a struct field's, when `field` names one).
+        data_type: arrow_schema::DataType,
+        /// The zarr format being written (2 or 3).
+        zarr_format: u8,
+        /// The struct field of that type, when it is a field that cannot be written (zarr's
+        /// structured data types hold fixed-size fields only).
+        field: Option<String>,
+    },
     /// An Arrow error from building arrays or batches.
     #[error("arrow error: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
@@ -178,6 +208,13 @@ pub enum Error {
     /// zarrow's streams), kept whole so the layer that knows its type gets it back.
     #[error(transparent)]
     External(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// ` as struct field '…' (structured fields are fixed-size)`, or nothing.
+fn struct_field_text(field: &Option<String>) -> String {
+    field.as_deref().map_or_else(String::new, |f| {
+        format!(" as struct field '{f}' (structured fields are fixed-size)")
+    })
 }
 
 impl Error {
@@ -227,6 +264,14 @@ impl Error {
             Error::Location { location, .. } => Some(location),
             Error::ColumnNotFound { table, .. } => Some(table),
             _ => None,
+        }
+    }
+
+    /// An [`Error::Location`]: `location` cannot be opened, for `message`.
+    pub(crate) fn bad_location(location: &str, message: impl fmt::Display) -> Self {
+        Error::Location {
+            location: location.to_string(),
+            message: message.to_string(),
         }
     }
 

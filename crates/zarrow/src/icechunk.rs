@@ -73,23 +73,23 @@ pub struct RepositoryLocation {
 
 impl RepositoryLocation {
     /// Parse `icechunk+file:///abs/path[@REF]/node`, `icechunk+file:relative/path…` or
-    /// `icechunk+s3://bucket/prefix[@REF]/node`; `None` if `location` is no repository's.
-    pub fn parse(location: &str) -> Option<std::result::Result<Self, String>> {
-        let rest = location.strip_prefix(PREFIX)?;
-        Some(Self::parse_rest(rest))
-    }
-
-    fn parse_rest(rest: &str) -> std::result::Result<Self, String> {
+    /// `icechunk+s3://bucket/prefix[@REF]/node`; anything else is an
+    /// [`crate::Error::Location`].
+    pub fn parse(location: &str) -> crate::Result<Self> {
+        let err = |message: String| crate::Error::bad_location(location, message);
+        let rest = location
+            .strip_prefix(PREFIX)
+            .ok_or_else(|| err(format!("not an Icechunk location (expected {PREFIX}…)")))?;
         let (scheme, path) = rest
             .split_once(':')
-            .ok_or_else(|| "expected icechunk+file:// or icechunk+s3://".to_string())?;
+            .ok_or_else(|| err("expected icechunk+file:// or icechunk+s3://".to_string()))?;
         let path = path.trim_end_matches('/');
         // `@REF` ends the component that is the repository's root.
         let (root, reference, node) = match path.split_once('@') {
             Some((root, after)) => {
                 let (reference, node) = after.split_once('/').unwrap_or((after, ""));
                 if reference.is_empty() {
-                    return Err("an empty version after '@'".into());
+                    return Err(err("an empty version after '@'".into()));
                 }
                 (root, Some(reference.to_string()), Some(node.to_string()))
             }
@@ -99,17 +99,17 @@ impl RepositoryLocation {
             "file" => {
                 let local = root.strip_prefix("//").unwrap_or(root);
                 if local.is_empty() {
-                    return Err("no repository path".into());
+                    return Err(err("no repository path".into()));
                 }
                 Backend::File(PathBuf::from(local))
             }
             "s3" => {
                 let bucketed = root
                     .strip_prefix("//")
-                    .ok_or_else(|| "expected icechunk+s3://bucket/prefix".to_string())?;
+                    .ok_or_else(|| err("expected icechunk+s3://bucket/prefix".to_string()))?;
                 let (bucket, prefix) = bucketed.split_once('/').unwrap_or((bucketed, ""));
                 if bucket.is_empty() {
-                    return Err("no bucket".into());
+                    return Err(err("no bucket".into()));
                 }
                 Backend::S3 {
                     bucket: bucket.to_string(),
@@ -117,9 +117,9 @@ impl RepositoryLocation {
                 }
             }
             other => {
-                return Err(format!(
+                return Err(err(format!(
                 "icechunk+{other}: repositories are read from icechunk+file:// and icechunk+s3://"
-            ))
+            )))
             }
         };
         Ok(RepositoryLocation {
@@ -243,6 +243,64 @@ pub struct RepositoryPanic {
     pub message: String,
 }
 
+/// Why a repository could not be opened, as the error of the read that needed it: the source
+/// of the `object_store` error zarrow reports for the key.
+#[derive(Debug, thiserror::Error)]
+#[error("Icechunk repository {repository}: {cause}")]
+pub struct RepositoryError {
+    /// The repository's location, as given.
+    pub repository: String,
+    /// What went wrong.
+    pub cause: RepositoryErrorKind,
+}
+
+/// What went wrong opening a repository (see [`RepositoryError`]).
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum RepositoryErrorKind {
+    /// No repository at the path (or, for a location without `@REF`, at any path above it).
+    #[error("no Icechunk repository at {path}")]
+    NotFound {
+        /// The path looked at.
+        path: String,
+    },
+    /// icechunk failed.
+    #[error("{doing}: {kind}")]
+    Icechunk {
+        /// What was being done (`opening the storage`, `opening version 'v1'`).
+        doing: String,
+        /// icechunk's error kind, as it says it.
+        kind: String,
+    },
+    /// No branch, tag or snapshot of that name.
+    #[error("no branch, tag or snapshot '{reference}' (branches: {}; tags: {})", names(.branches), names(.tags))]
+    NoSuchVersion {
+        /// The version asked for.
+        reference: String,
+        /// The repository's branches.
+        branches: Vec<String>,
+        /// The repository's tags.
+        tags: Vec<String>,
+    },
+}
+
+/// `a, b`, or `none`.
+fn names(list: &[String]) -> String {
+    if list.is_empty() {
+        "none".to_string()
+    } else {
+        list.join(", ")
+    }
+}
+
+/// A [`RepositoryErrorKind::Icechunk`] about `doing`.
+fn icechunk_failed(doing: impl Into<String>, kind: impl fmt::Display) -> RepositoryErrorKind {
+    RepositoryErrorKind::Icechunk {
+        doing: doing.into(),
+        kind: kind.to_string(),
+    }
+}
+
 /// The text of a panic's payload.
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
@@ -296,11 +354,14 @@ impl RepositoryObjectStore {
         }
     }
 
-    async fn storage(&self, backend: &Backend) -> Result<Arc<dyn Storage + Send + Sync>, String> {
+    async fn storage(
+        &self,
+        backend: &Backend,
+    ) -> Result<Arc<dyn Storage + Send + Sync>, RepositoryErrorKind> {
         match backend {
             Backend::File(path) => icechunk::new_local_filesystem_storage(path)
                 .await
-                .map_err(|e| e.kind().to_string()),
+                .map_err(|e| icechunk_failed("opening the storage", e.kind())),
             Backend::S3 { bucket, prefix } => {
                 use icechunk::config::{S3Credentials, S3Options, S3StaticCredentials};
                 let o = &self.options.store;
@@ -342,32 +403,37 @@ impl RepositoryObjectStore {
                     Vec::new(),
                 )
                 .await
-                .map_err(|e| e.kind().to_string())
+                .map_err(|e| icechunk_failed("opening the storage", e.kind()))
             }
         }
     }
 
     /// Find the repository, resolve the version, open a read-only session.
-    async fn open(&self) -> Result<Opened, String> {
+    async fn open(&self) -> Result<Opened, RepositoryErrorKind> {
         let mut found = None;
         for (backend, node) in self.location.candidates() {
             let storage = self.storage(&backend).await?;
             let exists = Repository::exists(Arc::clone(&storage), None)
                 .await
-                .map_err(|e| e.kind().to_string())?;
+                .map_err(|e| icechunk_failed("looking for the repository", e.kind()))?;
             if exists {
                 found = Some((backend, storage, node));
                 break;
             }
             if self.location.node.is_some() {
-                return Err(format!(
-                    "no Icechunk repository at {}",
-                    self.display.split('@').next().unwrap_or(&self.display)
-                ));
+                return Err(RepositoryErrorKind::NotFound {
+                    path: self
+                        .display
+                        .split('@')
+                        .next()
+                        .unwrap_or(&self.display)
+                        .to_string(),
+                });
             }
         }
-        let (root, storage, node) =
-            found.ok_or_else(|| "no Icechunk repository at this path or above it".to_string())?;
+        let (root, storage, node) = found.ok_or_else(|| RepositoryErrorKind::NotFound {
+            path: "this path or above it".to_string(),
+        })?;
         let open = |authorized| {
             Repository::open(Arc::clone(&storage))
                 .authorize_virtual_chunk_access(authorized)
@@ -375,7 +441,7 @@ impl RepositoryObjectStore {
         };
         let mut repo = open(HashMap::new())
             .await
-            .map_err(|e| format!("cannot open the repository: {}", e.kind()))?;
+            .map_err(|e| icechunk_failed("opening the repository", e.kind()))?;
         // Virtual chunks only from the containers the user named (credentials from the
         // environment), so that no repository's metadata alone reaches outside it.
         if let Some(wanted) = &self.options.virtual_chunks {
@@ -390,7 +456,7 @@ impl RepositoryObjectStore {
             if !authorized.is_empty() {
                 repo = open(authorized)
                     .await
-                    .map_err(|e| format!("cannot open the repository: {}", e.kind()))?;
+                    .map_err(|e| icechunk_failed("opening the repository", e.kind()))?;
             }
         }
         let reference = self
@@ -403,7 +469,7 @@ impl RepositoryObjectStore {
         let session = repo
             .readonly_session(&version)
             .await
-            .map_err(|e| format!("cannot open version '{reference}': {}", e.kind()))?;
+            .map_err(|e| icechunk_failed(format!("opening version '{reference}'"), e.kind()))?;
         let store = Store::from_session(Arc::new(RwLock::new(session))).await;
         Ok(Opened {
             store,
@@ -421,7 +487,7 @@ impl RepositoryObjectStore {
             Backend::S3 { bucket, prefix } => {
                 let url = url::Url::parse(&format!("s3://{bucket}/{prefix}")).ok()?;
                 let remote = crate::RemoteOptions::default();
-                crate::remote::open(&url, &self.options.store, &remote)
+                crate::remote::open(url.as_str(), &url, &self.options.store, &remote)
                     .ok()
                     .map(|(store, root, _)| (store, root))
             }
@@ -432,7 +498,13 @@ impl RepositoryObjectStore {
         self.opened
             .get_or_try_init(|| self.open())
             .await
-            .map_err(|e| generic(format!("Icechunk repository {}: {e}", self.display)))
+            .map_err(|cause| object_store::Error::Generic {
+                store: "icechunk",
+                source: Box::new(RepositoryError {
+                    repository: self.display.clone(),
+                    cause,
+                }),
+            })
     }
 }
 
@@ -454,7 +526,7 @@ fn authorizes(wanted: &str, url_prefix: &str) -> bool {
 }
 
 /// A branch, else a tag, else a snapshot id.
-async fn resolve(repo: &Repository, reference: &str) -> Result<VersionInfo, String> {
+async fn resolve(repo: &Repository, reference: &str) -> Result<VersionInfo, RepositoryErrorKind> {
     if repo.lookup_branch(reference).await.is_ok() {
         return Ok(VersionInfo::BranchTipRef(reference.to_string()));
     }
@@ -468,15 +540,11 @@ async fn resolve(repo: &Repository, reference: &str) -> Result<VersionInfo, Stri
     }
     let branches = repo.list_branches().await.unwrap_or_default();
     let tags = repo.list_tags().await.unwrap_or_default();
-    Err(format!(
-        "no branch, tag or snapshot '{reference}' (branches: {}; tags: {})",
-        branches.into_iter().collect::<Vec<_>>().join(", "),
-        if tags.is_empty() {
-            "none".to_string()
-        } else {
-            tags.into_iter().collect::<Vec<_>>().join(", ")
-        }
-    ))
+    Err(RepositoryErrorKind::NoSuchVersion {
+        reference: reference.to_string(),
+        branches: branches.into_iter().collect(),
+        tags: tags.into_iter().collect(),
+    })
 }
 
 impl Opened {
@@ -778,15 +846,11 @@ mod tests {
 
     #[test]
     fn locations_parse() {
-        let l = RepositoryLocation::parse("icechunk+file:///data/a.icechunk@v1/obs/x")
-            .unwrap()
-            .unwrap();
+        let l = RepositoryLocation::parse("icechunk+file:///data/a.icechunk@v1/obs/x").unwrap();
         assert_eq!(l.backend, Backend::File("/data/a.icechunk".into()));
         assert_eq!(l.reference.as_deref(), Some("v1"));
         assert_eq!(l.node.as_deref(), Some("obs/x"));
-        let l = RepositoryLocation::parse("icechunk+s3://bucket/p/a@main")
-            .unwrap()
-            .unwrap();
+        let l = RepositoryLocation::parse("icechunk+s3://bucket/p/a@main").unwrap();
         assert_eq!(
             l.backend,
             Backend::S3 {
@@ -795,9 +859,7 @@ mod tests {
             }
         );
         assert_eq!(l.node.as_deref(), Some(""));
-        let l = RepositoryLocation::parse("icechunk+file:rel/a.icechunk/obs")
-            .unwrap()
-            .unwrap();
+        let l = RepositoryLocation::parse("icechunk+file:rel/a.icechunk/obs").unwrap();
         assert_eq!(l.node, None);
         let roots: Vec<String> = l
             .candidates()
@@ -812,13 +874,10 @@ mod tests {
                 r#"File("rel") a.icechunk/obs"#,
             ]
         );
-        assert!(RepositoryLocation::parse("file:///x").is_none());
-        assert!(RepositoryLocation::parse("icechunk+gs://b/x")
-            .unwrap()
-            .is_err());
-        assert!(RepositoryLocation::parse("icechunk+file:///x@/y")
-            .unwrap()
-            .is_err());
+        for bad in ["file:///x", "icechunk+gs://b/x", "icechunk+file:///x@/y"] {
+            let e = RepositoryLocation::parse(bad).unwrap_err();
+            assert_eq!(e.location(), Some(bad), "{e}");
+        }
     }
 
     #[test]

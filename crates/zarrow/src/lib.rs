@@ -18,36 +18,89 @@
 //! ```
 //!
 //! Start with [`ZarrRecordBatchReaderBuilder`] (sync) or [`ZarrRecordBatchStreamBuilder`]
-//! (async), or [`Node::open`] to walk a hierarchy.
+//! (async), or [`Node::open`] to walk a hierarchy. Write with [`write_table`] (a table) or
+//! [`write_array`] (one array). Every failure is one [`Error`] naming the array, chunk and
+//! location it is about.
+//!
+//! # Reading a table
+//!
+//! A group of 1-D arrays sharing a dimension (or an AnnData dataframe, as here) is a table:
+//!
+//! ```
+//! use zarrow::ZarrRecordBatchReaderBuilder;
+//!
+//! let obs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/obs");
+//! let builder = ZarrRecordBatchReaderBuilder::try_new(obs)?;
+//! let cell_type = builder.schema().index_of("cell_type")?;
+//! let reader = builder
+//!     .with_projection(vec![cell_type])
+//!     .with_batch_size(500)
+//!     .build()?;
+//! let mut rows = 0;
+//! for batch in reader {
+//!     let batch = batch?;
+//!     assert_eq!(batch.schema().field(0).name(), "cell_type");
+//!     rows += batch.num_rows();
+//! }
+//! assert_eq!(rows, 2000);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Which arrays become which columns
+//!
+//! [`TableModel`] is that decision, made once from the metadata; the builders, the scan and
+//! zarrow-datafusion all read through one:
+//!
+//! ```
+//! use zarrow::{TableModel, TableOptions};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> zarrow::Result<()> {
+//! let var = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/var");
+//! let model = TableModel::open(var, TableOptions::default()).await?;
+//! let schema = model.schema();
+//! let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+//! assert!(names.contains(&"gene_symbol") && names.contains(&"n_cells"), "{names:?}");
+//! assert_eq!(model.column_index("gene_ids")?, schema.index_of("gene_ids")?);
+//! # Ok(())
+//! # }
+//! ```
 
-pub mod array;
-pub mod codec;
-pub mod data_type;
-pub mod decode;
-pub mod error;
-pub mod grid;
+mod array;
+mod codec;
+mod data_type;
+mod decode;
+mod error;
+mod grid;
 #[cfg(feature = "icechunk")]
-pub mod icechunk;
-pub mod metadata;
-pub mod metrics;
-pub mod node;
+mod icechunk;
+mod metadata;
+mod metrics;
+mod node;
 #[cfg(test)]
 mod open_tests;
 pub mod options;
-pub mod reader;
-pub mod remote;
-pub mod scan;
-pub mod store;
+mod reader;
+mod remote;
+mod scan;
+mod store;
 pub mod table;
 mod task;
 pub mod tree;
 pub mod write;
-pub mod writer;
+mod writer;
 
-pub use array::{ChunkCache, ChunkReader, ReadContext, ZarrArray};
+pub use array::{ChunkCache, ChunkLocation, ChunkReader, ReadContext, ZarrArray};
+pub use codec::{BytesToBytes, ChainError, ConfigError};
+pub use data_type::{DataTypeError, FillValueError};
 pub use error::{ChunkError, Error, Result};
-pub use grid::{ChunkGrid, ChunkRanges, GridError};
-pub use metadata::{ArrayMetadata, DataType, GroupMetadata, NodeMetadata, StructField};
+pub use grid::{ChunkGrid, ChunkRanges, ChunkRangesIter, GridError};
+#[cfg(feature = "icechunk")]
+pub use icechunk::{RepositoryError, RepositoryErrorKind, RepositoryPanic};
+pub use metadata::{
+    ArrayMetadata, ChunkKeyEncoding, DataType, Endian, FillValue, GroupMetadata, NodeMetadata,
+    NpTimeUnit, StructField,
+};
 pub use metrics::{ScanCounts, ScanMetrics};
 pub use node::{Node, ZarrGroup};
 pub use options::{BinaryType, FetchOptions, ReadLimits, StringType, ZarrReadOptions};
@@ -55,11 +108,24 @@ pub use reader::{
     ZarrRecordBatchReader, ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder,
 };
 pub use remote::RemoteOptions;
-pub use scan::{ScanContext, ZarrRecordBatchStream, ZarrScan};
+pub use scan::{ScanContext, ScanMemory, ZarrRecordBatchStream, ZarrScan};
 pub use store::ZarrStore;
 pub use table::{TableModel, TableOptions};
 pub use write::{write_table, TableWriteOptions, TableWriter};
-pub use writer::{write_array, write_group, ZarrWriteOptions};
+pub use writer::{write_array, write_group, Compression, VlenEncoding, ZarrWriteOptions};
+
+/// Not a public API: the decoder's parts, for zarrow's own benches, fuzz targets and tests,
+/// which drive one codec chain or one chunk without a store. Anything here may change in any
+/// release.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::codec::blosc::{BloscCompressor, BloscShuffle};
+    pub use crate::codec::{parse_v2_chain, ArrayToBytes, CodecChain, IndexLocation, ZarrsVlen};
+    pub use crate::data_type::{parse_v2_dtype, parse_v2_structured};
+    pub use crate::decode::{decode_chunk, fill_array, ChunkRows, ChunkSelection};
+    pub use crate::metadata::{parse_v2_array, parse_v2_consolidated, parse_v2_group, parse_v3};
+    pub use crate::writer::encode;
+}
 
 /// The scheme prefix of Icechunk repository locations (`icechunk+file://…`), known with or
 /// without the `icechunk` feature so that a build without it names what is missing.

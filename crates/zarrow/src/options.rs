@@ -1,9 +1,17 @@
-//! Reader options: which Arrow representation strings and bytes take, and I/O limits.
+//! Reader options: which Arrow representation strings and bytes take, and I/O limits; with
+//! the option keys the CLI, SQL and Python pass them by, and their defaults.
 
 use arrow_schema::DataType as ArrowType;
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
+
+pub use crate::data_type::{DEFAULT_MAX_ITEM_BYTES, MAX_ITEM_BYTES};
+pub use crate::remote::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_TIMEOUT, DEFAULT_TIMEOUT,
+    REMOTE_ENV, REMOTE_KEYS,
+};
+pub use crate::store::DEFAULT_MAX_METADATA_BYTES;
 
 /// The Arrow type string arrays are read as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -90,7 +98,24 @@ impl BinaryType {
     }
 }
 
-/// Options for reading arrays.
+/// Options for reading arrays: the Arrow type strings come as, how many chunks are fetched at
+/// once, and the limits on what a store may make zarrow allocate.
+///
+/// ```
+/// use zarrow::{ReadLimits, StringType, ZarrReadOptions};
+///
+/// let mut limits = ReadLimits::default();
+/// limits.set("max_chunk_bytes", "1000000")?;
+/// let options = ZarrReadOptions::default()
+///     .with_string_type(StringType::parse("large_utf8")?)
+///     .with_concurrency(4)
+///     .with_limits(limits);
+/// assert_eq!(options.limits.max_chunk_bytes, 1_000_000);
+/// // A bad value is an error naming its option.
+/// let e = ReadLimits::default().set("max_chunk_bytes", "lots").unwrap_err();
+/// assert!(matches!(e, zarrow::Error::InvalidOption { ref key, .. } if key == "max_chunk_bytes"));
+/// # Ok::<(), zarrow::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ZarrReadOptions {

@@ -23,6 +23,29 @@ use crate::task::{block_on, SyncRuntime};
 use crate::{Error, Result};
 
 /// Builds a stream of record batches over a table.
+///
+/// ```
+/// use futures::TryStreamExt;
+/// use zarrow::{StringType, ZarrReadOptions, ZarrRecordBatchStreamBuilder};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let obs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/obs");
+/// let options = ZarrReadOptions::default().with_string_type(StringType::LargeUtf8);
+/// let stream = ZarrRecordBatchStreamBuilder::try_new(obs)
+///     .await?
+///     .with_options(options)
+///     .with_limit(10)
+///     .build()?;
+/// let batches: Vec<_> = stream.try_collect().await?;
+/// assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 10);
+/// // An AnnData categorical column: a dictionary of its categories, as large strings here.
+/// let cell_type = batches[0].schema().field_with_name("cell_type")?.clone();
+/// let large = arrow_schema::DataType::LargeUtf8;
+/// assert!(matches!(cell_type.data_type(), arrow_schema::DataType::Dictionary(_, v) if **v == large));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ZarrRecordBatchStreamBuilder {
     model: Arc<TableModel>,
@@ -173,6 +196,21 @@ impl ZarrRecordBatchStreamBuilder {
 }
 
 /// Synchronous reading: a [`ZarrRecordBatchStreamBuilder`] driven by a runtime of its own.
+///
+/// ```
+/// use arrow_array::RecordBatchReader;
+/// use zarrow::ZarrRecordBatchReaderBuilder;
+///
+/// let obs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/obs");
+/// let reader = ZarrRecordBatchReaderBuilder::try_new(obs)?
+///     .with_limit(100)
+///     .build()?;
+/// let schema = reader.schema();
+/// let batches = reader.collect::<Result<Vec<_>, _>>()?;
+/// assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 100);
+/// assert!(batches.iter().all(|b| b.schema() == schema));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct ZarrRecordBatchReaderBuilder {
     runtime: SyncRuntime,

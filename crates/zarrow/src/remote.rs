@@ -27,6 +27,8 @@ use std::time::Duration;
 use object_store::ObjectStore;
 use serde::{Deserialize, Serialize};
 
+use crate::{Error, Result};
+
 /// How long a connection may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one request (its whole response) may take by default.
@@ -72,8 +74,13 @@ pub const REMOTE_KEYS: &[&str] = &[
 ];
 
 impl RemoteOptions {
-    /// Set `key` (one of [`REMOTE_KEYS`]) from its text; an error names the key and value.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    /// Set `key` (one of [`REMOTE_KEYS`]) from its text; an error is an
+    /// [`Error::InvalidOption`] naming the key and quoting the value.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let invalid = |message: String| Error::InvalidOption {
+            key: key.to_string(),
+            message,
+        };
         match key {
             "connect_timeout" => self.connect_timeout = Some(parse_duration(key, value)?),
             "timeout" => self.timeout = Some(parse_duration(key, value)?),
@@ -82,17 +89,16 @@ impl RemoteOptions {
             "ref" => {
                 let value = value.trim();
                 if value.is_empty() {
-                    return Err("ref: expected a branch, tag or snapshot id".into());
+                    return Err(invalid("expected a branch, tag or snapshot id".into()));
                 }
                 self.reference = Some(value.to_string());
             }
             "max_retries" => {
-                self.max_retries =
-                    Some(value.trim().parse().map_err(|_| {
-                        format!("{key}: expected a number of retries, found '{value}'")
-                    })?)
+                self.max_retries = Some(value.trim().parse().map_err(|_| {
+                    invalid(format!("expected a number of retries, found '{value}'"))
+                })?)
             }
-            other => return Err(format!("'{other}' is not a remote store option")),
+            _ => return Err(invalid("not a remote store option".into())),
         }
         Ok(())
     }
@@ -102,7 +108,7 @@ impl RemoteOptions {
     pub fn with_store_options(
         mut self,
         options: &[(String, String)],
-    ) -> Result<(Self, Vec<(String, String)>), String> {
+    ) -> Result<(Self, Vec<(String, String)>)> {
         let mut rest = Vec::with_capacity(options.len());
         for (key, value) in options {
             let bare = key.to_ascii_lowercase();
@@ -116,31 +122,33 @@ impl RemoteOptions {
     }
 
     /// Every setting resolved: the ones set here, else the defaults.
-    pub fn resolve(&self) -> Result<ResolvedRemote, String> {
-        Ok(ResolvedRemote {
+    #[cfg(feature = "cloud")]
+    pub(crate) fn resolve(&self) -> ResolvedRemote {
+        ResolvedRemote {
             connect_timeout: self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
             timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
             max_retries: self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
             retry_timeout: self.retry_timeout.unwrap_or(DEFAULT_RETRY_TIMEOUT),
-        })
+        }
     }
 
     /// The defaults with the settings the environment gives ([`REMOTE_ENV`]) applied; a
     /// value that does not parse is an error naming its variable. Only the edges (the CLI,
     /// Python) call this: the library reads no `ZARROW_*` variable on its own.
-    pub fn from_env() -> crate::Result<Self> {
+    pub fn from_env() -> Result<Self> {
         let mut options = RemoteOptions::default();
         for (key, value) in crate::options::env_values(REMOTE_ENV) {
             let var = REMOTE_ENV
                 .iter()
                 .find(|(k, _)| *k == key)
                 .map_or("", |e| e.1);
-            options
-                .set(&key, &value)
-                .map_err(|message| crate::Error::InvalidOption {
+            options.set(&key, &value).map_err(|e| match e {
+                Error::InvalidOption { message, .. } => Error::InvalidOption {
                     key: var.to_string(),
                     message,
-                })?;
+                },
+                other => other,
+            })?;
         }
         Ok(options)
     }
@@ -156,8 +164,9 @@ pub const REMOTE_ENV: &[(&str, &str)] = &[
 ];
 
 /// [`RemoteOptions`] with every setting decided.
+#[cfg(feature = "cloud")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResolvedRemote {
+pub(crate) struct ResolvedRemote {
     /// How long a connection may take.
     pub connect_timeout: Duration,
     /// How long one request may take.
@@ -168,8 +177,9 @@ pub struct ResolvedRemote {
     pub retry_timeout: Duration,
 }
 
-/// A duration written `500ms`, `5s`, `2m`, `1h` or as seconds (`1.5`).
-pub fn parse_duration(key: &str, value: &str) -> Result<Duration, String> {
+/// A duration written `500ms`, `5s`, `2m`, `1h` or as seconds (`1.5`); an error is an
+/// [`Error::InvalidOption`] about `key`.
+pub(crate) fn parse_duration(key: &str, value: &str) -> Result<Duration> {
     let text = value.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -187,30 +197,34 @@ pub fn parse_duration(key: &str, value: &str) -> Result<Duration, String> {
         Ok(s) if s.is_finite() && (0.0..=86_400.0 * 365.0).contains(&s) => {
             Ok(Duration::from_secs_f64(s))
         }
-        _ => Err(format!(
-            "{key}: expected a duration such as 500ms, 5s or 2m, found '{value}'"
-        )),
+        _ => Err(Error::InvalidOption {
+            key: key.to_string(),
+            message: format!("expected a duration such as 500ms, 5s or 2m, found '{value}'"),
+        }),
     }
 }
 
 /// A cloud or HTTP store for `url` (`object_store`'s URL schemes: `s3://`, `gs://`, `az://`,
 /// `abfs://`, `http(s)://`, and the providers' https URLs), configured from the environment
 /// (`AWS_*`, `GOOGLE_*`, `AZURE_*`), then `options`, with `remote`'s timeouts and retries; the
-/// URL's path is the node's path inside it; also how often a read cut short is retried.
+/// URL's path is the node's path inside it; also how often a read cut short is retried. A
+/// store that cannot be built is an [`Error::Location`] about `location` (the URL as given).
 #[cfg(feature = "cloud")]
 pub(crate) fn open(
+    location: &str,
     url: &url::Url,
     options: &[(String, String)],
     remote: &RemoteOptions,
-) -> Result<(Arc<dyn ObjectStore>, object_store::path::Path, usize), String> {
+) -> Result<(Arc<dyn ObjectStore>, object_store::path::Path, usize)> {
     use object_store::{BackoffConfig, ClientConfigKey, ObjectStoreScheme, RetryConfig};
 
-    let (scheme, path) = ObjectStoreScheme::parse(url).map_err(|e| e.to_string())?;
+    let err = |message: String| Error::bad_location(location, message);
+    let (scheme, path) = ObjectStoreScheme::parse(url).map_err(|e| err(e.to_string()))?;
     if matches!(scheme, ObjectStoreScheme::Local | ObjectStoreScheme::Memory) {
-        return Err(format!("unsupported scheme '{}'", url.scheme()));
+        return Err(err(format!("unsupported scheme '{}'", url.scheme())));
     }
     let (remote, options) = remote.clone().with_store_options(options)?;
-    let settings = remote.resolve()?;
+    let settings = remote.resolve();
     let mut all: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| {
             ["AWS_", "GOOGLE_", "AZURE_"]
@@ -265,7 +279,7 @@ pub(crate) fn open(
                 builder
                     .with_retry(retry)
                     .build()
-                    .map_err(|e| e.to_string())?,
+                    .map_err(|e| err(e.to_string()))?,
             ) as Arc<dyn ObjectStore>
         }};
     }
@@ -283,7 +297,7 @@ pub(crate) fn open(
                 &url[..url::Position::BeforePath]
             )
         }
-        other => return Err(format!("unsupported store {other:?}")),
+        other => return Err(err(format!("unsupported store {other:?}"))),
     };
     Ok((store, path, settings.max_retries))
 }
@@ -352,13 +366,17 @@ impl object_store::client::HttpService for StreamedService {
 
 #[cfg(not(feature = "cloud"))]
 pub(crate) fn open(
+    location: &str,
     url: &url::Url,
     _options: &[(String, String)],
     _remote: &RemoteOptions,
-) -> Result<(Arc<dyn ObjectStore>, object_store::path::Path, usize), String> {
-    Err(format!(
-        "'{}://' needs zarrow built with the `cloud` feature",
-        url.scheme()
+) -> Result<(Arc<dyn ObjectStore>, object_store::path::Path, usize)> {
+    Err(Error::bad_location(
+        location,
+        format!(
+            "'{}://' needs zarrow built with the `cloud` feature",
+            url.scheme()
+        ),
     ))
 }
 
@@ -369,13 +387,21 @@ mod tests {
     #[test]
     fn durations() {
         let d = |s| parse_duration("timeout", s);
-        assert_eq!(d("5s"), Ok(Duration::from_secs(5)));
-        assert_eq!(d("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(d(" 2m "), Ok(Duration::from_secs(120)));
-        assert_eq!(d("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(d("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(d("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(d(" 2m ").unwrap(), Duration::from_secs(120));
+        assert_eq!(d("1.5").unwrap(), Duration::from_millis(1500));
         for bad in ["", "s", "-1s", "5 parsecs", "1e400", "NaN", "99999999999h"] {
-            let e = d(bad).unwrap_err();
-            assert!(e.starts_with("timeout: expected a duration"), "{bad}: {e}");
+            match d(bad).unwrap_err() {
+                Error::InvalidOption { key, message } => {
+                    assert_eq!(key, "timeout");
+                    assert!(
+                        message.starts_with("expected a duration"),
+                        "{bad}: {message}"
+                    );
+                }
+                other => panic!("{bad}: {other}"),
+            }
         }
     }
 
@@ -396,19 +422,27 @@ mod tests {
         assert_eq!(remote.timeout, Some(Duration::from_secs(2)));
         assert_eq!(remote.max_retries, Some(0));
         assert_eq!(remote.retry_timeout, Some(Duration::from_secs(7)));
-        let resolved = remote.resolve().unwrap();
-        assert_eq!(resolved.max_retries, 0);
-        assert_eq!(resolved.timeout, Duration::from_secs(2));
+        #[cfg(feature = "cloud")]
+        {
+            let resolved = remote.resolve();
+            assert_eq!(resolved.max_retries, 0);
+            assert_eq!(resolved.timeout, Duration::from_secs(2));
+        }
         let bad = vec![("max_retries".to_string(), "many".to_string())];
         let e = RemoteOptions::default()
             .with_store_options(&bad)
             .unwrap_err();
-        assert!(e.contains("max_retries") && e.contains("many"), "{e}");
+        assert!(
+            matches!(&e, Error::InvalidOption { key, message }
+                if key == "max_retries" && message.contains("many")),
+            "{e}"
+        );
     }
 
+    #[cfg(feature = "cloud")]
     #[test]
     fn defaults_fail_a_dead_server_in_seconds() {
-        let r = RemoteOptions::default().resolve().unwrap();
+        let r = RemoteOptions::default().resolve();
         assert!(r.connect_timeout <= Duration::from_secs(10));
         assert!(r.timeout + r.retry_timeout <= Duration::from_secs(60));
     }

@@ -70,19 +70,16 @@ impl ZarrStore {
     }
 
     /// Open a location with store options and the timeouts and retries of remote stores
-    /// (see [`crate::remote`]; keys among `options` win over `remote`).
+    /// (see [`RemoteOptions`]; keys among `options` win over `remote`).
     pub fn open_configured(
         location: &str,
         options: &[(String, String)],
         remote: &RemoteOptions,
     ) -> Result<Self> {
-        let err = |message: String| Error::Location {
-            location: location.to_string(),
-            message,
-        };
+        let err = |message: String| Error::bad_location(location, message);
         let trimmed = location.trim_end_matches('/');
         if trimmed.starts_with(crate::ICECHUNK_PREFIX) {
-            return Self::open_repository(trimmed, options, remote).map_err(err);
+            return Self::open_repository(trimmed, options, remote);
         }
         if let Some(reference) = &remote.reference {
             return Err(err(format!(
@@ -97,7 +94,7 @@ impl ZarrStore {
                     let path = url
                         .to_file_path()
                         .map_err(|_| err("not a local file path".into()))?;
-                    local(&path.to_string_lossy()).map_err(err)?
+                    local(&path.to_string_lossy())?
                 }
                 "memory" => {
                     let path = format!("{}{}", url.host_str().unwrap_or(""), url.path());
@@ -108,13 +105,13 @@ impl ZarrStore {
                 }
                 _ => {
                     let (store, root, retries) =
-                        crate::remote::open(&url, options, remote).map_err(err)?;
+                        crate::remote::open(location, &url, options, remote)?;
                     body_retries = retries;
                     (store, root)
                 }
             },
             // No scheme (or a Windows drive letter): a local path.
-            _ => local(trimmed).map_err(err)?,
+            _ => local(trimmed)?,
         };
         Ok(ZarrStore {
             store,
@@ -132,14 +129,9 @@ impl ZarrStore {
         location: &str,
         options: &[(String, String)],
         remote: &RemoteOptions,
-    ) -> std::result::Result<Self, String> {
+    ) -> Result<Self> {
         use crate::icechunk::{RepositoryLocation, RepositoryObjectStore, RepositoryOptions};
-        let parsed = RepositoryLocation::parse(location).unwrap_or_else(|| {
-            Err(format!(
-                "not an Icechunk location (expected {}…)",
-                crate::ICECHUNK_PREFIX
-            ))
-        })?;
+        let parsed = RepositoryLocation::parse(location)?;
         let (remote, rest) = remote.clone().with_store_options(options)?;
         let store = RepositoryObjectStore::new(
             parsed,
@@ -165,11 +157,14 @@ impl ZarrStore {
 
     #[cfg(not(feature = "icechunk"))]
     fn open_repository(
-        _location: &str,
+        location: &str,
         _options: &[(String, String)],
         _remote: &RemoteOptions,
-    ) -> std::result::Result<Self, String> {
-        Err("Icechunk repositories need zarrow built with the cargo feature `icechunk`".into())
+    ) -> Result<Self> {
+        Err(Error::bad_location(
+            location,
+            "Icechunk repositories need zarrow built with the cargo feature `icechunk`",
+        ))
     }
 
     /// This store with other limits (see [`ReadLimits`]): nodes opened from it read metadata
@@ -874,12 +869,15 @@ fn store_err(path: &Path, source: object_store::Error) -> Error {
 }
 
 /// A local path as an absolute, normalized object-store path: `.` and `..` are resolved
-/// lexically (the path need not exist yet, e.g. for writing), so `../data/x.zarr` works.
-pub(crate) fn local(path: &str) -> std::result::Result<(Arc<dyn ObjectStore>, Path), String> {
-    let abs =
-        normalize(&std::path::absolute(path).map_err(|e| format!("cannot resolve path: {e}"))?);
+/// lexically (the path need not exist yet, e.g. for writing), so `../data/x.zarr` works. A
+/// path that cannot be is an [`Error::Location`] naming it.
+pub(crate) fn local(path: &str) -> Result<(Arc<dyn ObjectStore>, Path)> {
+    let err = |message: String| Error::bad_location(path, message);
+    let abs = normalize(
+        &std::path::absolute(path).map_err(|e| err(format!("cannot resolve path: {e}")))?,
+    );
     let fs = object_store::local::LocalFileSystem::new();
-    let root = Path::from_absolute_path(&abs).map_err(|e| e.to_string())?;
+    let root = Path::from_absolute_path(&abs).map_err(|e| err(e.to_string()))?;
     Ok((Arc::new(fs), root))
 }
 
@@ -903,12 +901,8 @@ mod tests {
     use super::*;
 
     /// `collect_bounded` over these frames.
-    fn collect(
-        frames: &[&[u8]],
-        declared: Option<u64>,
-        cap: u64,
-    ) -> std::result::Result<Bounded, String> {
-        let frames: Vec<std::result::Result<Bytes, String>> = frames
+    fn collect(frames: &[&[u8]], declared: Option<u64>, cap: u64) -> std::io::Result<Bounded> {
+        let frames: Vec<std::io::Result<Bytes>> = frames
             .iter()
             .map(|f| Ok(Bytes::copy_from_slice(f)))
             .collect();
@@ -916,13 +910,13 @@ mod tests {
             futures::stream::iter(frames),
             declared,
             cap,
-            |m| m,
+            std::io::Error::other,
         ))
     }
 
     #[test]
     fn bodies_grow_as_they_arrive_and_stop_at_their_cap() {
-        let whole = |b: std::result::Result<Bounded, String>| match b {
+        let whole = |b: std::io::Result<Bounded>| match b {
             Ok(Bounded::Whole(bytes)) => bytes,
             other => panic!("{other:?}"),
         };
@@ -942,9 +936,13 @@ mod tests {
         ));
         // Longer or shorter than announced.
         let e = collect(&[b"abc", b"def"], Some(4), 10).unwrap_err();
-        assert!(e.contains("longer than the 4 bytes"), "{e}");
+        assert!(e.to_string().contains("longer than the 4 bytes"), "{e}");
         let e = collect(&[b"abc"], Some((2 << 30) - 1000), 3 << 30).unwrap_err();
-        assert!(e.contains("ended after 3 of the 2147482648 bytes"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("ended after 3 of the 2147482648 bytes"),
+            "{e}"
+        );
     }
 
     /// A store of one object `o` of `n` bytes (`i % 251`), recording requests held `delay`.

@@ -275,12 +275,11 @@ pub(crate) fn zarr_type(dt: &ArrowType) -> Result<(Value, Value, Option<usize>)>
                         size += n;
                     }
                     _ => {
-                        return Err(Error::InvalidArgument(format!(
-                            "cannot write struct field '{}' of type {} to zarr: \
-                             structured fields must be fixed-size",
-                            f.name(),
-                            f.data_type()
-                        )))
+                        return Err(Error::UnwritableType {
+                            data_type: f.data_type().clone(),
+                            zarr_format: 3,
+                            field: Some(f.name().clone()),
+                        })
                     }
                 }
             }
@@ -291,14 +290,40 @@ pub(crate) fn zarr_type(dt: &ArrowType) -> Result<(Value, Value, Option<usize>)>
             )
         }
         other => {
-            return Err(Error::InvalidArgument(format!(
-                "cannot write Arrow type {other} to zarr"
-            )))
+            return Err(Error::UnwritableType {
+                data_type: other.clone(),
+                zarr_format: 3,
+                field: None,
+            })
         }
     })
 }
 
 /// Write `values` (C order) as a zarr v3 array of `shape` at `path` below `store`.
+///
+/// ```
+/// use arrow_array::{Array, Float64Array};
+/// use zarrow::{write_array, ZarrArray, ZarrReadOptions, ZarrStore, ZarrWriteOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let dir = tempfile::tempdir().unwrap();
+/// let location = dir.path().to_string_lossy().into_owned();
+/// let store = ZarrStore::open(&location)?;
+/// let values = Float64Array::from(vec![0.5, 1.5, 2.5, 3.5, 4.5, 5.5]);
+/// let options = ZarrWriteOptions {
+///     chunk_shape: Some(vec![1, 3]),
+///     ..Default::default()
+/// };
+/// write_array(&store, "grid", &values, &[2, 3], &options).await?;
+///
+/// let array = ZarrArray::open(&format!("{location}/grid")).await?;
+/// assert_eq!(array.shape(), &[2, 3]);
+/// let row = array.read_region(&[1, 0], &[1, 3], &ZarrReadOptions::default()).await?;
+/// assert_eq!(row.as_ref(), &Float64Array::from(vec![3.5, 4.5, 5.5]) as &dyn Array);
+/// # Ok(())
+/// # }
+/// ```
 pub async fn write_array(
     store: &ZarrStore,
     path: &str,
@@ -510,5 +535,33 @@ pub(crate) fn self_check_limits() -> crate::ReadLimits {
     crate::ReadLimits {
         max_item_bytes: crate::data_type::MAX_ITEM_BYTES,
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_schema::{Field, Fields};
+
+    use super::*;
+
+    #[test]
+    fn types_zarr_has_none_for_are_typed_errors() {
+        let list = ArrowType::List(Arc::new(Field::new("item", ArrowType::Int32, true)));
+        assert!(matches!(
+            zarr_type(&list),
+            Err(Error::UnwritableType { data_type, zarr_format: 3, field: None }) if data_type == list
+        ));
+        let with_string = ArrowType::Struct(Fields::from(vec![
+            Field::new("n", ArrowType::Int32, false),
+            Field::new("s", ArrowType::Utf8, false),
+        ]));
+        let e = zarr_type(&with_string).unwrap_err();
+        assert!(
+            matches!(&e, Error::UnwritableType { data_type: ArrowType::Utf8, field: Some(f), .. } if f == "s"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("struct field 's'"), "{e}");
     }
 }

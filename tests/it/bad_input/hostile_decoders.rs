@@ -8,7 +8,8 @@
 
 use bytes::Bytes;
 use serde_json::json;
-use zarrow::codec::{ArrayToBytes, BytesToBytes, CodecChain};
+use zarrow::internals::{ArrayToBytes, CodecChain};
+use zarrow::BytesToBytes;
 use zarrow::{ChunkError, DataType, Error, ReadLimits, StringType, ZarrReadOptions};
 
 use super::{array_meta, Fixture};
@@ -78,7 +79,7 @@ fn zlib_bomb(pieces: usize) -> Vec<u8> {
 }
 
 /// The bound a `vlen-utf8` chunk of `n` elements decodes to at most (see
-/// `zarrow::decode::decoded_bound`): its count header and, per item, a length header and the
+/// `zarrow::internals::decoded_bound`): its count header and, per item, a length header and the
 /// item limit.
 fn vlen_bound(n: usize) -> usize {
     4 + n * (4 + ReadLimits::default().item_bytes())
@@ -172,7 +173,7 @@ async fn decompression_bombs_stop_at_the_chunk_bound() {
                 array_to_bytes: ArrayToBytes::VlenUtf8,
                 bytes_to_bytes: vec![codec.clone()],
             };
-            let e = zarrow::decode::decode_chunk(
+            let e = zarrow::internals::decode_chunk(
                 &chain,
                 &DataType::String,
                 4,

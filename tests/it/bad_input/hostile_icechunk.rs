@@ -13,8 +13,8 @@ use std::path::Path;
 use bytes::Bytes;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use serde_json::Value;
-use zarrow::codec::BytesToBytes;
-use zarrow::icechunk::RepositoryPanic;
+use zarrow::BytesToBytes;
+use zarrow::RepositoryPanic;
 use zarrow::{
     Node, RemoteOptions, StringType, TableModel, TableOptions, ZarrReadOptions, ZarrStore,
 };

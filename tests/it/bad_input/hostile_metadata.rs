@@ -63,7 +63,10 @@ async fn struct_of_200k_fields_checks_names_in_one_pass() {
     twice.push(json!(["f0", "|i1"]));
     f.put_json("twice/.zarray", zarray(&twice)).await;
     let e = f.open("twice").await.unwrap_err();
-    assert!(e.to_string().contains("'f0' named twice"), "{e}");
+    assert!(
+        e.to_string().contains("a field named twice (field 'f0')"),
+        "{e}"
+    );
 }
 
 #[tokio::test]

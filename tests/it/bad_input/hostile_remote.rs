@@ -15,9 +15,8 @@ use std::time::Duration;
 
 use arrow::array::{Array, Float32Array, Int32Array};
 use futures::TryStreamExt;
-use object_store::ObjectStoreExt;
 use serde_json::json;
-use zarrow::scan::ScanMemory;
+use zarrow::ScanMemory;
 use zarrow::{
     ChunkError, Error, Node, RemoteOptions, ScanContext, TableModel, TableOptions, ZarrArray,
     ZarrReadOptions, ZarrScan, ZarrStore,
@@ -369,11 +368,11 @@ async fn sparse(
     indices: &[i32],
     chunk: u64,
 ) {
-    let mem = zarrow::store::memory_store();
+    let mem = ZarrStore::open("memory:///").unwrap();
     let put = |key: String, bytes: Vec<u8>| {
         let mem = mem.clone();
         async move {
-            mem.put(&format!("{prefix}/X/{key}").into(), bytes.into())
+            mem.put(&format!("{prefix}/X/{key}"), bytes.into())
                 .await
                 .unwrap();
         }

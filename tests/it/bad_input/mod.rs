@@ -13,9 +13,10 @@ use bytes::Bytes;
 use object_store::memory::InMemory;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde_json::json;
-use zarrow::codec::BytesToBytes;
-use zarrow::writer::{encode, Compression, VlenEncoding, ZarrWriteOptions};
+use zarrow::internals::encode;
+use zarrow::BytesToBytes;
 use zarrow::{ChunkError, Error, Node, ZarrArray, ZarrReadOptions, ZarrStore};
+use zarrow::{Compression, VlenEncoding, ZarrWriteOptions};
 
 struct Fixture {
     mem: Arc<InMemory>,
@@ -668,12 +669,12 @@ async fn metadata_faults_are_named_as_such() {
     f.put_json("wide/zarr.json", meta).await;
     let e = f.open("wide").await.unwrap_err();
     assert!(matches!(e, Error::Metadata { .. }), "{e}");
-    let cause = std::error::Error::source(&e)
-        .and_then(|s| s.downcast_ref::<zarrow::data_type::FillValueError>());
+    let cause =
+        std::error::Error::source(&e).and_then(|s| s.downcast_ref::<zarrow::FillValueError>());
     assert!(
         matches!(
             cause,
-            Some(zarrow::data_type::FillValueError::OutOfRange { value: 300, .. })
+            Some(zarrow::FillValueError::OutOfRange { value: 300, .. })
         ),
         "{e}: {cause:?}"
     );

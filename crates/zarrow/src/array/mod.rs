@@ -84,7 +84,23 @@ impl std::fmt::Display for ChunkLocation {
     }
 }
 
-/// An open zarr array.
+/// An open zarr array: its metadata, and reads of chunks or of any region.
+///
+/// ```
+/// use zarrow::{ZarrArray, ZarrReadOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let location = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/var/n_cells");
+/// let array = ZarrArray::open(location).await?;
+/// assert_eq!(array.shape().len(), 1);
+/// let options = ZarrReadOptions::default();
+/// let first = array.read_region(&[0], &[5], &options).await?;
+/// assert_eq!(first.len(), 5);
+/// assert_eq!(first.data_type(), array.arrow_field("n_cells", &options).data_type());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ZarrArray {
     store: ZarrStore,

@@ -180,24 +180,46 @@ impl CodecChain {
     }
 }
 
-/// Why a chain could not be parsed.
-#[derive(Debug)]
+/// Why a chain could not be parsed. The metadata parser turns it into an [`crate::Error`]
+/// naming the array and its document: [`crate::Error::UnsupportedCodec`],
+/// [`crate::Error::CodecConfig`], or a malformed list as [`crate::Error::Metadata`] with this
+/// error as its source.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
 pub enum ChainError {
     /// A codec that is not known or not supported here.
+    #[error("unsupported codec {codec}: {reason}")]
     Unsupported {
         /// The codec name.
         codec: String,
         /// Why.
         reason: String,
     },
-    /// A malformed codec list (an entry without a name, codecs out of order, no
-    /// array-to-bytes codec); a bad configuration of one codec is [`ChainError::Config`].
-    Invalid(String),
+    /// An entry of a codec list that is no codec (v3: neither a name nor an object with a
+    /// `name`; v2: a filter or compressor that is not an object), or a list that is none.
+    #[error("{member}: malformed entry {entry}")]
+    MalformedEntry {
+        /// The metadata member holding it: `codecs`, `filters` or `compressor`.
+        member: &'static str,
+        /// The entry as written (JSON).
+        entry: String,
+    },
+    /// A bytes-to-bytes codec listed before the array-to-bytes codec.
+    #[error("bytes-to-bytes codec {codec} before the array-to-bytes codec")]
+    OutOfOrder {
+        /// The bytes-to-bytes codec's name.
+        codec: String,
+    },
+    /// A codec list without an array-to-bytes codec (`bytes`, `sharding_indexed`, …).
+    #[error("no array-to-bytes codec")]
+    NoArrayToBytes,
     /// A known codec whose configuration is malformed or not one zarrow reads.
+    #[error("codec {codec}: {source}")]
     Config {
         /// The codec name as written (v3 `name`, v2 `id`).
         codec: String,
         /// What is wrong with its configuration.
+        #[source]
         source: ConfigError,
     },
 }
@@ -212,13 +234,15 @@ impl ChainError {
                 codec,
                 reason,
             },
-            ChainError::Invalid(msg) => crate::Error::metadata(array, document, msg),
             ChainError::Config { codec, source } => crate::Error::CodecConfig {
                 array: array.to_string(),
                 document: document.to_string(),
                 codec,
                 source: Box::new(source),
             },
+            malformed => {
+                crate::Error::metadata_caused_by(array, document, malformed.to_string(), malformed)
+            }
         }
     }
 }
@@ -280,15 +304,23 @@ pub fn parse_v3_chain(
         let (name, config, must_understand) = match entry {
             Value::String(s) => (s.as_str(), None, true),
             Value::Object(o) => (
-                o.get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| ChainError::Invalid("codec without a name".into()))?,
+                o.get("name").and_then(Value::as_str).ok_or_else(|| {
+                    ChainError::MalformedEntry {
+                        member: "codecs",
+                        entry: entry.to_string(),
+                    }
+                })?,
                 o.get("configuration"),
                 o.get("must_understand")
                     .and_then(Value::as_bool)
                     .unwrap_or(true),
             ),
-            other => return Err(ChainError::Invalid(format!("bad codec entry {other}"))),
+            other => {
+                return Err(ChainError::MalformedEntry {
+                    member: "codecs",
+                    entry: other.to_string(),
+                })
+            }
         };
         if array_to_bytes.is_none() {
             if let Some(id) = name.strip_prefix("numcodecs.") {
@@ -497,9 +529,9 @@ pub fn parse_v3_chain(
         match BytesToBytes::from_v3(name, config) {
             Ok(Some(c)) if array_to_bytes.is_some() => bytes_to_bytes.push(c),
             Ok(Some(_)) => {
-                return Err(ChainError::Invalid(format!(
-                    "bytes-to-bytes codec {name} before the array-to-bytes codec"
-                )))
+                return Err(ChainError::OutOfOrder {
+                    codec: name.to_string(),
+                })
             }
             // A codec is a transformation of the bytes: reading past one zarrow does not know
             // would return its output as values. `must_understand: false` does not change
@@ -517,7 +549,7 @@ pub fn parse_v3_chain(
     }
     let array_to_bytes = match array_to_bytes {
         Some(a) => a,
-        None => return Err(ChainError::Invalid("no array-to-bytes codec".into())),
+        None => return Err(ChainError::NoArrayToBytes),
     };
     if !numcodecs_filters.is_empty() {
         // They run on the bytes the `bytes` codec gives, in its byte order, before the
@@ -586,12 +618,18 @@ pub fn parse_v2_chain(
     let filter_list: &[Value] = match filters {
         None | Some(Value::Null) => &[],
         Some(Value::Array(a)) => a,
-        Some(other) => return Err(ChainError::Invalid(format!("bad filters {other}"))),
+        Some(other) => {
+            return Err(ChainError::MalformedEntry {
+                member: "filters",
+                entry: other.to_string(),
+            })
+        }
     };
     for f in filter_list {
-        let obj = f
-            .as_object()
-            .ok_or_else(|| ChainError::Invalid(format!("bad filter {f}")))?;
+        let obj = f.as_object().ok_or_else(|| ChainError::MalformedEntry {
+            member: "filters",
+            entry: f.to_string(),
+        })?;
         let id = obj.get("id").and_then(Value::as_str).unwrap_or("");
         match id {
             "vlen-utf8" => array_to_bytes = Some(ArrayToBytes::VlenUtf8),
@@ -641,7 +679,12 @@ pub fn parse_v2_chain(
                 return Err(config_error(id, e));
             }
         },
-        Some(other) => return Err(ChainError::Invalid(format!("bad compressor {other}"))),
+        Some(other) => {
+            return Err(ChainError::MalformedEntry {
+                member: "compressor",
+                entry: other.to_string(),
+            })
+        }
     }
     check_fits(&array_to_bytes, data_type)?;
     Ok(CodecChain {
@@ -667,6 +710,51 @@ mod tests {
         assert_eq!(chain.array_to_bytes, ArrayToBytes::VlenUtf8);
         assert_eq!(chain.transpose_order(2), Some(vec![1, 0]));
         assert_eq!(chain.describe(), "transpose → vlen-utf8 → zstd");
+    }
+
+    #[test]
+    fn malformed_lists_are_typed_and_become_metadata_errors_of_the_array() {
+        let parse = |codecs: Value| parse_v3_chain(codecs.as_array().unwrap(), &DataType::Int32, 1);
+        let e = parse(json!([{"configuration": {}}])).unwrap_err();
+        assert!(
+            matches!(&e, ChainError::MalformedEntry { member: "codecs", entry } if entry.contains("configuration")),
+            "{e:?}"
+        );
+        let e = parse(json!([{"name": "gzip"}, {"name": "bytes"}])).unwrap_err();
+        assert!(
+            matches!(&e, ChainError::OutOfOrder { codec } if codec == "gzip"),
+            "{e:?}"
+        );
+        let e = parse(json!([])).unwrap_err();
+        assert!(matches!(e, ChainError::NoArrayToBytes), "{e:?}");
+        let e = parse(json!([7]))
+            .unwrap_err()
+            .into_error("a/x", "zarr.json");
+        assert_eq!((e.array(), e.location()), (Some("a/x"), Some("zarr.json")));
+        let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<ChainError>());
+        assert!(
+            matches!(source, Some(ChainError::MalformedEntry { member: "codecs", entry }) if entry == "7"),
+            "{e}"
+        );
+        let e = parse_v2_chain(
+            &DataType::Int32,
+            Endian::Little,
+            false,
+            1,
+            Some(&json!(3)),
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                ChainError::MalformedEntry {
+                    member: "filters",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::codec::{parse_v2_chain, parse_v3_chain, ArrayToBytes, ChainError, CodecChain};
+use crate::codec::{parse_v2_chain, parse_v3_chain, ArrayToBytes, CodecChain};
 use crate::data_type;
 pub use crate::data_type::{DataType, DataTypeError, Endian, FillValue, NpTimeUnit, StructField};
 use crate::{Error, ReadLimits, Result};
@@ -301,18 +301,6 @@ fn as_u64_vec(v: Option<&Value>) -> Option<Vec<u64>> {
     v?.as_array()?.iter().map(Value::as_u64).collect()
 }
 
-fn chain_error(array: &str, e: ChainError, key: &str) -> Error {
-    match e {
-        ChainError::Unsupported { codec, reason } => Error::UnsupportedCodec {
-            array: array.to_string(),
-            codec,
-            reason,
-        },
-        ChainError::Invalid(msg) => Error::metadata(array, key, msg),
-        other @ ChainError::Config { .. } => other.into_error(array, key),
-    }
-}
-
 fn parse_json(path: &str, key: &str, bytes: &[u8]) -> Result<Map<String, Value>> {
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| Error::metadata(path, key, format!("not valid JSON: {e}")))?;
@@ -484,7 +472,7 @@ fn parse_v3_array(
         .and_then(Value::as_array)
         .ok_or_else(|| Error::metadata(path, KEY, "codecs missing"))?;
     let codecs =
-        parse_v3_chain(codecs, &data_type, shape.len()).map_err(|e| chain_error(path, e, KEY))?;
+        parse_v3_chain(codecs, &data_type, shape.len()).map_err(|e| e.into_error(path, KEY))?;
     let fill_json = doc.get("fill_value").cloned().unwrap_or(Value::Null);
     let fill_value = data_type::parse_fill_value(&data_type, &fill_json, false)
         .map_err(|e| Error::metadata_caused_by(path, KEY, format!("fill_value: {e}"), e))?;
@@ -691,7 +679,7 @@ fn parse_v2_array_value(
         doc.get("filters"),
         doc.get("compressor"),
     )
-    .map_err(|e| chain_error(path, e, KEY))?;
+    .map_err(|e| e.into_error(path, KEY))?;
     if codecs.array_to_bytes == ArrayToBytes::VlenBytes {
         data_type = DataType::Bytes;
     }

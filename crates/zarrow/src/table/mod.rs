@@ -1,5 +1,5 @@
 //! Zarr nodes as tables: which arrays become which columns. Knows nothing of DataFusion
-//! (zarrow-datafusion translates) and nothing of how rows are streamed (see [`crate::scan`]).
+//! (zarrow-datafusion translates) and nothing of how rows are streamed (see [`crate::ZarrScan`]).
 //!
 //! ```text
 //!  Node::Array ─▶ array table: index columns (dim names / dim_i) + the value column
@@ -59,7 +59,7 @@ pub struct TableOptions {
     /// For a group: build the table from these child arrays only (coordinates of the table's
     /// dimensions are added anyway).
     pub arrays: Option<Vec<String>>,
-    /// Timeouts and retries of a remote store (see [`crate::remote`]).
+    /// Timeouts and retries of a remote store (see [`crate::RemoteOptions`]).
     pub remote: RemoteOptions,
 }
 

@@ -99,12 +99,16 @@ impl AnnDataFrame {
     ) -> Result<(Self, Vec<ColumnWriter>, Vec<Field>)> {
         let index = match &options.index {
             Some(name) => {
-                let (at, field) = schema.column_with_name(name).ok_or_else(|| {
-                    Error::InvalidArgument(format!("write option index = '{name}': no such column"))
-                })?;
+                let invalid = |message: String| Error::InvalidOption {
+                    key: "index".into(),
+                    message,
+                };
+                let (at, field) = schema
+                    .column_with_name(name)
+                    .ok_or_else(|| invalid(format!("no column '{name}' in the input")))?;
                 if !is_string(field.data_type()) {
-                    return Err(Error::InvalidArgument(format!(
-                        "index column '{name}' is of type {}: an AnnData index is strings \
+                    return Err(invalid(format!(
+                        "column '{name}' is of type {}: an AnnData index is strings \
                          (cast it in the query)",
                         field.data_type()
                     )));

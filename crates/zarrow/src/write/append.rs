@@ -61,17 +61,24 @@ fn refuse(location: &str, message: String) -> Error {
     }
 }
 
-/// The write options that encode chunks as `meta` says, or why there are none.
-fn options_of(meta: &ArrayMetadata) -> std::result::Result<TableWriteOptions, String> {
+/// The write options that encode chunks as `meta` says; where there are none, the error
+/// `refused` makes of why.
+fn options_of(meta: &ArrayMetadata, refused: impl Fn(&str) -> Error) -> Result<TableWriteOptions> {
     let mut o = TableWriteOptions {
         zarr_format: meta.zarr_format,
         ..Default::default()
     };
-    let unit = *meta.chunk_shape.first().ok_or("a 0-d array")?;
+    let unit = *meta
+        .chunk_shape
+        .first()
+        .ok_or_else(|| refused("a 0-d array"))?;
     let chain: &CodecChain = match &meta.codecs.array_to_bytes {
         ArrayToBytes::Sharding(s) => {
             o.shard_rows = Some(unit);
-            o.chunk_rows = *s.chunk_shape.first().ok_or("a 0-d shard")?;
+            o.chunk_rows = *s
+                .chunk_shape
+                .first()
+                .ok_or_else(|| refused("a 0-d shard"))?;
             &s.codecs
         }
         _ => {
@@ -80,7 +87,9 @@ fn options_of(meta: &ArrayMetadata) -> std::result::Result<TableWriteOptions, St
         }
     };
     if !chain.array_to_array.is_empty() {
-        return Err("array-to-array codecs (e.g. transpose) are not written by zarrow".into());
+        return Err(refused(
+            "array-to-array codecs (e.g. transpose) are not written by zarrow",
+        ));
     }
     o.string_encoding = match &chain.array_to_bytes {
         ArrayToBytes::ArrowVlen { large } => VlenEncoding::ArrowVlen { large: *large },
@@ -89,7 +98,7 @@ fn options_of(meta: &ArrayMetadata) -> std::result::Result<TableWriteOptions, St
     o.compression = match chain.bytes_to_bytes.as_slice() {
         [] => None,
         [one] => Some(one.clone()),
-        _ => return Err("more than one bytes-to-bytes codec".into()),
+        _ => return Err(refused("more than one bytes-to-bytes codec")),
     };
     Ok(o)
 }
@@ -229,8 +238,9 @@ impl TableAppender {
             };
             let meta = array.metadata();
             let field = Field::new(&c.name, schema.field(i).data_type().clone(), true);
-            let opts = options_of(meta)
-                .map_err(|why| refuse(&location, format!("column '{}': {why}", c.name)))?;
+            let opts = options_of(meta, |why| {
+                refuse(&location, format!("column '{}': {why}", c.name))
+            })?;
             let writer = ColumnWriter::new(&field, path.clone(), None)?;
             let child = store.child(&path);
             let doc_name = if meta.zarr_format == 2 {

@@ -121,9 +121,11 @@ fn v2_dtype(dt: &ArrowType) -> Result<Value> {
             return Ok(Value::Array(items));
         }
         other => {
-            return Err(Error::InvalidArgument(format!(
-                "cannot write Arrow type {other} to zarr v2"
-            )));
+            return Err(Error::UnwritableType {
+                data_type: other.clone(),
+                zarr_format: 2,
+                field: None,
+            });
         }
     }))
 }
@@ -167,9 +169,7 @@ impl ColumnWriter {
             ),
         };
         let (v3_type, _, fixed) = zarr_type(&write_type).map_err(|e| match e {
-            Error::InvalidArgument(m) if m.starts_with("cannot write struct field") => {
-                unmappable(format!(": {m}"))
-            }
+            e @ Error::UnwritableType { field: Some(_), .. } => unmappable(format!(": {e}")),
             _ => unmappable(String::new()),
         })?;
         v2_dtype(&write_type).map_err(|_| unmappable(String::new()))?;

@@ -522,6 +522,51 @@ async fn prepare_location(store: &ZarrStore, overwrite: bool) -> Result<()> {
 
 /// Write a whole stream of batches as a table at `store` (see [`TableWriter`]). Returns the
 /// number of rows written; on an error nothing more is written and no metadata is.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use arrow_array::{Int32Array, RecordBatch, StringArray};
+/// use arrow_schema::{DataType, Field, Schema};
+/// use zarrow::{write_table, TableWriteOptions, ZarrRecordBatchReaderBuilder, ZarrStore};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let location = dir.path().join("cells.zarr").to_string_lossy().into_owned();
+/// let schema = Arc::new(Schema::new(vec![
+///     Field::new("id", DataType::Int32, false),
+///     Field::new("name", DataType::Utf8, true),
+/// ]));
+/// let batch = RecordBatch::try_new(
+///     schema.clone(),
+///     vec![
+///         Arc::new(Int32Array::from(vec![1, 2, 3])),
+///         Arc::new(StringArray::from(vec![Some("a"), None, Some("c")])),
+///     ],
+/// )?;
+/// let options = TableWriteOptions {
+///     chunk_rows: 2,
+///     ..Default::default()
+/// };
+/// let batches = futures::stream::iter(vec![Ok(batch)]);
+/// let rows = write_table(ZarrStore::open(&location)?, schema, batches, options).await?;
+/// assert_eq!(rows, 3);
+///
+/// // Read back (the sync reader runs on a runtime of its own: not inside this one).
+/// let read = tokio::task::spawn_blocking(move || -> zarrow::Result<Vec<RecordBatch>> {
+///     let reader = ZarrRecordBatchReaderBuilder::try_new(&location)?.build()?;
+///     Ok(reader.collect::<Result<_, _>>()?)
+/// })
+/// .await??;
+/// // The dimension is a column too (its coordinates: here the row numbers).
+/// let schema = read[0].schema();
+/// let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+/// assert_eq!(names, ["dim_0", "id", "name"]);
+/// assert_eq!(read.iter().map(|b| b.num_rows()).sum::<usize>(), 3);
+/// # Ok(())
+/// # }
+/// ```
 pub async fn write_table<S>(
     store: ZarrStore,
     schema: SchemaRef,

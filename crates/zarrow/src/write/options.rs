@@ -78,9 +78,18 @@ pub const WRITE_OPTION_KEYS: &[&str] = &[
 ];
 
 fn bad(key: &str, value: &str, expected: &str) -> Error {
-    Error::InvalidArgument(format!(
-        "write option {key} = '{value}': expected {expected}"
-    ))
+    Error::InvalidOption {
+        key: key.to_string(),
+        message: format!("expected {expected}, found '{value}'"),
+    }
+}
+
+/// An [`Error::InvalidOption`] about the write option `key`.
+fn invalid(key: &str, message: String) -> Error {
+    Error::InvalidOption {
+        key: key.to_string(),
+        message,
+    }
 }
 
 fn positive(key: &str, value: &str) -> Result<u64> {
@@ -200,10 +209,13 @@ impl TableWriteOptions {
                 }
             }
             _ => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown zarr write option '{key}'; valid options: {}",
-                    WRITE_OPTION_KEYS.join(", ")
-                )))
+                return Err(invalid(
+                    key,
+                    format!(
+                        "unknown zarr write option '{key}'; valid options: {}",
+                        WRITE_OPTION_KEYS.join(", ")
+                    ),
+                ))
             }
         }
         Ok(())
@@ -214,25 +226,31 @@ impl TableWriteOptions {
     pub fn validate(&self) -> Result<()> {
         if let Some(shard) = self.shard_rows {
             if shard % self.chunk_rows != 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "write option shard_rows = {shard} is not a multiple of chunk_rows = {}",
-                    self.chunk_rows
-                )));
+                return Err(invalid(
+                    "shard_rows",
+                    format!(
+                        "{shard} is not a multiple of chunk_rows = {}",
+                        self.chunk_rows
+                    ),
+                ));
             }
             if self.zarr_format == 2 {
-                return Err(Error::InvalidArgument(
-                    "write option shard_rows needs zarr_format 3 (zarr v2 has no sharding)".into(),
+                return Err(invalid(
+                    "shard_rows",
+                    "needs zarr_format 3 (zarr v2 has no sharding)".into(),
                 ));
             }
         }
         if self.index.is_some() && self.layout != Layout::AnnData {
-            return Err(Error::InvalidArgument(
-                "write option index needs layout anndata (the xarray layout has no index)".into(),
+            return Err(invalid(
+                "index",
+                "needs layout anndata (the xarray layout has no index)".into(),
             ));
         }
         if self.zarr_format == 2 && matches!(self.string_encoding, VlenEncoding::ArrowVlen { .. }) {
-            return Err(Error::InvalidArgument(
-                "write option string_encoding = arrow_vlen needs zarr_format 3".into(),
+            return Err(invalid(
+                "string_encoding",
+                "arrow_vlen needs zarr_format 3".into(),
             ));
         }
         Ok(())
@@ -271,6 +289,10 @@ mod tests {
         assert!(o.overwrite);
         let e = TableWriteOptions::from_pairs([("chunk_size", "1")]).unwrap_err();
         assert!(e.to_string().contains("chunk_size") && e.to_string().contains("chunk_rows"));
+        assert!(
+            matches!(&e, Error::InvalidOption { key, .. } if key == "chunk_size"),
+            "{e:?}"
+        );
         for (k, v) in [
             ("chunk_rows", "0"),
             ("compression", "lz5"),
@@ -280,13 +302,21 @@ mod tests {
         ] {
             assert!(TableWriteOptions::from_pairs([(k, v)]).is_err(), "{k}={v}");
         }
-        assert!(
-            TableWriteOptions::from_pairs([("chunk_rows", "3"), ("shard_rows", "10")]).is_err()
+        // Options that do not fit together: the error names the one to change.
+        let refused =
+            |pairs: &[(&str, &str)]| match TableWriteOptions::from_pairs(pairs.iter().copied()) {
+                Err(Error::InvalidOption { key, .. }) => key,
+                other => panic!("{pairs:?}: {other:?}"),
+            };
+        assert_eq!(
+            refused(&[("chunk_rows", "3"), ("shard_rows", "10")]),
+            "shard_rows"
         );
-        assert!(
-            TableWriteOptions::from_pairs([("zarr_format", "2"), ("shard_rows", "10")]).is_err()
+        assert_eq!(
+            refused(&[("zarr_format", "2"), ("shard_rows", "10")]),
+            "shard_rows"
         );
-        assert!(TableWriteOptions::from_pairs([("index", "id")]).is_err());
+        assert_eq!(refused(&[("index", "id")]), "index");
         let o = TableWriteOptions::from_pairs([("layout", "anndata"), ("index", "id")]).unwrap();
         assert_eq!(o.index.as_deref(), Some("id"));
     }
