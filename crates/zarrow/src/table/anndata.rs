@@ -15,7 +15,8 @@ use arrow_array::{ArrayRef, DictionaryArray, PrimitiveArray};
 use arrow_schema::DataType as ArrowType;
 use serde_json::{Map, Value};
 
-use super::{dim_names, Member, MemberKind};
+use super::column::{dim_names, Member, MemberKind};
+use super::group::Opened;
 use crate::data_type::DataType;
 use crate::node::{Node, ZarrGroup};
 use crate::{Error, Result};
@@ -35,24 +36,23 @@ pub(super) fn check_table_group(group: &ZarrGroup) -> Result<()> {
     Ok(())
 }
 
-/// The column an AnnData encoded group reads as, or why it is left out; `Ok(None)` for a
-/// group that is no encoded column (a plain subgroup).
-pub(super) async fn encoded_member(
-    name: &str,
-    group: &ZarrGroup,
-) -> Result<std::result::Result<Member, String>> {
+/// The column an AnnData encoded group reads as, or why it is left out (a plain subgroup is
+/// left out too: it is a table of its own).
+pub(super) async fn encoded_member(name: &str, group: &ZarrGroup) -> Result<Opened> {
     let encoding = group
         .metadata()
         .attributes
         .get("encoding-type")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let member = |dims_of: &crate::ZarrArray, kind| Member {
-        name: name.to_string(),
-        path: group.path().to_string(),
-        dims: dim_names(dims_of),
-        shape: dims_of.shape().to_vec(),
-        kind,
+    let member = |dims_of: &crate::ZarrArray, kind| {
+        Opened::Member(Box::new(Member {
+            name: name.to_string(),
+            path: group.path().to_string(),
+            dims: dim_names(dims_of),
+            shape: dims_of.shape().to_vec(),
+            kind,
+        }))
     };
     Ok(match encoding {
         "categorical" => match futures::try_join!(
@@ -67,7 +67,7 @@ pub(super) async fn encoded_member(
                     .is_signed_integer()
                     && categories.shape().len() == 1 =>
             {
-                Ok(member(
+                member(
                     &codes.clone(),
                     MemberKind::Categorical {
                         codes,
@@ -79,11 +79,11 @@ pub(super) async fn encoded_member(
                             .and_then(Value::as_bool)
                             .unwrap_or(false),
                     },
-                ))
+                )
             }
-            _ => {
-                Err("categorical group without signed integer `codes` and 1-D `categories`".into())
-            }
+            _ => Opened::LeftOut(
+                "categorical group without signed integer `codes` and 1-D `categories`".into(),
+            ),
         },
         "nullable-integer" | "nullable-boolean" | "nullable-string-array" => {
             match futures::try_join!(child_array(group, "values"), child_array(group, "mask"))? {
@@ -91,19 +91,21 @@ pub(super) async fn encoded_member(
                     if mask.shape() == values.shape()
                         && mask.metadata().data_type == crate::DataType::Bool =>
                 {
-                    Ok(member(&values.clone(), MemberKind::Masked { values, mask }))
+                    member(&values.clone(), MemberKind::Masked { values, mask })
                 }
-                _ => Err(format!(
+                _ => Opened::LeftOut(format!(
                     "{encoding} group without `values` and a boolean `mask` of the same shape"
                 )),
             }
         }
-        "" => Err(format!(
+        "" => Opened::LeftOut(format!(
             "a group: read '{}' as a table of its own",
             group.path()
         )),
-        "awkward-array" => Err("an AnnData awkward-array (ragged data), no table".into()),
-        other => Err(format!(
+        "awkward-array" => {
+            Opened::LeftOut("an AnnData awkward-array (ragged data), no table".into())
+        }
+        other => Opened::LeftOut(format!(
             "a group (encoding-type {other}): read '{}' as a table of its own",
             group.path()
         )),
