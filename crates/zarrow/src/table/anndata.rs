@@ -26,12 +26,15 @@ use crate::{Error, Result};
 pub(super) fn check_table_group(group: &ZarrGroup) -> Result<()> {
     let encoding = group.metadata().attributes.get("encoding-type");
     if encoding.and_then(Value::as_str) == Some("awkward-array") {
-        return Err(Error::InvalidArgument(format!(
-            "group '{}' is an AnnData awkward-array (ragged data laid out by its `form` \
+        return Err(Error::table(
+            group.path(),
+            format!(
+                "group '{}' is an AnnData awkward-array (ragged data laid out by its `form` \
              attribute), which zarrow does not read as a table; its buffers are arrays of \
              their own",
-            group.path()
-        )));
+                group.path()
+            ),
+        ));
     }
     Ok(())
 }
@@ -166,9 +169,10 @@ pub(super) fn dictionary(path: &str, codes: ArrayRef, categories: ArrayRef) -> R
                 .map(|k| k.filter(|k| *k >= 0))
                 .collect();
             if let Some(bad) = keys.iter().flatten().find(|k| *k as i64 >= n as i64) {
-                return Err(Error::InvalidArgument(format!(
-                    "categorical '{path}': code {bad} but only {n} categories"
-                )));
+                return Err(Error::table(
+                    path,
+                    format!("categorical '{path}': code {bad} but only {n} categories"),
+                ));
             }
             Arc::new(DictionaryArray::<$t>::try_new(keys, categories)?) as ArrayRef
         }};
@@ -179,9 +183,10 @@ pub(super) fn dictionary(path: &str, codes: ArrayRef, categories: ArrayRef) -> R
         ArrowType::Int32 => dict!(Int32Type),
         ArrowType::Int64 => dict!(Int64Type),
         other => {
-            return Err(Error::InvalidArgument(format!(
-                "categorical '{path}': codes of type {other} are not supported"
-            )))
+            return Err(Error::table(
+                path,
+                format!("categorical '{path}': codes of type {other} are not supported"),
+            ))
         }
     })
 }

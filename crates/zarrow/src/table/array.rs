@@ -10,10 +10,13 @@ use crate::{Error, Result};
 /// The table of `array`.
 pub(super) fn array_table(array: ZarrArray, options: &TableOptions) -> Result<TableParts> {
     if options.arrays.is_some() {
-        return Err(Error::InvalidArgument(format!(
-            "'{}' is an array: the `arrays` option only applies to groups",
-            array.path()
-        )));
+        return Err(Error::InvalidOption {
+            key: "arrays".into(),
+            message: format!(
+                "'{}' is an array: the `arrays` option only applies to groups",
+                array.path()
+            ),
+        });
     }
     let (dim_names, value) = array_table_names(&array);
     let dims: Vec<TableDimension> = dim_names

@@ -139,11 +139,14 @@ fn select_arrays(
     let names: HashSet<&str> = members.iter().map(|m| m.name.as_str()).collect();
     if let Some(w) = wanted.iter().find(|w| !names.contains(w.as_str())) {
         let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
-        return Err(Error::InvalidArgument(format!(
-            "group '{}' has no array '{w}' (arrays: {})",
-            group.path(),
-            names.join(", ")
-        )));
+        return Err(Error::InvalidOption {
+            key: "arrays".into(),
+            message: format!(
+                "group '{}' has no array '{w}' (arrays: {})",
+                group.path(),
+                names.join(", ")
+            ),
+        });
     }
     let wanted: HashSet<&str> = wanted.iter().map(String::as_str).collect();
     Ok(members
@@ -190,12 +193,15 @@ fn named_dimensions(group: &ZarrGroup, named: &[&Member]) -> Result<GroupDims> {
     }
     if sets.len() > 1 {
         let listed: Vec<String> = sets.iter().map(|(_, names)| names.join(", ")).collect();
-        return Err(Error::InvalidArgument(format!(
-            "group '{}': arrays with different dimensions tie for the table's dimensions: {}; \
-             choose the arrays with the `arrays` option",
+        return Err(Error::table(
             group.path(),
-            listed.join("; ")
-        )));
+            format!(
+                "group '{}': arrays with different dimensions tie for the table's dimensions: \
+                 {}; choose the arrays with the `arrays` option",
+                group.path(),
+                listed.join("; ")
+            ),
+        ));
     }
     // The dimension order of the largest such array (the first by name on a tie).
     let lead = top
@@ -206,7 +212,12 @@ fn named_dimensions(group: &ZarrGroup, named: &[&Member]) -> Result<GroupDims> {
                 std::cmp::Reverse(m.name.clone()),
             )
         })
-        .ok_or_else(|| Error::InvalidArgument("no arrays".into()))?;
+        .ok_or_else(|| {
+            Error::table(
+                group.path(),
+                format!("group '{}' holds no arrays", group.path()),
+            )
+        })?;
     let names = lead.dims.clone().unwrap_or_default();
     let dims = (names.into_iter().zip(&lead.shape))
         .map(|(name, &size)| TableDimension { name, size })
@@ -230,18 +241,21 @@ fn positional_dimensions(
             let names: Vec<&str> = left_out.iter().map(|(n, _)| n.as_str()).collect();
             why.push_str(&format!(" (children: {})", names.join(", ")));
         }
-        return Err(Error::InvalidArgument(why));
+        return Err(Error::table(group.path(), why));
     };
     let top = || members.iter().filter(|m| m.shape.len() == max_nd);
     let shapes: BTreeSet<&Vec<u64>> = top().map(|m| &m.shape).collect();
     if shapes.len() > 1 {
         let listed: Vec<String> = top().map(|m| format!("{} {:?}", m.name, m.shape)).collect();
-        return Err(Error::InvalidArgument(format!(
-            "group '{}': arrays without dimension names and of different shapes tie for the table: {}; \
-             choose the arrays with the `arrays` option",
+        return Err(Error::table(
             group.path(),
-            listed.join(", ")
-        )));
+            format!(
+                "group '{}': arrays without dimension names and of different shapes tie for the \
+                 table: {}; choose the arrays with the `arrays` option",
+                group.path(),
+                listed.join(", ")
+            ),
+        ));
     }
     let shape = shapes.into_iter().next().cloned().unwrap_or_default();
     let dims = (shape.iter().enumerate())
@@ -554,5 +568,35 @@ mod tests {
             cell_type,
             ArrowType::Dictionary(Box::new(ArrowType::Int8), Box::new(ArrowType::Utf8))
         );
+    }
+
+    /// What is wrong with the caller's `arrays` option is an option error; a node that is no
+    /// table is a table error naming it.
+    #[tokio::test]
+    async fn errors_say_whose_they_are() {
+        let arrays = |names: &[&str]| TableOptions {
+            arrays: Some(names.iter().map(|n| n.to_string()).collect()),
+            ..TableOptions::default()
+        };
+        for location in ["xarray_v3.zarr", "xarray_v3.zarr/temperature"] {
+            let e = TableModel::open(&fixture(location), arrays(&["nope"]))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&e, crate::Error::InvalidOption { key, .. } if key == "arrays"),
+                "{location}: {e:?}"
+            );
+        }
+        let e = TableModel::open(
+            &fixture("anndata_uns_v3.zarr/obsm/neighbors"),
+            TableOptions::default(),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(&e, crate::Error::Table { .. }) && e.to_string().contains("awkward-array"),
+            "{e:?}"
+        );
+        assert!(e.array().is_some_and(|p| p.ends_with("neighbors")), "{e:?}");
     }
 }

@@ -90,10 +90,10 @@ impl TableModel {
         let mut seen = BTreeSet::new();
         for c in &columns {
             if !seen.insert(c.name.as_str()) {
-                return Err(Error::InvalidArgument(format!(
-                    "'{location}': two columns would be named '{}'",
-                    c.name
-                )));
+                return Err(Error::table(
+                    &location,
+                    format!("'{location}': two columns would be named '{}'", c.name),
+                ));
             }
         }
         left_out.sort();
@@ -102,17 +102,17 @@ impl TableModel {
             .try_fold(1u64, |acc, d| acc.checked_mul(d.size))
             .is_none()
         {
-            return Err(Error::InvalidArgument(format!(
-                "'{location}': a table of {} rows has more than 2^64 rows",
-                dims.iter()
-                    .map(|d| d.size.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" × ")
-            )));
+            let sizes: Vec<String> = dims.iter().map(|d| d.size.to_string()).collect();
+            return Err(Error::table(
+                &location,
+                format!(
+                    "'{location}': a table of {} rows has more than 2^64 rows",
+                    sizes.join(" × ")
+                ),
+            ));
         }
         let shape = dims.iter().map(|d| d.size).collect();
-        let grid = ChunkGrid::new(shape, chunk_shape)
-            .map_err(|e| Error::InvalidArgument(format!("'{location}': {e}")))?;
+        let grid = ChunkGrid::new(shape, chunk_shape).map_err(|e| e.in_array(&location))?;
         Ok(TableModel {
             location,
             schema: Self::schema_of(&columns, &options),

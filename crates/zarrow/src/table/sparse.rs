@@ -58,8 +58,12 @@ pub(super) async fn open(group: &ZarrGroup) -> Result<Option<SparseMatrix>> {
     let Some(major) = major_of(group) else {
         return Ok(None);
     };
-    let bad =
-        |why: String| Error::InvalidArgument(format!("sparse matrix '{}': {why}", group.path()));
+    let bad = |why: String| {
+        Error::table(
+            group.path(),
+            format!("sparse matrix '{}': {why}", group.path()),
+        )
+    };
     let attrs = &group.metadata().attributes;
     let shape = attrs
         .get("shape")
@@ -119,10 +123,13 @@ pub(super) fn sparse_table(
     options: &TableOptions,
 ) -> Result<TableParts> {
     if options.arrays.is_some() {
-        return Err(Error::InvalidArgument(format!(
-            "'{}' is a sparse matrix: the `arrays` option only applies to groups",
-            group.path()
-        )));
+        return Err(Error::InvalidOption {
+            key: "arrays".into(),
+            message: format!(
+                "'{}' is a sparse matrix: the `arrays` option only applies to groups",
+                group.path()
+            ),
+        });
     }
     let mut value = group
         .path()

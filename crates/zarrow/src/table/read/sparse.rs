@@ -54,11 +54,12 @@ impl Indptr {
                 None => load().await?,
             };
             let offsets = offsets.as_primitive_opt::<Int64Type>().ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "'{}': offsets held as {}",
-                    self.array.path(),
-                    offsets.data_type()
-                ))
+                let path = self.array.path();
+                let held = offsets.data_type();
+                Error::table(
+                    path,
+                    format!("sparse matrix '{path}': offsets held as {held}"),
+                )
             })?;
             Ok::<_, Error>(MajorOffsets(offsets.values().clone()))
         };
@@ -143,8 +144,12 @@ impl ColumnReader for MinorReader {
 /// error naming `indptr` and its chunk.
 async fn load_indptr(indptr: &ZarrArray, nnz: u64, ctx: &ReadContext) -> Result<Vec<i64>> {
     let n = indptr.shape()[0];
-    let bad =
-        |why: String| Error::InvalidArgument(format!("sparse matrix '{}': {why}", indptr.path()));
+    let bad = |why: String| {
+        Error::table(
+            indptr.path(),
+            format!("sparse matrix '{}': {why}", indptr.path()),
+        )
+    };
     if n.saturating_mul(8) > ctx.options.limits.max_chunk_bytes as u64 {
         return Err(bad(format!(
             "{n} offsets are more than the {} bytes zarrow holds of one array (max_chunk_bytes, ZARROW_MAX_CHUNK_BYTES)",
@@ -252,9 +257,13 @@ fn major_positions(offsets: &[i64], start: u64, len: u64, path: &str) -> Result<
     let end = start.saturating_add(len);
     let last = offsets.last().copied().unwrap_or(0) as u64;
     if end > last {
-        return Err(Error::InvalidArgument(format!(
-            "sparse matrix '{path}': stored elements {start}..{end} lie past indptr's last offset {last}"
-        )));
+        return Err(Error::table(
+            path,
+            format!(
+                "sparse matrix '{path}': stored elements {start}..{end} lie past indptr's last \
+                 offset {last}"
+            ),
+        ));
     }
     let mut out = Vec::with_capacity(len as usize);
     // The row of `start`: the last `r` with offsets[r] <= start.
@@ -309,10 +318,11 @@ fn minor_positions(
     start: u64,
 ) -> Result<ArrayRef> {
     let not_integers = || {
-        Error::InvalidArgument(format!(
-            "sparse matrix '{}': indices are not integers",
-            indices.path()
-        ))
+        let path = indices.path();
+        Error::table(
+            path,
+            format!("sparse matrix '{path}': indices are not integers"),
+        )
     };
     let outside = |k: usize, value: String| {
         let k = start + k as u64;
