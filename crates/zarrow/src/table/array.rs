@@ -3,21 +3,14 @@
 
 use super::column::Member;
 use super::model::TableParts;
+use super::{dim_column_name, value_column_name};
 use super::{ColumnRole, TableColumn, TableDimension, TableOptions};
 use crate::array::ZarrArray;
-use crate::{Error, Result};
+use crate::Result;
 
 /// The table of `array`.
 pub(super) fn array_table(array: ZarrArray, options: &TableOptions) -> Result<TableParts> {
-    if options.arrays.is_some() {
-        return Err(Error::InvalidOption {
-            key: "arrays".into(),
-            message: format!(
-                "'{}' is an array: the `arrays` option only applies to groups",
-                array.path()
-            ),
-        });
-    }
+    options.refuse_arrays(array.path(), "an array")?;
     let (dim_names, value) = array_table_names(&array);
     let dims: Vec<TableDimension> = dim_names
         .into_iter()
@@ -46,22 +39,12 @@ pub(super) fn array_table(array: ZarrArray, options: &TableOptions) -> Result<Ta
 /// `dim_i`; `<name>_index` where one would take the value column's name), then the value
 /// column, named after the array — `value` for the array at the root of a store (`x.zarr`).
 fn array_table_names(array: &ZarrArray) -> (Vec<String>, String) {
-    let mut value = array.name().to_string();
-    if value.to_ascii_lowercase().ends_with(".zarr") {
-        value = "value".to_string();
-    }
+    let value = value_column_name(array.name());
     let dims = (0..array.shape().len())
         .map(|d| {
-            let name = array
-                .metadata()
-                .dimension_name(d)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("dim_{d}"));
-            if name == value {
-                format!("{name}_index")
-            } else {
-                name
-            }
+            let name = (array.metadata().dimension_name(d))
+                .map_or_else(|| format!("dim_{d}"), str::to_string);
+            dim_column_name(name, &value)
         })
         .collect();
     (dims, value)

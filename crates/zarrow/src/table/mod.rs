@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::options::ZarrReadOptions;
 use crate::remote::RemoteOptions;
+use crate::{Error, Result};
 
 /// How a node becomes a table.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -56,6 +57,39 @@ pub struct TableOptions {
     pub arrays: Option<Vec<String>>,
     /// Timeouts and retries of a remote store (see [`crate::remote`]).
     pub remote: RemoteOptions,
+}
+
+impl TableOptions {
+    /// Refuses the `arrays` option for the node at `path`, which is `what` (an array, a sparse
+    /// matrix): the option chooses a group's members.
+    fn refuse_arrays(&self, path: &str, what: &str) -> Result<()> {
+        if self.arrays.is_none() {
+            return Ok(());
+        }
+        Err(Error::InvalidOption {
+            key: "arrays".into(),
+            message: format!("'{path}' is {what}: the `arrays` option only applies to groups"),
+        })
+    }
+}
+
+/// The value column's name for a node named `name`: the name, or `value` for a store's root
+/// (`x.zarr`, or no name at all).
+fn value_column_name(name: &str) -> String {
+    if name.is_empty() || name.to_ascii_lowercase().ends_with(".zarr") {
+        "value".to_string()
+    } else {
+        name.to_string()
+    }
+}
+
+/// A dimension's column name: `dim`, or `<dim>_index` where it would take the value column's.
+fn dim_column_name(dim: String, value: &str) -> String {
+    if dim == value {
+        format!("{dim}_index")
+    } else {
+        dim
+    }
 }
 
 /// One dimension of a table.

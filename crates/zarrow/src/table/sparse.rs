@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::column::{ColumnSource, Member};
 use super::model::TableParts;
+use super::{dim_column_name, value_column_name};
 use super::{ColumnRole, TableColumn, TableDimension, TableOptions};
 use crate::node::{Node, ZarrGroup};
 use crate::options::ZarrReadOptions;
@@ -122,33 +123,10 @@ pub(super) fn sparse_table(
     matrix: SparseMatrix,
     options: &TableOptions,
 ) -> Result<TableParts> {
-    if options.arrays.is_some() {
-        return Err(Error::InvalidOption {
-            key: "arrays".into(),
-            message: format!(
-                "'{}' is a sparse matrix: the `arrays` option only applies to groups",
-                group.path()
-            ),
-        });
-    }
-    let mut value = group
-        .path()
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or("value")
-        .to_string();
-    if value.is_empty() || value.to_ascii_lowercase().ends_with(".zarr") {
-        value = "value".to_string();
-    }
-    let dim_name = |d: usize| {
-        let name = format!("dim_{d}");
-        if name == value {
-            format!("{name}_index")
-        } else {
-            name
-        }
-    };
+    options.refuse_arrays(group.path(), "a sparse matrix")?;
+    let name = group.path().trim_end_matches('/').rsplit('/').next();
+    let value = value_column_name(name.unwrap_or(""));
+    let dim_name = |d: usize| dim_column_name(format!("dim_{d}"), &value);
     let nnz = matrix.data.shape()[0];
     // The compressed dimension's positions never decrease along the stored elements: a
     // coordinate of the table's dimension, which filters on it prune by.

@@ -2,10 +2,9 @@
 //! over `categories` (read once per reader, as far as codes can refer).
 
 use arrow_array::ArrayRef;
-use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
 
-use super::{ColumnReader, Placement, RowBox};
+use super::{ColumnReader, Placement, RowBox, Values};
 use crate::array::{ReadContext, ZarrArray};
 use crate::table::anndata;
 use crate::Result;
@@ -47,11 +46,7 @@ impl CategoricalReader {
 }
 
 impl ColumnReader for CategoricalReader {
-    fn read<'a>(
-        &'a self,
-        rows: &'a RowBox,
-        ctx: &'a ReadContext,
-    ) -> BoxFuture<'a, Result<ArrayRef>> {
+    fn read<'a>(&'a self, rows: &'a RowBox, ctx: &'a ReadContext) -> Values<'a> {
         Box::pin(async move {
             let categories = self.categories(&self.at.context(ctx)).await?;
             let codes = self.at.read(&self.codes, rows, ctx).await?;

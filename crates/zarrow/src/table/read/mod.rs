@@ -42,15 +42,18 @@ pub(crate) struct RowBox {
     pub(crate) shape: Vec<u64>,
 }
 
+/// A column's values being read.
+pub(crate) type Values<'a> = BoxFuture<'a, Result<ArrayRef>>;
+/// What a chunk's batches of a column are cut from, being read.
+pub(crate) type Runs<'a> = BoxFuture<'a, Result<ColumnRuns>>;
+/// A column's check being made.
+pub(crate) type Checked<'a> = BoxFuture<'a, Result<()>>;
+
 /// Reads one column of a table over boxes of rows. One per column, made by [`ReaderBuilder`];
 /// called per column per chunk of rows (never per value).
 pub(crate) trait ColumnReader: Send + Sync {
     /// The column's values over `rows`, decoded whole, in C order of the box.
-    fn read<'a>(
-        &'a self,
-        rows: &'a RowBox,
-        ctx: &'a ReadContext,
-    ) -> BoxFuture<'a, Result<ArrayRef>>;
+    fn read<'a>(&'a self, rows: &'a RowBox, ctx: &'a ReadContext) -> Values<'a>;
 
     /// What the batches of chunk `coords` (its box `rows`) are cut from; `ahead` is what the
     /// scan fetched of it. By default the column is read whole for the box and sliced.
@@ -60,7 +63,7 @@ pub(crate) trait ColumnReader: Send + Sync {
         rows: &'a RowBox,
         ahead: AheadChunk,
         ctx: &'a ReadContext,
-    ) -> BoxFuture<'a, Result<ColumnRuns>> {
+    ) -> Runs<'a> {
         let _ = (coords, ahead);
         Box::pin(async move { self.read(rows, ctx).await.map(ColumnRuns::Whole) })
     }
@@ -73,7 +76,7 @@ pub(crate) trait ColumnReader: Send + Sync {
 
     /// Checks what must be valid over `rows` even when the column is not projected (a sparse
     /// matrix's `indptr` and `indices`); nothing by default.
-    fn check<'a>(&'a self, rows: &'a RowBox, ctx: &'a ReadContext) -> BoxFuture<'a, Result<()>> {
+    fn check<'a>(&'a self, rows: &'a RowBox, ctx: &'a ReadContext) -> Checked<'a> {
         let _ = (rows, ctx);
         Box::pin(async { Ok(()) })
     }
@@ -195,7 +198,7 @@ struct IndexReader {
 }
 
 impl ColumnReader for IndexReader {
-    fn read<'a>(&'a self, rows: &'a RowBox, _: &'a ReadContext) -> BoxFuture<'a, Result<ArrayRef>> {
+    fn read<'a>(&'a self, rows: &'a RowBox, _: &'a ReadContext) -> Values<'a> {
         Box::pin(async move { Ok(index_values(&rows.start, &rows.shape, self.dim)) })
     }
 
@@ -205,7 +208,7 @@ impl ColumnReader for IndexReader {
         rows: &'a RowBox,
         _: AheadChunk,
         _: &'a ReadContext,
-    ) -> BoxFuture<'a, Result<ColumnRuns>> {
+    ) -> Runs<'a> {
         let runs = ColumnRuns::Index {
             rows: rows.clone(),
             dim: self.dim,

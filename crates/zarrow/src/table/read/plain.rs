@@ -6,9 +6,8 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::ArrayRef;
-use futures::future::BoxFuture;
 
-use super::{AheadChunk, ColumnReader, ColumnRuns, Placement, RowBox, RunMap};
+use super::{AheadChunk, ColumnReader, ColumnRuns, Placement, RowBox, RunMap, Runs, Values};
 use crate::array::{ReadContext, ZarrArray};
 use crate::table::cf::{equals_scalar, null_where, CfDecode};
 use crate::Result;
@@ -59,11 +58,7 @@ impl PlainReader {
 }
 
 impl ColumnReader for PlainReader {
-    fn read<'a>(
-        &'a self,
-        rows: &'a RowBox,
-        ctx: &'a ReadContext,
-    ) -> BoxFuture<'a, Result<ArrayRef>> {
+    fn read<'a>(&'a self, rows: &'a RowBox, ctx: &'a ReadContext) -> Values<'a> {
         Box::pin(async move {
             let v = self.at.read(&self.values.array, rows, ctx).await?;
             self.at.lay_out(self.values.apply(v)?, rows)
@@ -76,7 +71,7 @@ impl ColumnReader for PlainReader {
         rows: &'a RowBox,
         ahead: AheadChunk,
         ctx: &'a ReadContext,
-    ) -> BoxFuture<'a, Result<ColumnRuns>> {
+    ) -> Runs<'a> {
         Box::pin(async move {
             let stored = match ahead {
                 AheadChunk::NotFetched => {
@@ -117,11 +112,7 @@ impl MaskedReader {
 }
 
 impl ColumnReader for MaskedReader {
-    fn read<'a>(
-        &'a self,
-        rows: &'a RowBox,
-        ctx: &'a ReadContext,
-    ) -> BoxFuture<'a, Result<ArrayRef>> {
+    fn read<'a>(&'a self, rows: &'a RowBox, ctx: &'a ReadContext) -> Values<'a> {
         Box::pin(async move {
             let (v, m) = futures::try_join!(
                 self.at.read(&self.values, rows, ctx),

@@ -14,10 +14,9 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, Int64Array};
 use arrow_buffer::ScalarBuffer;
 use arrow_schema::DataType as ArrowType;
-use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
 
-use super::{ColumnReader, Placement, RowBox};
+use super::{Checked, ColumnReader, Placement, RowBox, Values};
 use crate::error::ChunkError;
 use crate::{Error, ReadContext, Result, ZarrArray};
 
@@ -88,11 +87,7 @@ impl MajorReader {
 }
 
 impl ColumnReader for MajorReader {
-    fn read<'a>(
-        &'a self,
-        rows: &'a RowBox,
-        ctx: &'a ReadContext,
-    ) -> BoxFuture<'a, Result<ArrayRef>> {
+    fn read<'a>(&'a self, rows: &'a RowBox, ctx: &'a ReadContext) -> Values<'a> {
         Box::pin(async move {
             let offsets = self.indptr.load(&self.at.context(ctx)).await?;
             let (start, shape) = self.at.array_box(rows);
@@ -102,7 +97,7 @@ impl ColumnReader for MajorReader {
         })
     }
 
-    fn check<'a>(&'a self, _: &'a RowBox, ctx: &'a ReadContext) -> BoxFuture<'a, Result<()>> {
+    fn check<'a>(&'a self, _: &'a RowBox, ctx: &'a ReadContext) -> Checked<'a> {
         Box::pin(async move { self.indptr.load(ctx).await.map(drop) })
     }
 }
@@ -121,11 +116,7 @@ impl MinorReader {
 }
 
 impl ColumnReader for MinorReader {
-    fn read<'a>(
-        &'a self,
-        rows: &'a RowBox,
-        ctx: &'a ReadContext,
-    ) -> BoxFuture<'a, Result<ArrayRef>> {
+    fn read<'a>(&'a self, rows: &'a RowBox, ctx: &'a ReadContext) -> Values<'a> {
         Box::pin(async move {
             let values = self.at.read(&self.indices, rows, ctx).await?;
             let (start, _) = self.at.array_box(rows);
@@ -134,7 +125,7 @@ impl ColumnReader for MinorReader {
         })
     }
 
-    fn check<'a>(&'a self, rows: &'a RowBox, ctx: &'a ReadContext) -> BoxFuture<'a, Result<()>> {
+    fn check<'a>(&'a self, rows: &'a RowBox, ctx: &'a ReadContext) -> Checked<'a> {
         Box::pin(async move { self.read(rows, ctx).await.map(drop) })
     }
 }
