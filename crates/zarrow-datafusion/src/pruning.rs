@@ -27,7 +27,7 @@ use datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{Accumulator, Expr};
 use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder};
-use zarrow::table::{ColumnRole, MajorOffsets, TableModel};
+use zarrow::table::{ColumnRole, MajorOffsets, TableModel, TableReader};
 use zarrow::{ChunkRanges, ReadContext};
 
 use crate::error::to_datafusion_error;
@@ -178,18 +178,19 @@ impl DimensionPruner {
             coordinates: Vec::new(),
             sorted: Vec::new(),
         };
+        let reader = TableReader::new(model);
         for col in model.columns() {
             match col.role {
                 ColumnRole::Index(e) if e == d => pruner.index.push(col.name.clone()),
                 ColumnRole::Coordinate(e) if e == d && referenced.contains(&col.name) => {
-                    let sorted = model
+                    let sorted = reader
                         .sparse_offsets(d, ctx)
                         .await
                         .map_err(to_datafusion_error)?;
                     if let Some(offsets) = sorted {
                         pruner.sorted.push((col.name.clone(), offsets));
                     } else if size <= MAX_COORDINATE_LEN {
-                        let values = model
+                        let values = reader
                             .read_dimension_values(d, ctx)
                             .await
                             .map_err(to_datafusion_error)?;

@@ -183,6 +183,17 @@ pub enum Error {
         /// structured data types hold fixed-size fields only).
         field: Option<String>,
     },
+    /// A node that cannot be read as a table (its arrays tie for the table's dimensions, it
+    /// holds none, two columns would share a name, a malformed sparse matrix or AnnData
+    /// group), or values that contradict the table's description (a categorical code past its
+    /// categories, a CF time out of range, a sparse matrix's offsets past its elements).
+    #[error("{message}")]
+    Table {
+        /// The path of the node (or of its array) the error is about.
+        path: String,
+        /// What is wrong; it names the node.
+        message: String,
+    },
     /// An Arrow error from building arrays or batches.
     #[error("arrow error: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
@@ -240,6 +251,7 @@ impl Error {
             | Error::MustUnderstand { array, .. } => Some(array),
             Error::Metadata { path, .. }
             | Error::NodeNotFound { path }
+            | Error::Table { path, .. }
             | Error::Write { path, .. } => Some(path),
             _ => None,
         }
@@ -272,6 +284,14 @@ impl Error {
         Error::Location {
             location: location.to_string(),
             message: message.to_string(),
+        }
+    }
+
+    /// A table error about the node (or array) at `path`; `message` names it.
+    pub fn table(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Table {
+            path: path.into(),
+            message: message.into(),
         }
     }
 

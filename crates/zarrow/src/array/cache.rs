@@ -1,4 +1,5 @@
-//! A bounded cache of decoded read units, shared by the reads of one scan.
+//! A bounded cache of decoded read units, shared by the reads of one scan, and the arrays the
+//! scan holds whole for its life.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -12,10 +13,15 @@ use crate::Result;
 /// `(time, station)`) are fetched once, also when several partitions want the same unit at
 /// the same time (the later ones wait for the first read). Entries are evicted first in,
 /// first out once their total size passes the budget.
+///
+/// Besides, what a scan holds whole for its life (a sparse matrix's offsets, a categorical's
+/// categories: see `table/read/`), read once for all its partitions and never evicted: the
+/// scan reserves it from its memory budget instead.
 #[derive(Debug)]
 pub struct ChunkCache {
     budget: usize,
     inner: Mutex<CacheInner>,
+    whole: Mutex<HashMap<String, CacheCell>>,
 }
 
 type CacheKey = (String, Vec<u64>);
@@ -34,6 +40,22 @@ impl ChunkCache {
         ChunkCache {
             budget: budget_bytes,
             inner: Mutex::default(),
+            whole: Mutex::default(),
+        }
+    }
+
+    /// The array held whole under `key`, or the result of `read` (held when it succeeds, for
+    /// the cache's life; concurrent callers wait for the first read).
+    pub(crate) async fn get_or_hold<F, Fut>(&self, key: &str, read: F) -> Result<ArrayRef>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<ArrayRef>>,
+    {
+        let cell = (self.whole.lock().ok())
+            .map(|mut whole| whole.entry(key.to_string()).or_default().clone());
+        match cell {
+            Some(cell) => cell.get_or_try_init(read).await.cloned(),
+            None => read().await,
         }
     }
 

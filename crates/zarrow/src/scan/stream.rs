@@ -25,7 +25,7 @@ use super::{ScanContext, ZarrScan};
 use crate::array::ReadContext;
 use crate::metrics::ScanMetrics;
 use crate::table::read::ColumnRuns;
-use crate::table::TableModel;
+use crate::table::{TableModel, TableReader};
 use crate::task::in_background;
 use crate::{Error, Result};
 
@@ -80,9 +80,11 @@ pub(super) fn open(
     let batch_size = scan.batch_size.max(1);
     let metrics = ctx.metrics.clone();
     let memory = ctx.memory.clone().map(Budget::new);
+    // The stream's readers of the table's columns (and what they hold loaded).
+    let reader = Arc::new(TableReader::new(&model));
     // What the table holds whole (a sparse matrix's `indptr`), reserved before it is read.
     let mut whole = Held::new(memory.clone());
-    let held_whole = usize::try_from(model.held_whole_bytes()).unwrap_or(usize::MAX);
+    let held_whole = usize::try_from(reader.held_whole_bytes()).unwrap_or(usize::MAX);
     whole.grow(held_whole, &|| {
         format!(
             "the {held_whole} bytes of '{}' read whole",
@@ -111,7 +113,7 @@ pub(super) fn open(
     // chunk per column that follows the driver's chunking.
     let per_chunk = projection
         .iter()
-        .filter(|&&i| model.fetched_ahead(i).is_some())
+        .filter(|&&i| reader.fetched_ahead(i).is_some())
         .count();
     let mut ahead = (read.options.concurrency / per_chunk.max(1)).max(1);
     if ctx.memory.as_ref().is_some_and(|m| m.is_bounded()) {
@@ -121,44 +123,42 @@ pub(super) fn open(
         ahead = ahead.min(2);
     }
     let projection = Arc::new(projection);
-    let (fetcher, fetch_projection, fetch_read) = (model.clone(), projection.clone(), read.clone());
+    let (fetcher, fetch_projection, fetch_read) =
+        (reader.clone(), projection.clone(), read.clone());
+    let location: Arc<str> = model.location().into();
+    let fetch_location = location.clone();
     let out_schema = schema.clone();
     let inner = futures::stream::iter(plan)
         .enumerate()
         .map(move |(index, planned)| {
             let (this, projection) = (fetcher.clone(), fetch_projection.clone());
             let (read, memory) = (fetch_read.clone(), memory.clone());
+            let location = fetch_location.clone();
             in_background(async move {
                 let (coords, take) = planned?;
                 // Hold what the chunk will likely take before asking the store for it; what
                 // it takes beyond that, now if the budget has room, else when the chunk's turn
                 // comes (see memory.rs).
                 let mut held = Held::new(memory);
-                let what = || format!("reading chunk {coords:?} of '{}'", this.location());
+                let what = || format!("reading chunk {coords:?} of '{location}'");
                 let reserved = held.reserve_ahead(index, &what).await?;
-                let fetched = this.fetch_aligned(&coords, &projection, &read).await?;
-                let stored: usize = fetched.iter().flatten().flatten().map(|b| b.len()).sum();
+                let fetched = this.fetch_ahead(&coords, &projection, &read).await?;
+                let stored: usize = fetched.iter().map(|f| f.stored_len()).sum();
                 let unreserved = held.settle(reserved, stored);
                 Ok((coords, take, fetched, held, unreserved))
             })
         })
         .buffered(ahead)
         .and_then(move |(coords, take, fetched, mut held, unreserved)| {
-            let (model, projection) = (model.clone(), projection.clone());
-            let (read, schema) = (read.clone(), out_schema.clone());
+            let (reader, projection) = (reader.clone(), projection.clone());
+            let (read, schema, location) = (read.clone(), out_schema.clone(), location.clone());
             async move {
-                let what = || format!("reading chunk {coords:?} of '{}'", model.location());
+                let what = || format!("reading chunk {coords:?} of '{location}'");
                 held.grow(unreserved, &what)?;
-                let columns = model
+                let columns = reader
                     .column_runs(&coords, &projection, fetched, &read)
                     .await?;
-                let whole: usize = columns
-                    .iter()
-                    .map(|c| match c {
-                        ColumnRuns::Whole(array) => array.get_array_memory_size(),
-                        ColumnRuns::Runs(..) | ColumnRuns::Index { .. } => 0,
-                    })
-                    .sum();
+                let whole: usize = columns.iter().map(ColumnRuns::held_bytes).sum();
                 held.grow(whole, &what)?;
                 read.metrics.add_chunk();
                 let take = usize::try_from(take).map_err(|_| {

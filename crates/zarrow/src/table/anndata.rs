@@ -15,7 +15,8 @@ use arrow_array::{ArrayRef, DictionaryArray, PrimitiveArray};
 use arrow_schema::DataType as ArrowType;
 use serde_json::{Map, Value};
 
-use super::{dim_names, Member, MemberKind};
+use super::column::{dim_names, Member, MemberKind};
+use super::group::Opened;
 use crate::data_type::DataType;
 use crate::node::{Node, ZarrGroup};
 use crate::{Error, Result};
@@ -25,34 +26,36 @@ use crate::{Error, Result};
 pub(super) fn check_table_group(group: &ZarrGroup) -> Result<()> {
     let encoding = group.metadata().attributes.get("encoding-type");
     if encoding.and_then(Value::as_str) == Some("awkward-array") {
-        return Err(Error::InvalidArgument(format!(
-            "group '{}' is an AnnData awkward-array (ragged data laid out by its `form` \
+        return Err(Error::table(
+            group.path(),
+            format!(
+                "group '{}' is an AnnData awkward-array (ragged data laid out by its `form` \
              attribute), which zarrow does not read as a table; its buffers are arrays of \
              their own",
-            group.path()
-        )));
+                group.path()
+            ),
+        ));
     }
     Ok(())
 }
 
-/// The column an AnnData encoded group reads as, or why it is left out; `Ok(None)` for a
-/// group that is no encoded column (a plain subgroup).
-pub(super) async fn encoded_member(
-    name: &str,
-    group: &ZarrGroup,
-) -> Result<std::result::Result<Member, String>> {
+/// The column an AnnData encoded group reads as, or why it is left out (a plain subgroup is
+/// left out too: it is a table of its own).
+pub(super) async fn encoded_member(name: &str, group: &ZarrGroup) -> Result<Opened> {
     let encoding = group
         .metadata()
         .attributes
         .get("encoding-type")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let member = |dims_of: &crate::ZarrArray, kind| Member {
-        name: name.to_string(),
-        path: group.path().to_string(),
-        dims: dim_names(dims_of),
-        shape: dims_of.shape().to_vec(),
-        kind,
+    let member = |dims_of: &crate::ZarrArray, kind| {
+        Opened::Member(Box::new(Member {
+            name: name.to_string(),
+            path: group.path().to_string(),
+            dims: dim_names(dims_of),
+            shape: dims_of.shape().to_vec(),
+            kind,
+        }))
     };
     Ok(match encoding {
         "categorical" => match futures::try_join!(
@@ -67,7 +70,7 @@ pub(super) async fn encoded_member(
                     .is_signed_integer()
                     && categories.shape().len() == 1 =>
             {
-                Ok(member(
+                member(
                     &codes.clone(),
                     MemberKind::Categorical {
                         codes,
@@ -79,11 +82,11 @@ pub(super) async fn encoded_member(
                             .and_then(Value::as_bool)
                             .unwrap_or(false),
                     },
-                ))
+                )
             }
-            _ => {
-                Err("categorical group without signed integer `codes` and 1-D `categories`".into())
-            }
+            _ => Opened::LeftOut(
+                "categorical group without signed integer `codes` and 1-D `categories`".into(),
+            ),
         },
         "nullable-integer" | "nullable-boolean" | "nullable-string-array" => {
             match futures::try_join!(child_array(group, "values"), child_array(group, "mask"))? {
@@ -91,19 +94,21 @@ pub(super) async fn encoded_member(
                     if mask.shape() == values.shape()
                         && mask.metadata().data_type == crate::DataType::Bool =>
                 {
-                    Ok(member(&values.clone(), MemberKind::Masked { values, mask }))
+                    member(&values.clone(), MemberKind::Masked { values, mask })
                 }
-                _ => Err(format!(
+                _ => Opened::LeftOut(format!(
                     "{encoding} group without `values` and a boolean `mask` of the same shape"
                 )),
             }
         }
-        "" => Err(format!(
+        "" => Opened::LeftOut(format!(
             "a group: read '{}' as a table of its own",
             group.path()
         )),
-        "awkward-array" => Err("an AnnData awkward-array (ragged data), no table".into()),
-        other => Err(format!(
+        "awkward-array" => {
+            Opened::LeftOut("an AnnData awkward-array (ragged data), no table".into())
+        }
+        other => Opened::LeftOut(format!(
             "a group (encoding-type {other}): read '{}' as a table of its own",
             group.path()
         )),
@@ -164,9 +169,10 @@ pub(super) fn dictionary(path: &str, codes: ArrayRef, categories: ArrayRef) -> R
                 .map(|k| k.filter(|k| *k >= 0))
                 .collect();
             if let Some(bad) = keys.iter().flatten().find(|k| *k as i64 >= n as i64) {
-                return Err(Error::InvalidArgument(format!(
-                    "categorical '{path}': code {bad} but only {n} categories"
-                )));
+                return Err(Error::table(
+                    path,
+                    format!("categorical '{path}': code {bad} but only {n} categories"),
+                ));
             }
             Arc::new(DictionaryArray::<$t>::try_new(keys, categories)?) as ArrayRef
         }};
@@ -177,9 +183,10 @@ pub(super) fn dictionary(path: &str, codes: ArrayRef, categories: ArrayRef) -> R
         ArrowType::Int32 => dict!(Int32Type),
         ArrowType::Int64 => dict!(Int64Type),
         other => {
-            return Err(Error::InvalidArgument(format!(
-                "categorical '{path}': codes of type {other} are not supported"
-            )))
+            return Err(Error::table(
+                path,
+                format!("categorical '{path}': codes of type {other} are not supported"),
+            ))
         }
     })
 }

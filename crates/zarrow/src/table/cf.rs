@@ -239,9 +239,11 @@ impl CfDecode {
                 .is_some_and(|d| d.starts_with("timedelta64"));
             if timedelta && !units.contains(" since ") {
                 let mut t = parse_time(units.trim(), "1970-01-01", float).ok_or_else(|| {
-                    Error::InvalidArgument(format!(
-                        "array '{path}': cannot decode timedelta units '{units}'"
-                    ))
+                    Error::metadata(
+                        path,
+                        "units",
+                        format!("cannot decode timedelta units '{units}'"),
+                    )
                 })?;
                 t.duration = true;
                 cf.time = Some(t);
@@ -257,9 +259,11 @@ impl CfDecode {
                 ) {
                     cf.time =
                         Some(parse_time(unit.trim(), since.trim(), float).ok_or_else(|| {
-                            Error::InvalidArgument(format!(
-                                "array '{path}': cannot decode CF time units '{units}'"
-                            ))
+                            Error::metadata(
+                                path,
+                                "units",
+                                format!("cannot decode CF time units '{units}'"),
+                            )
                         })?);
                 } else {
                     log::warn!(
@@ -302,7 +306,7 @@ impl CfDecode {
         if let (Some(t), true, false) = (self.time, is_int, scaled) {
             // xarray writes NaT as int64 min (no `_FillValue` needed) and reads it back as NaT.
             let nat = (values.data_type() == &ArrowType::Int64).then_some(i64::MIN);
-            let ints = to_i64(values.as_ref())?;
+            let ints = to_i64(values.as_ref()).ok_or_else(|| not_numeric(path, &values))?;
             let out: Result<Vec<Option<i64>>> = ints
                 .iter()
                 .map(|v| match *v {
@@ -313,15 +317,16 @@ impl CfDecode {
                         .and_then(|x| x.checked_add(t.epoch))
                         .map(Some)
                         .ok_or_else(|| {
-                            Error::InvalidArgument(format!(
-                                "array '{path}': time value {v} out of range"
-                            ))
+                            Error::table(
+                                path,
+                                format!("array '{path}': time value {v} out of range"),
+                            )
                         }),
                 })
                 .collect();
             return Ok(timestamps(t, out?));
         }
-        let floats = to_f64(values.as_ref())?;
+        let floats = to_f64(values.as_ref()).ok_or_else(|| not_numeric(path, &values))?;
         let floats: Float64Array = floats
             .iter()
             .map(|v| v.map(|v| v * self.scale.unwrap_or(1.0) + self.offset.unwrap_or(0.0)))
@@ -339,9 +344,10 @@ impl CfDecode {
                             if x.is_finite() && x.abs() < 9.2e18 {
                                 Ok(Some(x as i64))
                             } else {
-                                Err(Error::InvalidArgument(format!(
-                                    "array '{path}': time value {v} out of range"
-                                )))
+                                Err(Error::table(
+                                    path,
+                                    format!("array '{path}': time value {v} out of range"),
+                                ))
                             }
                         }
                     })
@@ -426,25 +432,30 @@ macro_rules! numeric_map {
                 .iter()
                 .map(|x| x.map($f))
                 .collect(),
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "CF decoding of {other} values is not supported"
-                )))
-            }
+            _ => return None,
         }
     }};
 }
 
 // The macro casts every numeric type; for f64 (i64) the cast is the identity.
 #[allow(clippy::unnecessary_cast)]
-fn to_f64(values: &dyn Array) -> Result<Vec<Option<f64>>> {
-    Ok(numeric_map!(values, |x| x as f64))
+fn to_f64(values: &dyn Array) -> Option<Vec<Option<f64>>> {
+    Some(numeric_map!(values, |x| x as f64))
 }
 
 #[allow(clippy::unnecessary_cast)]
-fn to_i64(values: &dyn Array) -> Result<Vec<Option<i64>>> {
+fn to_i64(values: &dyn Array) -> Option<Vec<Option<i64>>> {
     // u64 values above i64::MAX saturate, then overflow the time arithmetic with an error.
-    Ok(numeric_map!(values, |x| x as i64))
+    Some(numeric_map!(values, |x| x as i64))
+}
+
+/// CF decoding's error for values that are not numbers.
+fn not_numeric(path: &str, values: &dyn Array) -> Error {
+    let t = values.data_type();
+    Error::table(
+        path,
+        format!("array '{path}': CF decoding of {t} values is not supported"),
+    )
 }
 
 /// True where a value equals one of `missing` (compared as f64; NaN equals NaN).
@@ -455,11 +466,11 @@ fn missing_mask(values: &dyn Array, missing: &[f64]) -> BooleanArray {
             .any(|m| x == *m || (x.is_nan() && m.is_nan()))
     };
     match to_f64(values) {
-        Ok(v) => v
+        Some(v) => v
             .into_iter()
             .map(|x| Some(x.is_some_and(is_missing)))
             .collect(),
-        Err(_) => BooleanArray::from(vec![false; values.len()]),
+        None => BooleanArray::from(vec![false; values.len()]),
     }
 }
 

@@ -14,22 +14,18 @@
 //! indptr[r + 1]`: `indptr` is read whole once (it is checked: from 0, non-decreasing, ending
 //! at `nnz`, no longer than the chunk limit allows; a scan under a memory budget reserves it
 //! first), the other dimension is `indices` as Int64, checked against the matrix shape. Both
-//! are checked whenever the matrix is read, whichever of its columns a query asks for.
+//! are checked whenever the matrix is read, whichever of its columns a query asks for: their
+//! readers are `read/sparse.rs`'s.
 
-use std::sync::Arc;
-
-use arrow_array::cast::AsArray;
-use arrow_array::types::{
-    Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
-};
-use arrow_array::{Array, ArrayRef, Int64Array};
-use arrow_schema::DataType as ArrowType;
 use serde_json::Value;
 
-use crate::error::ChunkError;
+use super::column::{ColumnSource, Member};
+use super::model::TableParts;
+use super::{dim_column_name, value_column_name};
+use super::{ColumnRole, TableColumn, TableDimension, TableOptions};
 use crate::node::{Node, ZarrGroup};
 use crate::options::ZarrReadOptions;
-use crate::{Error, ReadContext, Result, ZarrArray};
+use crate::{Error, Result, ZarrArray};
 
 /// The arrays and shape of a sparse matrix group.
 #[derive(Debug, Clone)]
@@ -63,8 +59,12 @@ pub(super) async fn open(group: &ZarrGroup) -> Result<Option<SparseMatrix>> {
     let Some(major) = major_of(group) else {
         return Ok(None);
     };
-    let bad =
-        |why: String| Error::InvalidArgument(format!("sparse matrix '{}': {why}", group.path()));
+    let bad = |why: String| {
+        Error::table(
+            group.path(),
+            format!("sparse matrix '{}': {why}", group.path()),
+        )
+    };
     let attrs = &group.metadata().attributes;
     let shape = attrs
         .get("shape")
@@ -116,260 +116,57 @@ pub(super) async fn open(group: &ZarrGroup) -> Result<Option<SparseMatrix>> {
     }))
 }
 
-/// `indptr`, read whole, no larger than the chunk limit (it is held for the table's life),
-/// and checked (see [`check_indptr`]; its length was checked at open): a bad offset is an
-/// error naming `indptr` and its chunk.
-pub(super) async fn load_indptr(
-    indptr: &ZarrArray,
-    nnz: u64,
-    ctx: &ReadContext,
-) -> Result<Arc<Vec<i64>>> {
-    let n = indptr.shape()[0];
-    let bad =
-        |why: String| Error::InvalidArgument(format!("sparse matrix '{}': {why}", indptr.path()));
-    if n.saturating_mul(8) > ctx.options.limits.max_chunk_bytes as u64 {
-        return Err(bad(format!(
-            "{n} offsets are more than the {} bytes zarrow holds of one array (max_chunk_bytes, ZARROW_MAX_CHUNK_BYTES)",
-            ctx.options.limits.max_chunk_bytes
-        )));
-    }
-    let raw = indptr.read_region_in(&[0], &[n], ctx).await?;
-    let offsets = as_i64(raw.as_ref())
-        .ok_or_else(|| bad("offsets are not integers".into()))?
-        .map_err(|k| {
-            element_error(
-                indptr,
-                k as u64,
-                ChunkError::Offsets(format!("indptr's element {k} does not fit in 64 bits")),
-            )
-        })?;
-    drop(raw);
-    check_indptr(&offsets, nnz)
-        .map_err(|(k, why)| element_error(indptr, k as u64, ChunkError::Offsets(why)))?;
-    Ok(Arc::new(offsets))
-}
-
-/// Where and why `offsets` are not a sparse matrix's `indptr` over `nnz` stored elements:
-/// they start at 0, never decrease, and end at `nnz`.
-fn check_indptr(offsets: &[i64], nnz: u64) -> std::result::Result<(), (usize, String)> {
-    if let Some(&first) = offsets.first().filter(|&&o| o != 0) {
-        return Err((0, format!("offsets start at {first}, not 0")));
-    }
-    if let Some(w) = offsets.windows(2).position(|w| w[1] < w[0]) {
-        return Err((
-            w + 1,
-            format!(
-                "offsets decrease at element {}: {} then {}",
-                w + 1,
-                offsets[w],
-                offsets[w + 1]
-            ),
-        ));
-    }
-    let end = offsets.len().saturating_sub(1);
-    match offsets.last().map(|&last| (last, u64::try_from(last))) {
-        Some((last, Ok(l))) if l > nnz => Err((
-            end,
-            format!("the last offset {last} is past the {nnz} stored elements of `data`"),
-        )),
-        Some((last, _)) if u64::try_from(last) != Ok(nnz) => Err((
-            end,
-            format!("the last offset {last} leaves stored elements of the {nnz} in `data` out"),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// The error of element `k` of the 1-D `array`, naming its chunk.
-fn element_error(array: &ZarrArray, k: u64, source: ChunkError) -> Error {
-    let per = array.chunk_shape().first().copied().unwrap_or(1).max(1);
-    Error::chunk(
-        array.path(),
-        array.chunk_location(&[k / per]).to_string(),
-        source,
-    )
-}
-
-/// A sparse matrix's `indptr`, as what the compressed-dimension positions of the stored
-/// elements are: non-decreasing, so the positions over any run of elements are bounded by two
-/// binary searches — what chunk pruning uses instead of reading `nnz` positions.
-#[derive(Debug, Clone)]
-pub struct MajorOffsets(Arc<Vec<i64>>);
-
-impl MajorOffsets {
-    /// The smallest and largest position of stored elements `elements` (`None` if the range
-    /// is empty or lies past the last offset).
-    pub fn position_bounds(&self, elements: std::ops::Range<u64>) -> Option<(i64, i64)> {
-        let last = self.0.last().copied().unwrap_or(0) as u64;
-        if elements.is_empty() || elements.end > last {
-            return None;
-        }
-        // the position of element k: the last r with offsets[r] <= k
-        let position = |k: u64| self.0.partition_point(|&o| o as u64 <= k) as i64 - 1;
-        Some((position(elements.start), position(elements.end - 1)))
-    }
-}
-
-impl From<Arc<Vec<i64>>> for MajorOffsets {
-    fn from(offsets: Arc<Vec<i64>>) -> Self {
-        Self(offsets)
-    }
-}
-
-/// `indptr` as the table holds it: loaded (and checked) on first use, once.
-pub(super) async fn loaded_indptr(
-    loaded: &tokio::sync::OnceCell<Arc<Vec<i64>>>,
-    indptr: &ZarrArray,
-    nnz: u64,
-    ctx: &ReadContext,
-) -> Result<Arc<Vec<i64>>> {
-    Ok(loaded
-        .get_or_try_init(|| load_indptr(indptr, nnz, ctx))
-        .await?
-        .clone())
-}
-
-/// The compressed-dimension positions of stored elements `start .. start + len`.
-pub(super) fn major_positions(
-    offsets: &[i64],
-    start: u64,
-    len: u64,
-    path: &str,
-) -> Result<ArrayRef> {
-    let end = start.saturating_add(len);
-    let last = offsets.last().copied().unwrap_or(0) as u64;
-    if end > last {
-        return Err(Error::InvalidArgument(format!(
-            "sparse matrix '{path}': stored elements {start}..{end} lie past indptr's last offset {last}"
-        )));
-    }
-    let mut out = Vec::with_capacity(len as usize);
-    // The row of `start`: the last `r` with offsets[r] <= start.
-    let mut r = offsets
-        .partition_point(|&o| o as u64 <= start)
-        .saturating_sub(1);
-    for k in start..end {
-        while offsets[r + 1] as u64 <= k {
-            r += 1;
-        }
-        out.push(r as i64);
-    }
-    Ok(Arc::new(Int64Array::from(out)))
-}
-
-/// The values of an integer array as i64 (`Err(k)`: element `k` does not fit, a u64 past
-/// i64::MAX); `None` if the array is not of integers.
-fn as_i64(a: &dyn Array) -> Option<std::result::Result<Vec<i64>, usize>> {
-    macro_rules! ints {
-        ($t:ty) => {{
-            let values = a.as_primitive::<$t>().values();
-            let mut out = Vec::with_capacity(values.len());
-            for (k, v) in values.iter().enumerate() {
-                match i64::try_from(*v) {
-                    Ok(v) => out.push(v),
-                    Err(_) => return Some(Err(k)),
-                }
-            }
-            out
-        }};
-    }
-    Some(Ok(match a.data_type() {
-        ArrowType::Int8 => ints!(Int8Type),
-        ArrowType::Int16 => ints!(Int16Type),
-        ArrowType::Int32 => ints!(Int32Type),
-        ArrowType::Int64 => ints!(Int64Type),
-        ArrowType::UInt8 => ints!(UInt8Type),
-        ArrowType::UInt16 => ints!(UInt16Type),
-        ArrowType::UInt32 => ints!(UInt32Type),
-        ArrowType::UInt64 => ints!(UInt64Type),
-        _ => return None,
-    }))
-}
-
-/// `indices`' stored elements `start ..` (`values`) as Int64 positions along the other
-/// dimension, each checked against its `size`: one outside is an error naming `indices` and
-/// its chunk.
-pub(super) fn minor_positions(
-    values: ArrayRef,
-    size: u64,
-    indices: &ZarrArray,
-    start: u64,
-) -> Result<ArrayRef> {
-    let not_integers = || {
-        Error::InvalidArgument(format!(
-            "sparse matrix '{}': indices are not integers",
-            indices.path()
-        ))
+/// A sparse matrix group's table: the dense array's columns (`dim_0`, `dim_1`, the value
+/// named after the group) over its stored elements, chunked as `data`.
+pub(super) fn sparse_table(
+    group: &ZarrGroup,
+    matrix: SparseMatrix,
+    options: &TableOptions,
+) -> Result<TableParts> {
+    options.refuse_arrays(group.path(), "a sparse matrix")?;
+    let name = group.path().trim_end_matches('/').rsplit('/').next();
+    let value = value_column_name(name.unwrap_or(""));
+    let dim_name = |d: usize| dim_column_name(format!("dim_{d}"), &value);
+    let nnz = matrix.data.shape()[0];
+    // The compressed dimension's positions never decrease along the stored elements: a
+    // coordinate of the table's dimension, which filters on it prune by.
+    let major = TableColumn::sourced(
+        dim_name(matrix.major),
+        ColumnRole::Coordinate(0),
+        &matrix.indptr,
+        ColumnSource::SparseMajor {
+            indptr: matrix.indptr.clone(),
+            nnz,
+        },
+    );
+    let minor_dim = 1 - matrix.major;
+    let minor = TableColumn::sourced(
+        dim_name(minor_dim),
+        ColumnRole::Data(vec![0]),
+        &matrix.indices,
+        ColumnSource::SparseMinor {
+            indices: matrix.indices.clone(),
+            size: matrix.shape[minor_dim],
+        },
+    );
+    let mut columns = if matrix.major == 0 {
+        vec![major, minor]
+    } else {
+        vec![minor, major]
     };
-    let outside = |k: usize, value: String| {
-        let k = start + k as u64;
-        element_error(
-            indices,
-            k,
-            ChunkError::Invalid(format!(
-                "index {value} of stored element {k} is outside the {size} positions of its \
-                 dimension"
-            )),
-        )
-    };
-    let positions = as_i64(values.as_ref())
-        .ok_or_else(not_integers)?
-        .map_err(|k| outside(k, "past 2^63".into()))?;
-    if let Some(k) = positions.iter().position(|&v| v < 0 || v as u64 >= size) {
-        return Err(outside(k, positions[k].to_string()));
-    }
-    Ok(Arc::new(Int64Array::from(positions)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rows_of_stored_elements() {
-        // rows 0: 2 elements, 1: none, 2: 3 elements, 3: 1
-        let offsets = [0, 2, 2, 5, 6];
-        let rows = major_positions(&offsets, 0, 6, "m").unwrap();
-        let rows = rows.as_any().downcast_ref::<Int64Array>().unwrap();
-        assert_eq!(rows.values().to_vec(), [0, 0, 2, 2, 2, 3]);
-        let part = major_positions(&offsets, 3, 2, "m").unwrap();
-        let part = part.as_any().downcast_ref::<Int64Array>().unwrap();
-        assert_eq!(part.values().to_vec(), [2, 2]);
-        assert!(major_positions(&offsets, 5, 2, "m").is_err());
-        assert!(major_positions(&[0], 0, 0, "m").unwrap().is_empty());
-    }
-
-    #[test]
-    fn position_bounds_of_runs_of_elements() {
-        let offsets = MajorOffsets::from(Arc::new(vec![0, 2, 2, 5, 6]));
-        assert_eq!(offsets.position_bounds(0..6), Some((0, 3)));
-        assert_eq!(offsets.position_bounds(2..5), Some((2, 2)));
-        assert_eq!(offsets.position_bounds(1..3), Some((0, 2)));
-        assert_eq!(offsets.position_bounds(5..6), Some((3, 3)));
-        assert_eq!(offsets.position_bounds(3..3), None);
-        assert_eq!(offsets.position_bounds(5..7), None);
-        // the same as the positions themselves
-        let all = major_positions(&[0, 2, 2, 5, 6], 0, 6, "m").unwrap();
-        let all = all.as_any().downcast_ref::<Int64Array>().unwrap();
-        for s in 0..6u64 {
-            for e in s + 1..=6 {
-                let part = &all.values()[s as usize..e as usize];
-                let want = (*part.iter().min().unwrap(), *part.iter().max().unwrap());
-                assert_eq!(offsets.position_bounds(s..e), Some(want), "{s}..{e}");
-            }
-        }
-    }
-
-    #[test]
-    fn indptr_is_checked() {
-        assert_eq!(check_indptr(&[0, 2, 2, 5, 6], 6), Ok(()));
-        assert_eq!(check_indptr(&[0], 0), Ok(()));
-        let at = |offsets: &[i64], nnz| check_indptr(offsets, nnz).unwrap_err().0;
-        assert_eq!(at(&[1, 2, 6], 6), 0);
-        // The issue's: `0,3,2,5,6` decreases at element 2.
-        assert_eq!(at(&[0, 3, 2, 5, 6], 6), 2);
-        assert_eq!(at(&[0, 2, 5], 6), 2);
-        assert_eq!(at(&[0, 2, 7], 6), 2);
-        assert_eq!(at(&[0, 2, -1], 6), 2);
-    }
+    let chunk_shape = matrix.data.chunk_shape().to_vec();
+    let member = Member::array(value.clone(), matrix.data, None);
+    let role = ColumnRole::Data(vec![0]);
+    columns.push(TableColumn::of_member(&member, value, role, options)?);
+    let dims = vec![TableDimension {
+        name: "stored element".into(),
+        size: nnz,
+    }];
+    Ok(TableParts {
+        location: group.store().location().to_string(),
+        dims,
+        chunk_shape,
+        columns,
+        left_out: Vec::new(),
+    })
 }

@@ -25,7 +25,7 @@ use crate::metadata::ArrayMetadata;
 use crate::node::Node;
 use crate::options::ZarrReadOptions;
 use crate::store::ZarrStore;
-use crate::table::{ColumnRole, TableModel, TableOptions};
+use crate::table::{ColumnRole, TableModel, TableOptions, TableReader};
 use crate::writer::VlenEncoding;
 use crate::{Error, Result};
 
@@ -335,8 +335,9 @@ impl TableAppender {
         let (units, partial) = (old_rows / unit, old_rows % unit);
         let tail = if partial > 0 {
             let mut columns = Vec::with_capacity(inputs.len());
+            let reader = TableReader::new(&model);
             for (w, &i) in writers.iter().zip(&inputs) {
-                let values = model
+                let values = reader
                     .read_column_region(i, &[units * unit], &[partial], &read)
                     .await?;
                 let values = match (w.int_sentinel(), targets[columns.len()].null_marker) {

@@ -1,0 +1,249 @@
+//! [`TableModel`]: a node as a table, described — its dimensions, columns, chunk grid and
+//! options, pure data. Opening picks the table kind (`array.rs`, `group.rs`, `sparse.rs`);
+//! reading is `read/`'s.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use arrow_schema::{Field, Schema, SchemaRef};
+
+use super::{anndata, array, group, sparse};
+use super::{TableColumn, TableDimension, TableOptions};
+use crate::grid::{ChunkGrid, ChunkRanges};
+use crate::metrics::ScanMetrics;
+use crate::node::Node;
+use crate::options::ZarrReadOptions;
+use crate::store::ZarrStore;
+use crate::{Error, Result};
+
+/// A zarr array or group as a table (see the module docs).
+#[derive(Debug, Clone)]
+pub struct TableModel {
+    location: String,
+    schema: SchemaRef,
+    dims: Vec<TableDimension>,
+    grid: ChunkGrid,
+    columns: Vec<TableColumn>,
+    left_out: Vec<(String, String)>,
+    options: TableOptions,
+    /// What the metadata requests of its store (opening its nodes) counted into.
+    metadata: ScanMetrics,
+}
+
+/// What a table kind makes of a node: the table's parts, before they are checked.
+pub(super) struct TableParts {
+    pub(super) location: String,
+    pub(super) dims: Vec<TableDimension>,
+    /// The driver's chunk shape, in table dimension order.
+    pub(super) chunk_shape: Vec<u64>,
+    pub(super) columns: Vec<TableColumn>,
+    pub(super) left_out: Vec<(String, String)>,
+}
+
+impl TableModel {
+    /// Open the node at `location` as a table.
+    pub async fn open(location: &str, options: TableOptions) -> Result<Self> {
+        let store = ZarrStore::open_configured(location, &[], &options.remote)?;
+        Self::open_store(store, "", options).await
+    }
+
+    /// Open the node at the root of `store` as a table (`path` names it in messages), its
+    /// metadata read under the limits of `options` ([`crate::ReadLimits`]).
+    pub async fn open_store(store: ZarrStore, path: &str, options: TableOptions) -> Result<Self> {
+        let node = Node::open_store(store.with_limits(options.read.limits), path).await?;
+        Self::from_node(node, options).await
+    }
+
+    /// A table over an open node (its metadata was read under the limits of the store it
+    /// was opened from: see [`Self::open_store`]).
+    pub async fn from_node(node: Node, options: TableOptions) -> Result<Self> {
+        options.read.string_type.check_available()?;
+        let metadata = match &node {
+            Node::Array(a) => a.store().metrics().clone(),
+            Node::Group(g) => g.store().metrics().clone(),
+        };
+        let parts = match node {
+            Node::Array(a) => array::array_table(a, &options)?,
+            Node::Group(g) => {
+                anndata::check_table_group(&g)?;
+                match sparse::open(&g).await? {
+                    Some(matrix) => sparse::sparse_table(&g, matrix, &options)?,
+                    None => group::group_table(g, &options).await?,
+                }
+            }
+        };
+        let mut model = Self::from_parts(parts, options)?;
+        model.metadata = metadata;
+        Ok(model)
+    }
+
+    /// The table of `parts`, checked: distinct column names, a number of rows that fits in
+    /// 64 bits, a valid chunk grid.
+    fn from_parts(parts: TableParts, options: TableOptions) -> Result<Self> {
+        let TableParts {
+            location,
+            dims,
+            chunk_shape,
+            columns,
+            mut left_out,
+        } = parts;
+        let mut seen = BTreeSet::new();
+        for c in &columns {
+            if !seen.insert(c.name.as_str()) {
+                return Err(Error::table(
+                    &location,
+                    format!("'{location}': two columns would be named '{}'", c.name),
+                ));
+            }
+        }
+        left_out.sort();
+        if dims
+            .iter()
+            .try_fold(1u64, |acc, d| acc.checked_mul(d.size))
+            .is_none()
+        {
+            let sizes: Vec<String> = dims.iter().map(|d| d.size.to_string()).collect();
+            return Err(Error::table(
+                &location,
+                format!(
+                    "'{location}': a table of {} rows has more than 2^64 rows",
+                    sizes.join(" × ")
+                ),
+            ));
+        }
+        let shape = dims.iter().map(|d| d.size).collect();
+        let grid = ChunkGrid::new(shape, chunk_shape).map_err(|e| e.in_array(&location))?;
+        Ok(TableModel {
+            location,
+            schema: Self::schema_of(&columns, &options),
+            dims,
+            grid,
+            columns,
+            left_out,
+            options,
+            metadata: ScanMetrics::default(),
+        })
+    }
+
+    fn schema_of(columns: &[TableColumn], options: &TableOptions) -> SchemaRef {
+        let fields: Vec<Field> = columns.iter().map(|c| c.field(options)).collect();
+        Arc::new(Schema::new(fields))
+    }
+
+    /// The metadata phase of the table: the requests its store made to open its nodes
+    /// (documents read or found missing, listings), their bytes and time — counted into the
+    /// metrics of the store it was opened from (see [`ZarrStore::with_metrics`]).
+    pub fn metadata_counts(&self) -> crate::ScanCounts {
+        self.metadata.counts()
+    }
+
+    /// The location the table was opened from.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The Arrow schema of the rows.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// The schema of a projection (indices into [`Self::schema`]).
+    pub fn projected_schema(&self, projection: &[usize]) -> Result<SchemaRef> {
+        Ok(Arc::new(self.schema.project(projection)?))
+    }
+
+    /// The table's dimensions.
+    pub fn dimensions(&self) -> &[TableDimension] {
+        &self.dims
+    }
+
+    /// The columns, in schema order.
+    pub fn columns(&self) -> &[TableColumn] {
+        &self.columns
+    }
+
+    /// Child arrays and groups that are not columns, with the reason.
+    pub fn left_out(&self) -> &[(String, String)] {
+        &self.left_out
+    }
+
+    /// The options the table was opened with.
+    pub fn options(&self) -> &TableOptions {
+        &self.options
+    }
+
+    /// The table's shape (one length per dimension).
+    pub fn shape(&self) -> Vec<u64> {
+        self.dims.iter().map(|d| d.size).collect()
+    }
+
+    /// The index of the column `name` in the schema; an error listing the columns if there is
+    /// none.
+    pub fn column_index(&self, name: &str) -> Result<usize> {
+        self.schema
+            .index_of(name)
+            .map_err(|_| Error::ColumnNotFound {
+                table: self.location.clone(),
+                column: name.to_string(),
+                columns: self
+                    .schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().clone())
+                    .collect(),
+            })
+    }
+
+    /// The number of rows (checked to fit when the table was opened).
+    pub fn num_rows(&self) -> u64 {
+        self.dims.iter().map(|d| d.size).product()
+    }
+
+    /// The shape of one chunk of rows (the driver array's read unit, in table dimension order).
+    pub fn chunk_shape(&self) -> &[u64] {
+        self.grid.chunk_shape()
+    }
+
+    /// The grid of chunks of rows.
+    pub fn grid(&self) -> &ChunkGrid {
+        &self.grid
+    }
+
+    /// The number of chunks per dimension.
+    pub fn chunk_grid_shape(&self) -> Vec<u64> {
+        self.grid.grid_shape()
+    }
+
+    /// Every chunk, as ranges over the grid.
+    pub fn all_chunks(&self) -> ChunkRanges {
+        ChunkRanges::all(&self.grid.grid_shape())
+    }
+
+    /// The box of rows of the chunk at `coords`: (start, shape) per dimension.
+    pub fn chunk_region(&self, coords: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
+        self.grid
+            .chunk_box(coords)
+            .map_err(|e| e.in_array(&self.location))
+    }
+
+    /// The number of rows of the chunk at `coords`.
+    pub fn chunk_rows(&self, coords: &[u64]) -> Result<u64> {
+        self.grid
+            .chunk_len(coords)
+            .map_err(|e| e.in_array(&self.location))
+    }
+
+    /// The same table with other reader options (the string type changes the schema).
+    pub fn with_read_options(&self, read: ZarrReadOptions) -> Result<Self> {
+        read.string_type.check_available()?;
+        let options = TableOptions {
+            read,
+            ..self.options.clone()
+        };
+        Ok(TableModel {
+            schema: Self::schema_of(&self.columns, &options),
+            options,
+            ..self.clone()
+        })
+    }
+}
