@@ -45,7 +45,7 @@ pub mod write;
 pub mod writer;
 
 pub use array::{ChunkCache, ChunkReader, ReadContext, ZarrArray};
-pub use error::{ChunkError, Error, Result};
+pub use error::{ChunkError, Error, MemoryError, MemoryExhausted, Result};
 pub use grid::{ChunkGrid, ChunkRanges, GridError};
 pub use metadata::{ArrayMetadata, DataType, GroupMetadata, NodeMetadata, StructField};
 pub use metrics::{ScanCounts, ScanMetrics};

@@ -529,13 +529,13 @@ impl Budget {
 }
 
 impl ScanMemory for Budget {
-    fn try_grow(&self, bytes: usize) -> Result<(), String> {
+    fn try_grow(&self, bytes: usize) -> Result<(), zarrow::MemoryError> {
         let now = self.used.load(Ordering::SeqCst);
         if now + bytes > self.limit {
-            return Err(format!(
-                "{bytes} bytes more than the {} left",
-                self.limit - now
-            ));
+            return Err(zarrow::MemoryError::Refused {
+                bytes,
+                source: format!("{bytes} bytes more than the {} left", self.limit - now).into(),
+            });
         }
         let now = self.used.fetch_add(bytes, Ordering::SeqCst) + bytes;
         self.peak.fetch_max(now, Ordering::SeqCst);
@@ -569,8 +569,7 @@ async fn a_sparse_matrix_indptr_is_reserved_from_the_budget() {
             .await
             .unwrap_err();
         assert!(
-            matches!(err, Error::ResourcesExhausted(_))
-                && err.to_string().contains(&held.to_string()),
+            matches!(&err, Error::MemoryExhausted(e) if e.reading.contains(&held.to_string())),
             "{err}"
         );
         assert_eq!(small.used.load(Ordering::SeqCst), 0);
