@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use object_store::path::Path;
 use zarrow::writer::ZarrWriteOptions;
 use zarrow::ZarrStore;
 use zarrow_datafusion::{zarr_session_context_with_runtime, ZarrTable, ZarrTableOptions};
+use zarrow_testkit::Budget;
 
 /// 64 chunks of 4 int32 values, over a store whose chunk GETs that `hang` picks never answer.
 async fn hanging_array(hang: fn(&Path) -> bool) -> (ZarrStore, Arc<CountingStore>) {
@@ -110,46 +111,6 @@ async fn a_memory_limit_with_room_keeps_concurrency_reads_in_flight_per_partitio
     );
 }
 
-/// A budget of `limit` bytes that keeps its peak; under a read-ahead limit if `ahead`.
-#[derive(Debug, Default)]
-struct Limit {
-    limit: usize,
-    ahead: Option<usize>,
-    used: AtomicUsize,
-    peak: AtomicUsize,
-}
-
-impl Limit {
-    fn new(limit: usize, ahead: Option<usize>) -> Arc<Self> {
-        Arc::new(Limit {
-            limit,
-            ahead,
-            ..Default::default()
-        })
-    }
-}
-
-impl zarrow::scan::ScanMemory for Limit {
-    fn try_grow(&self, bytes: usize) -> Result<(), zarrow::MemoryError> {
-        let now = self.used.load(Ordering::SeqCst);
-        if now + bytes > self.limit {
-            return Err(zarrow::MemoryError::Refused {
-                bytes,
-                source: format!("{bytes} bytes more than the {} left", self.limit - now).into(),
-            });
-        }
-        let used = self.used.fetch_add(bytes, Ordering::SeqCst) + bytes;
-        self.peak.fetch_max(used, Ordering::SeqCst);
-        Ok(())
-    }
-    fn shrink(&self, bytes: usize) {
-        self.used.fetch_sub(bytes, Ordering::SeqCst);
-    }
-    fn read_ahead_limit(&self) -> Option<usize> {
-        self.ahead
-    }
-}
-
 /// Rows in a chunk of [`big_chunks`], and its stored bytes (int64, no compression).
 const CHUNK_ROWS: usize = 100_000;
 const CHUNK_BYTES: usize = 800_000;
@@ -182,7 +143,10 @@ async fn big_chunks(
 }
 
 /// A scan of `model` (concurrency 16) reserving from `memory`.
-fn stream_in(model: &Arc<zarrow::TableModel>, memory: Arc<Limit>) -> zarrow::ZarrRecordBatchStream {
+fn stream_in(
+    model: &Arc<zarrow::TableModel>,
+    memory: Arc<Budget>,
+) -> zarrow::ZarrRecordBatchStream {
     let ctx = zarrow::ScanContext {
         memory: Some(memory),
         ..Default::default()
@@ -195,7 +159,7 @@ fn stream_in(model: &Arc<zarrow::TableModel>, memory: Arc<Limit>) -> zarrow::Zar
 /// Chunk GETs in flight while the first chunk (which arrives) is being handed out and every
 /// other chunk's GET hangs, under `memory`: once `expected` are (at most 10 s), and again a
 /// moment later (more would be read-ahead the budget did not allow).
-async fn in_flight_while_the_first_is_handed_out(memory: Arc<Limit>, expected: usize) -> usize {
+async fn in_flight_while_the_first_is_handed_out(memory: Arc<Budget>, expected: usize) -> usize {
     let (model, store) = big_chunks(Some(|p: &Path| {
         p.as_ref().contains("/c/") && !p.as_ref().ends_with("/c/0")
     }))
@@ -224,13 +188,13 @@ async fn read_ahead_is_what_the_budget_grants() {
     // The first chunk held (800 kB), each chunk ahead holds 800 kB before its request: a
     // budget of 4.5 chunks leaves 3 requests in flight; with room for 20, all 7 other chunks
     // (concurrency 16: 2 before this change, one chunk of rows ahead whatever the budget).
-    let tight = Limit::new(4 * CHUNK_BYTES + CHUNK_BYTES / 2, None);
+    let tight = Budget::new(4 * CHUNK_BYTES + CHUNK_BYTES / 2);
     assert_eq!(in_flight_while_the_first_is_handed_out(tight, 3).await, 3);
-    let roomy = Limit::new(20 * CHUNK_BYTES, None);
+    let roomy = Budget::new(20 * CHUNK_BYTES);
     assert_eq!(in_flight_while_the_first_is_handed_out(roomy, 7).await, 7);
     // The read-ahead limit (DataFusion's pools: a partition's share of half the pool) stops
     // it short of the budget: 2.5 chunks, the first held, one ahead.
-    let shared = Limit::new(20 * CHUNK_BYTES, Some(2 * CHUNK_BYTES + CHUNK_BYTES / 2));
+    let shared = Budget::with_read_ahead(20 * CHUNK_BYTES, Some(2 * CHUNK_BYTES + CHUNK_BYTES / 2));
     assert_eq!(in_flight_while_the_first_is_handed_out(shared, 1).await, 1);
 }
 
@@ -243,7 +207,7 @@ async fn the_chunk_ahead_is_not_requested_until_the_budget_has_room_for_it() {
     // take the room of the one whose turn had come, which then failed: 3 runs in 30.)
     for (budget, held) in [(3 * CHUNK_BYTES / 2, 1), (7 * CHUNK_BYTES / 2, 3)] {
         let (model, store) = big_chunks(None).await;
-        let limit = Limit::new(budget, None);
+        let limit = Budget::new(budget);
         let before = store.gets.load(Ordering::SeqCst);
         let mut stream = stream_in(&model, limit.clone());
         let mut rows = 0;

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +22,7 @@ use zarrow::{
     ChunkError, Error, Node, RemoteOptions, ScanContext, TableModel, TableOptions, ZarrArray,
     ZarrReadOptions, ZarrScan, ZarrStore,
 };
+use zarrow_testkit::Budget;
 
 /// How the loopback server answers a path.
 #[derive(Clone)]
@@ -507,42 +508,6 @@ async fn a_sparse_matrix_is_checked_whatever_is_projected() {
                 other => panic!("{prefix} {columns:?}: {other:?}"),
             }
         }
-    }
-}
-
-/// A budget of `limit` bytes counting what is reserved, and the most ever reserved.
-#[derive(Debug)]
-struct Budget {
-    limit: usize,
-    used: AtomicUsize,
-    peak: AtomicUsize,
-}
-
-impl Budget {
-    fn new(limit: usize) -> Arc<Self> {
-        Arc::new(Budget {
-            limit,
-            used: AtomicUsize::new(0),
-            peak: AtomicUsize::new(0),
-        })
-    }
-}
-
-impl ScanMemory for Budget {
-    fn try_grow(&self, bytes: usize) -> Result<(), zarrow::MemoryError> {
-        let now = self.used.load(Ordering::SeqCst);
-        if now + bytes > self.limit {
-            return Err(zarrow::MemoryError::Refused {
-                bytes,
-                source: format!("{bytes} bytes more than the {} left", self.limit - now).into(),
-            });
-        }
-        let now = self.used.fetch_add(bytes, Ordering::SeqCst) + bytes;
-        self.peak.fetch_max(now, Ordering::SeqCst);
-        Ok(())
-    }
-    fn shrink(&self, bytes: usize) {
-        self.used.fetch_sub(bytes, Ordering::SeqCst);
     }
 }
 
