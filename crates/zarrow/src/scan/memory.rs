@@ -157,10 +157,18 @@ impl Held {
             _ => self.reserve_in_turn(&budget, index, what).await,
         };
         // The chunk behind may try now (after an error too: it is this chunk that failed).
-        budget
-            .progress
-            .send_modify(|p| p.reserved = p.reserved.max(index + 1));
+        self.pass_turn(index);
         held
+    }
+
+    /// Let the chunks behind chunk `index` reserve: it has made its reservation, or never
+    /// will (it failed before).
+    pub(crate) fn pass_turn(&self, index: usize) {
+        if let Some(budget) = &self.budget {
+            budget
+                .progress
+                .send_modify(|p| p.reserved = p.reserved.max(index + 1));
+        }
     }
 
     /// [`Self::reserve_ahead`] of chunk `index` > 0.

@@ -126,11 +126,17 @@ pub(super) fn open(
             let (this, projection) = (fetcher.clone(), fetch_projection.clone());
             let (read, memory) = (fetch_read.clone(), memory.clone());
             in_background(async move {
-                let (coords, take) = planned?;
                 // Hold what the chunk will likely take before asking the store for it; what
                 // it takes beyond that, now if the budget has room, else when the chunk's turn
                 // comes (see memory.rs).
                 let mut held = Held::new(memory);
+                let (coords, take) = match planned {
+                    Ok(planned) => planned,
+                    Err(e) => {
+                        held.pass_turn(index);
+                        return Err(e);
+                    }
+                };
                 let what = || format!("reading chunk {coords:?} of '{}'", this.location());
                 let reserved = held.reserve_ahead(index, &what).await?;
                 let fetched = this.fetch_aligned(&coords, &projection, &read).await?;
