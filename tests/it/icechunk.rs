@@ -387,3 +387,95 @@ async fn virtual_chunks_are_read_from_authorized_containers_only() {
         assert_eq!(Value::Array(got), want["ints"], "{options}");
     }
 }
+
+/// Counts icechunk's "Downloading manifest" events (it logs one per manifest it fetches from
+/// storage; a manifest in its cache is not fetched again) on one thread: the process's
+/// subscriber (a scoped one can miss events whose callsite another thread registered first),
+/// counting only the thread of the test that set it.
+struct ManifestDownloads {
+    thread: std::thread::ThreadId,
+    count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl tracing::Subscriber for ManifestDownloads {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        metadata.target().starts_with("icechunk")
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Message(bool);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 |= format!("{value:?}").contains("Downloading manifest");
+                }
+            }
+        }
+        if std::thread::current().id() != self.thread {
+            return;
+        }
+        let mut message = Message(false);
+        event.record(&mut message);
+        if message.0 {
+            self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// A scan's chunks all look their manifests up in the one session of the table's store: each
+/// manifest is downloaded once per scan, however many chunks and partitions read it (the
+/// sharded `grid`: 16 inner chunks in 4 shards, read by 2 partitions at once; `labels`: 3
+/// chunks). Streams that open the location each (a serialized scan's partitions, as
+/// executors run them) share the process's repository: no manifest is downloaded again (each
+/// stream downloaded them before). A copy of the repository, so that no other test shares its
+/// caches; the runtime has one thread, so every task of the scans logs on the test's thread.
+#[tokio::test(flavor = "current_thread")]
+async fn a_scan_downloads_each_manifest_once() {
+    use futures::TryStreamExt;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("atlas.icechunk");
+    copy_dir(&data_dir().join("atlas.icechunk"), &copy);
+    let repo = format!("icechunk+file://{}", copy.display());
+    let downloads = Arc::new(AtomicUsize::new(0));
+    tracing::subscriber::set_global_default(ManifestDownloads {
+        thread: std::thread::current().id(),
+        count: downloads.clone(),
+    })
+    .expect("the only test that sets the process's subscriber");
+    for (array, chunks) in [("grid", 16), ("labels", 3)] {
+        let model = TableModel::open(&format!("{repo}@v1/{array}"), TableOptions::default())
+            .await
+            .unwrap();
+        let before = downloads.load(Ordering::SeqCst);
+        let scan = zarrow::ZarrScan::new(&model);
+        assert_eq!(scan.chunks.len(), chunks, "{array}");
+        let model = Arc::new(model);
+        for _ in 0..2 {
+            let batches = scan.read_all(model.clone(), 2).await.unwrap();
+            assert!(!batches.is_empty(), "{array}");
+        }
+        assert_eq!(
+            downloads.load(Ordering::SeqCst) - before,
+            1,
+            "{array}: manifests downloaded by two scans of {chunks} chunks"
+        );
+        let before = downloads.load(Ordering::SeqCst);
+        for part in scan.split(2) {
+            let batches: Vec<_> = part.open().await.unwrap().try_collect().await.unwrap();
+            assert!(!batches.is_empty(), "{array}");
+        }
+        assert_eq!(
+            downloads.load(Ordering::SeqCst) - before,
+            0,
+            "{array}: manifests downloaded again by partitions opening the location"
+        );
+    }
+}

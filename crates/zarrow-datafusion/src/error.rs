@@ -11,6 +11,7 @@ pub fn to_datafusion_error(e: zarrow::Error) -> DataFusionError {
         // DataFusion's own kind, so callers (and datafusion-cli's users) see the usual
         // "Resources exhausted: …".
         zarrow::Error::ResourcesExhausted(m) => DataFusionError::ResourcesExhausted(m),
+        zarrow::Error::MemoryExhausted(e) => DataFusionError::ResourcesExhausted(e.to_string()),
         zarrow::Error::External(inner) => match inner.downcast::<DataFusionError>() {
             Ok(df) => *df,
             Err(other) => DataFusionError::External(other),

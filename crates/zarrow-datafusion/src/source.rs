@@ -234,12 +234,25 @@ impl ZarrSource {
             .cloned()
     }
 
-    /// Partition `partition`'s budget in the runtime's memory pool, if there is a runtime.
-    fn reservation(&self, partition: usize) -> Option<Arc<dyn zarrow::ScanMemory>> {
+    /// Partition `partition`'s budget (of `partitions`) in the runtime's memory pool, if
+    /// there is a runtime.
+    fn reservation(
+        &self,
+        partition: usize,
+        partitions: usize,
+    ) -> Option<Arc<dyn zarrow::ScanMemory>> {
         let pool = &self.runtime.as_ref()?.memory_pool;
-        let bounded = !matches!(pool.memory_limit(), MemoryLimit::Infinite);
+        let limit = pool.memory_limit();
+        let read_ahead = match limit {
+            MemoryLimit::Finite(limit) => Some(limit / READ_AHEAD_SHARE / partitions.max(1)),
+            MemoryLimit::Infinite | MemoryLimit::Unknown => None,
+        };
         let consumer = MemoryConsumer::new(format!("ZarrScan[{partition}]"));
-        Some(Arc::new(PoolReservation(consumer.register(pool), bounded)))
+        Some(Arc::new(PoolReservation {
+            reservation: consumer.register(pool),
+            bounded: !matches!(limit, MemoryLimit::Infinite),
+            read_ahead,
+        }))
     }
 }
 
@@ -253,6 +266,7 @@ impl FileSource for ZarrSource {
         Ok(Arc::new(ZarrOpener {
             source: self.clone(),
             partition,
+            partitions: base_config.file_groups.len(),
             limit: base_config.limit.map(|l| l as u64),
             metrics: PartitionMetrics::new(&self.metrics, partition),
         }))
@@ -398,6 +412,8 @@ impl Publisher {
 struct ZarrOpener {
     source: ZarrSource,
     partition: usize,
+    /// How many partitions the scan has (they share the read-ahead's part of the pool).
+    partitions: usize,
     /// The scan's limit (each partition reads at most this many rows).
     limit: Option<u64>,
     metrics: PartitionMetrics,
@@ -421,7 +437,7 @@ impl FileOpener for ZarrOpener {
         };
         let source = self.source.clone();
         let metrics = self.metrics.clone();
-        let partition = self.partition;
+        let (partition, partitions) = (self.partition, self.partitions);
         let executor = source.executor.clone();
         let named = executor.clone();
         let name = move |e: DataFusionError| match &named {
@@ -441,7 +457,7 @@ impl FileOpener for ZarrOpener {
             let counters = ScanMetrics::new();
             let ctx = ScanContext {
                 metrics: counters.clone(),
-                memory: source.reservation(partition),
+                memory: source.reservation(partition, partitions),
                 ..source.ctx.clone()
             };
             // Only an executor logs its tasks.
@@ -493,30 +509,52 @@ impl FileOpener for ZarrOpener {
     }
 }
 
+/// Under a finite memory pool, a zarr scan's partitions together read ahead while they hold
+/// at most 1/`READ_AHEAD_SHARE` of the pool's limit (each its share): the rest is left to
+/// the query's other operators (sorts, joins and aggregations that spill past it). A chunk
+/// whose turn has come is still read whatever the share, if the pool grants it.
+const READ_AHEAD_SHARE: usize = 2;
+
 /// A partition's reservation in the session's memory pool, as the scan's budget: what the
 /// stream holds (stored bytes fetched ahead, columns read whole) is counted there, so a
 /// `--memory-limit` bounds it (see `zarrow::ScanMemory`).
 #[derive(Debug)]
-struct PoolReservation(MemoryReservation, bool);
+struct PoolReservation {
+    reservation: MemoryReservation,
+    /// Whether the pool has a limit (see `is_bounded`).
+    bounded: bool,
+    /// The partition's share of the pool for read-ahead ([`READ_AHEAD_SHARE`]).
+    read_ahead: Option<usize>,
+}
 
 impl zarrow::ScanMemory for PoolReservation {
-    fn try_grow(&self, bytes: usize) -> std::result::Result<(), String> {
-        self.0.try_grow(bytes).map_err(|e| match e {
-            DataFusionError::ResourcesExhausted(m) => m,
-            other => other.to_string(),
-        })
+    fn try_grow(&self, bytes: usize) -> std::result::Result<(), zarrow::MemoryError> {
+        self.reservation
+            .try_grow(bytes)
+            .map_err(|e| zarrow::MemoryError::Refused {
+                bytes,
+                source: match e {
+                    // Its message alone: the scan's error becomes DataFusion's kind again.
+                    DataFusionError::ResourcesExhausted(m) => m.into(),
+                    other => Box::new(other),
+                },
+            })
     }
 
     fn shrink(&self, bytes: usize) {
         // Never below zero (which would panic): a guard gives back only what it reserved.
-        let _ = self.0.try_shrink(bytes);
+        let _ = self.reservation.try_shrink(bytes);
     }
 
     /// DataFusion's `UnboundedMemoryPool` (the default runtime) only counts: the scan reads
     /// ahead `concurrency` chunks. A finite pool, or one that does not say (custom pools),
     /// is a limit.
     fn is_bounded(&self) -> bool {
-        self.1
+        self.bounded
+    }
+
+    fn read_ahead_limit(&self) -> Option<usize> {
+        self.read_ahead
     }
 }
 

@@ -21,6 +21,8 @@ pub(crate) const TABLE_OPTIONS: &[&str] = &[
     "arrays",
     "storage_options",
     "ref",
+    "range_split_bytes",
+    "coalesce_bytes",
 ];
 
 /// The table options every reading function takes.
@@ -33,6 +35,10 @@ pub(crate) struct TableKwargs {
     pub storage_options: Option<HashMap<String, String>>,
     /// An Icechunk repository's version (branch, tag or snapshot id).
     pub reference: Option<String>,
+    /// Reads of more bytes are split into ranged GETs of at most this many (0: never).
+    pub range_split_bytes: Option<u64>,
+    /// Ranges of one object at most this many bytes apart are read by one GET.
+    pub coalesce_bytes: Option<u64>,
 }
 
 impl TableKwargs {
@@ -54,6 +60,12 @@ impl TableKwargs {
                 return Err(ZarrowError::new_err("`arrays` names no array"));
             }
             options = options.with_arrays(arrays.iter().cloned());
+        }
+        if let Some(bytes) = self.range_split_bytes {
+            options.fetch.range_split_bytes = bytes;
+        }
+        if let Some(bytes) = self.coalesce_bytes {
+            options.fetch.coalesce_bytes = bytes;
         }
         Ok(options)
     }

@@ -129,7 +129,7 @@ pub(crate) struct PyZarrTable {
 #[pymethods]
 impl PyZarrTable {
     #[new]
-    #[pyo3(signature = (location, *, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None, **unknown))]
+    #[pyo3(signature = (location, *, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None, range_split_bytes=None, coalesce_bytes=None, **unknown))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -140,6 +140,8 @@ impl PyZarrTable {
         arrays: Option<Vec<String>>,
         storage_options: Option<HashMap<String, String>>,
         r#ref: Option<String>,
+        range_split_bytes: Option<u64>,
+        coalesce_bytes: Option<u64>,
         unknown: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         crate::usage::check_no_unknown("ZarrTable", unknown, crate::options::TABLE_OPTIONS)?;
@@ -150,6 +152,8 @@ impl PyZarrTable {
             arrays,
             storage_options,
             reference: r#ref,
+            range_split_bytes,
+            coalesce_bytes,
         };
         let options = kwargs.table_options()?;
         let store = kwargs.store(&location)?;

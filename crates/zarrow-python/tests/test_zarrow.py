@@ -300,3 +300,33 @@ def test_the_gil_is_released_while_reading(tmp_path):
     assert rows == 400_000
     during = [x for x in ticks if started < x < ended]
     assert during, f"no tick in {ended - started:.3f} s of reading"
+
+
+def _scan_with_requests(location: str, **options: object) -> tuple[pa.Table, float]:
+    stream = zarrow.scan(location, **options)
+    batches = [pa.record_batch(b) for b in stream.read_all()]
+    return pa.Table.from_batches(batches, schema=pa.schema(stream)), stream.metrics["requests"]
+
+
+def test_range_split_bytes_splits_each_chunk_read():
+    """A chunk read over ``range_split_bytes`` goes as several ranged GETs: X's 8 chunks of
+    about 20 kB each in parts of 4 kB, the same values."""
+    location = str(SAMPLE / "X")
+    plain, plain_requests = _scan_with_requests(location)
+    split, split_requests = _scan_with_requests(location, range_split_bytes=4096)
+    assert split.equals(plain)
+    assert split_requests >= plain_requests + 8 * 4, (plain_requests, split_requests)
+    never, never_requests = _scan_with_requests(location, range_split_bytes=0)
+    assert never.equals(plain) and never_requests == plain_requests
+
+
+def test_coalesce_bytes_is_a_read_option():
+    """``coalesce_bytes`` is taken where the other table options are (scan, ZarrTable,
+    read_table) and reads the same values; a negative size is refused."""
+    location = str(DATA / "anndata_v3_sharded.zarr" / "obs")
+    plain = zarrow.read_table(location)
+    assert zarrow.read_table(location, coalesce_bytes=0).equals(plain)
+    table = zarrow.ZarrTable(location, coalesce_bytes=1 << 22, range_split_bytes=1 << 10)
+    assert table.num_rows == plain.num_rows
+    with pytest.raises(OverflowError):
+        zarrow.scan(location, coalesce_bytes=-1)

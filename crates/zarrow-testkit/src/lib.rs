@@ -1,7 +1,8 @@
 //! What zarrow's tests share, in one place instead of a copy per test crate: where the fixture
 //! stores are, the rule for tests whose tools may be missing (skip with a message locally,
 //! fail under `CI=true`), the loopback servers `tests/remote/start.sh` starts, and the walk
-//! over every fixture table (which fails listing every node that should open and does not).
+//! over every fixture table (which fails listing every node that should open and does not),
+//! a store that records requests and a scan's memory budget.
 //!
 //! Tests that need the loopback servers are marked
 //! `#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]`, so a plain
@@ -11,8 +12,10 @@
 
 use std::path::PathBuf;
 
+pub mod budget;
 pub mod recording;
 
+pub use budget::Budget;
 pub use recording::{RecordingStore, Request};
 
 use zarrow::{Node, TableModel, TableOptions};

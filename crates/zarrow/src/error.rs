@@ -203,10 +203,13 @@ pub enum Error {
     /// The async runtime could not be started or used.
     #[error("runtime: {0}")]
     Runtime(String),
-    /// A memory budget (DataFusion's memory pool, see [`crate::scan::ScanMemory`]) cannot
-    /// hold what a scan needs.
+    /// A memory budget (DataFusion's memory pool, see [`crate::ScanMemory`]) cannot
+    /// hold what a scan needs: DataFusion's own error coming back through a zarrow stream.
     #[error("resources exhausted: {0}")]
     ResourcesExhausted(String),
+    /// A scan's memory budget cannot hold what the scan is reading.
+    #[error("resources exhausted: {0}")]
+    MemoryExhausted(Box<MemoryExhausted>),
     /// Writing failed.
     #[error("writing '{path}': {message}")]
     Write {
@@ -226,6 +229,39 @@ fn struct_field_text(field: &Option<String>) -> String {
     field.as_deref().map_or_else(String::new, |f| {
         format!(" as struct field '{f}' (structured fields are fixed-size)")
     })
+}
+
+/// A scan could not hold what it was reading in its memory budget
+/// ([`crate::ScanMemory`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{reading}: {source} (a scan holds the stored bytes of the chunk it hands out and of the \
+     chunks it reads ahead, and the columns it reads whole; raise the memory limit)"
+)]
+pub struct MemoryExhausted {
+    /// What the scan was reading: a chunk of rows of a table, the columns it reads whole.
+    pub reading: String,
+    /// Why the budget did not grow.
+    #[source]
+    pub source: MemoryError,
+}
+
+/// Why a scan's memory budget ([`crate::ScanMemory`]) did not grow.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// The budget has no room for `bytes` more; `source` is its own reason (DataFusion's
+    /// "Failed to allocate additional …").
+    #[error("{source}")]
+    Refused {
+        /// The bytes asked for.
+        bytes: usize,
+        /// The budget's reason.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The stream's count of what it holds is unusable: a thread panicked while updating it.
+    #[error("the scan's count of the memory it holds was poisoned by a panic")]
+    Poisoned,
 }
 
 impl Error {

@@ -20,6 +20,9 @@
 //! authorized containers only (`virtual_chunks`, matched on whole path segments). A chunk the
 //! manifest does not list is `NotFound` (the fill value), on every read path.
 //!
+//! A process opens a repository once (by root and options) and keeps it for later locations
+//! in it, so the streams of one scan share its caches: each manifest is downloaded once.
+//!
 //! Repositories are untrusted input, and icechunk can panic on some corrupt ones (an unknown
 //! node type in a snapshot): every call into it runs under `catch_unwind`, and a panic comes
 //! out as a [`RepositoryPanic`] naming the repository and the key being read.
@@ -434,6 +437,40 @@ impl RepositoryObjectStore {
         let (root, storage, node) = found.ok_or_else(|| RepositoryErrorKind::NotFound {
             path: "this path or above it".to_string(),
         })?;
+        let key = RepositoryKey {
+            root: root.clone(),
+            store: self.options.store.clone(),
+            virtual_chunks: self.options.virtual_chunks.clone(),
+        };
+        let repo = match REPOSITORIES.get(&key) {
+            Some(repo) => repo,
+            None => REPOSITORIES.keep(key, self.open_repository(storage).await?),
+        };
+        let reference = self
+            .location
+            .reference
+            .clone()
+            .or_else(|| self.options.reference.clone())
+            .unwrap_or_else(|| "main".to_string());
+        let version = resolve(&repo, &reference).await?;
+        let session = repo
+            .readonly_session(&version)
+            .await
+            .map_err(|e| icechunk_failed(format!("opening version '{reference}'"), e.kind()))?;
+        let store = Store::from_session(Arc::new(RwLock::new(session))).await;
+        Ok(Opened {
+            store,
+            node: node.trim_matches('/').to_string(),
+            files: self.files(&root),
+        })
+    }
+
+    /// The repository in `storage`, read-only, with access to the virtual chunk containers
+    /// the options authorize.
+    async fn open_repository(
+        &self,
+        storage: Arc<dyn Storage + Send + Sync>,
+    ) -> Result<Repository, RepositoryErrorKind> {
         let open = |authorized| {
             Repository::open(Arc::clone(&storage))
                 .authorize_virtual_chunk_access(authorized)
@@ -459,23 +496,7 @@ impl RepositoryObjectStore {
                     .map_err(|e| icechunk_failed("opening the repository", e.kind()))?;
             }
         }
-        let reference = self
-            .location
-            .reference
-            .clone()
-            .or_else(|| self.options.reference.clone())
-            .unwrap_or_else(|| "main".to_string());
-        let version = resolve(&repo, &reference).await?;
-        let session = repo
-            .readonly_session(&version)
-            .await
-            .map_err(|e| icechunk_failed(format!("opening version '{reference}'"), e.kind()))?;
-        let store = Store::from_session(Arc::new(RwLock::new(session))).await;
-        Ok(Opened {
-            store,
-            node: node.trim_matches('/').to_string(),
-            files: self.files(&root),
-        })
+        Ok(repo)
     }
 
     /// The repository's root as zarrow reads any store, so its chunk files take zarrow's
@@ -505,6 +526,51 @@ impl RepositoryObjectStore {
                     cause,
                 }),
             })
+    }
+}
+
+/// What a repository is opened with: its root and the options that change how (credentials,
+/// endpoints, the virtual chunk containers authorized).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RepositoryKey {
+    root: Backend,
+    store: Vec<(String, String)>,
+    virtual_chunks: Option<String>,
+}
+
+/// The repositories this process has opened, the most recently opened last (at most
+/// [`Self::KEPT`]). Sessions of one repository share its caches of snapshots and manifests
+/// (immutable, by id), so the streams of a scan that each open the location (the partitions
+/// of a serialized scan on an executor, in tasks of their own) download a manifest once; the
+/// version is resolved again at each open, so a branch's new commits are seen.
+struct Repositories(std::sync::Mutex<Vec<(RepositoryKey, Arc<Repository>)>>);
+
+static REPOSITORIES: Repositories = Repositories(std::sync::Mutex::new(Vec::new()));
+
+impl Repositories {
+    /// How many repositories are kept open (each holds its caches).
+    const KEPT: usize = 8;
+
+    fn get(&self, key: &RepositoryKey) -> Option<Arc<Repository>> {
+        let kept = self.0.lock().ok()?;
+        kept.iter().find(|(k, _)| k == key).map(|(_, r)| r.clone())
+    }
+
+    /// Keep `repo` as the repository of `key` (one opened meanwhile by another stream wins,
+    /// so all share its caches), dropping the oldest past [`Self::KEPT`].
+    fn keep(&self, key: RepositoryKey, repo: Repository) -> Arc<Repository> {
+        let repo = Arc::new(repo);
+        let Ok(mut kept) = self.0.lock() else {
+            return repo;
+        };
+        if let Some((_, first)) = kept.iter().find(|(k, _)| *k == key) {
+            return first.clone();
+        }
+        if kept.len() >= Self::KEPT {
+            kept.remove(0);
+        }
+        kept.push((key, repo.clone()));
+        repo
     }
 }
 

@@ -93,7 +93,7 @@ mod writer;
 pub use array::{ChunkCache, ChunkLocation, ChunkReader, ReadContext, ZarrArray};
 pub use codec::{BytesToBytes, ChainError, ConfigError};
 pub use data_type::{DataTypeError, FillValueError};
-pub use error::{ChunkError, Error, Result};
+pub use error::{ChunkError, Error, MemoryError, MemoryExhausted, Result};
 pub use grid::{ChunkGrid, ChunkRanges, ChunkRangesIter, GridError};
 #[cfg(feature = "icechunk")]
 pub use icechunk::{RepositoryError, RepositoryErrorKind, RepositoryPanic};

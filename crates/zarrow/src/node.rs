@@ -7,10 +7,10 @@
 //! `consolidated_metadata`, v2 `.zmetadata`) — one read for the whole tree, and the only way on
 //! stores that cannot list (HTTP) — else from the children an AnnData element declares in its
 //! attributes (`_index` and `column-order` of a dataframe, `codes`/`categories`,
-//! `values`/`mask`), as anndata itself reads them, else from listing the store.
+//! `values`/`mask`), as anndata itself reads them, else from listing the store. A walk of the
+//! tree takes it a level at a time, sibling groups at once ([`ZarrGroup::subtree`]).
 
-use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
+use futures::{StreamExt, TryStreamExt};
 
 use crate::array::ZarrArray;
 use crate::metadata::{self, GroupMetadata, NodeMetadata};
@@ -274,33 +274,81 @@ impl ZarrGroup {
     /// unreadable node is skipped; [`ZarrGroup::children`] says why).
     pub async fn walk(&self) -> Result<Vec<(String, Node)>> {
         let mut out = Vec::new();
-        self.walk_into("", &mut out).await?;
+        self.subtree().await?.walk_into("", &mut out);
         Ok(out)
     }
 
-    /// [`Self::walk`] below `prefix` into `out`: each path is built once (not again at every
-    /// level above it, which is quadratic in the depth).
-    fn walk_into<'a>(
-        &'a self,
-        prefix: &'a str,
-        out: &'a mut Vec<(String, Node)>,
-    ) -> BoxFuture<'a, Result<()>> {
-        async move {
-            for (name, node) in self.children().await? {
-                let Ok(node) = node else { continue };
-                let path = format!("{prefix}{name}");
-                let group = match &node {
-                    Node::Group(g) => Some(g.clone()),
-                    Node::Array(_) => None,
-                };
-                out.push((path.clone(), node));
-                if let Some(g) = group {
-                    g.walk_into(&format!("{path}/"), out).await?;
-                }
-            }
-            Ok(())
+    /// The children of this group and of every group below it ([`Self::children`] of each),
+    /// fetched a level at a time: the groups of a level are listed and their children opened
+    /// at once ([`OPEN_CONCURRENCY`] groups, each opening [`OPEN_CONCURRENCY`] children), so
+    /// an unconsolidated hierarchy costs round trips by its depth, not by its number of
+    /// groups. The result is in the order [`Self::children`] gives, whatever order the
+    /// responses came in.
+    pub(crate) async fn subtree(&self) -> Result<Subtree> {
+        let mut levels = Vec::new();
+        let mut groups = vec![self.clone()];
+        while !groups.is_empty() {
+            let listed: Vec<Listing> = futures::stream::iter(&groups)
+                .map(ZarrGroup::children)
+                .buffered(OPEN_CONCURRENCY)
+                .try_collect()
+                .await?;
+            groups = listed
+                .iter()
+                .flatten()
+                .filter_map(|(_, node)| match node {
+                    Ok(Node::Group(g)) => Some(g.clone()),
+                    _ => None,
+                })
+                .collect();
+            levels.push(listed.into_iter());
         }
-        .boxed()
+        Ok(Subtree::assemble(&mut levels, 0))
+    }
+}
+
+/// A group's children as [`ZarrGroup::children`] gives them.
+type Listing = Vec<(String, Result<Node>)>;
+
+/// A group's children ([`ZarrGroup::children`]), each child group with its own (see
+/// [`ZarrGroup::subtree`]).
+#[derive(Debug)]
+pub(crate) struct Subtree {
+    /// Name, the node or why it cannot be opened, and below a group its subtree.
+    pub(crate) children: Vec<(String, Result<Node>, Option<Subtree>)>,
+}
+
+impl Subtree {
+    /// The next listing of level `depth` with, below each of its groups, the next listing of
+    /// the level under it: the levels hold the groups' listings in the order a depth-first
+    /// walk meets the groups (each level lists the groups of the one above, in its order).
+    fn assemble(levels: &mut [std::vec::IntoIter<Listing>], depth: usize) -> Subtree {
+        let listing = levels
+            .get_mut(depth)
+            .and_then(Iterator::next)
+            .unwrap_or_default();
+        let children = listing
+            .into_iter()
+            .map(|(name, node)| {
+                let below = matches!(node, Ok(Node::Group(_)))
+                    .then(|| Subtree::assemble(levels, depth + 1));
+                (name, node, below)
+            })
+            .collect();
+        Subtree { children }
+    }
+
+    /// [`ZarrGroup::walk`] below `prefix` into `out`: each path is built once (not again at
+    /// every level above it, which is quadratic in the depth).
+    fn walk_into(self, prefix: &str, out: &mut Vec<(String, Node)>) {
+        for (name, node, below) in self.children {
+            let Ok(node) = node else { continue };
+            let path = format!("{prefix}{name}");
+            out.push((path.clone(), node));
+            if let Some(below) = below {
+                below.walk_into(&format!("{path}/"), out);
+            }
+        }
     }
 }
 

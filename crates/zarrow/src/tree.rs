@@ -9,11 +9,10 @@
 //! ```
 //!
 //! A node that cannot be opened (an unsupported data type, bad metadata) is a line of its own
-//! with the reason; the rest of the tree is printed around it.
+//! with the reason; the rest of the tree is printed around it. The tree is fetched a level at
+//! a time, sibling groups at once ([`ZarrGroup::subtree`]).
 
-use futures::future::BoxFuture;
-use futures::FutureExt;
-
+use crate::node::Subtree;
 use crate::{Node, Result, ZarrArray, ZarrGroup};
 
 /// One printed line before alignment: tree prefix + name, then the columns.
@@ -50,7 +49,7 @@ pub async fn render_node(location: &str, node: Node) -> Result<String> {
                 name: format!("{root_name}/"),
                 columns: vec![desc],
             });
-            group_lines(g, String::new(), &mut lines).await?;
+            group_lines(g.subtree().await?, "", &mut lines);
         }
     }
     Ok(align(&lines))
@@ -67,41 +66,35 @@ fn display_name(location: &str) -> String {
     }
 }
 
-fn group_lines<'a>(
-    group: &'a ZarrGroup,
-    prefix: String,
-    lines: &'a mut Vec<Line>,
-) -> BoxFuture<'a, Result<()>> {
-    async move {
-        let mut children = group.children().await?;
-        children.sort_by(|a, b| a.0.cmp(&b.0));
-        let n = children.len();
-        for (i, (name, child)) in children.iter().enumerate() {
-            let name = short(name, NAME_MAX);
-            let last = i + 1 == n;
-            let branch = if last { "└── " } else { "├── " };
-            match child {
-                Err(e) => lines.push(Line {
-                    name: format!("{prefix}{branch}{name}"),
-                    columns: vec![format!("unreadable: {e}")],
-                }),
-                Ok(Node::Array(a)) => lines.push(Line {
-                    name: format!("{prefix}{branch}{name}"),
-                    columns: array_columns(a),
-                }),
-                Ok(Node::Group(g)) => {
-                    lines.push(Line {
-                        name: format!("{prefix}{branch}{name}/"),
-                        columns: encoding_type(g).into_iter().collect(),
-                    });
-                    let deeper = format!("{prefix}{}", if last { "    " } else { "│   " });
-                    group_lines(g, deeper, lines).await?;
+fn group_lines(tree: Subtree, prefix: &str, lines: &mut Vec<Line>) {
+    let mut children = tree.children;
+    children.sort_by(|a, b| a.0.cmp(&b.0));
+    let n = children.len();
+    for (i, (name, child, below)) in children.into_iter().enumerate() {
+        let name = short(&name, NAME_MAX);
+        let last = i + 1 == n;
+        let branch = if last { "└── " } else { "├── " };
+        match child {
+            Err(e) => lines.push(Line {
+                name: format!("{prefix}{branch}{name}"),
+                columns: vec![format!("unreadable: {e}")],
+            }),
+            Ok(Node::Array(a)) => lines.push(Line {
+                name: format!("{prefix}{branch}{name}"),
+                columns: array_columns(&a),
+            }),
+            Ok(Node::Group(g)) => {
+                lines.push(Line {
+                    name: format!("{prefix}{branch}{name}/"),
+                    columns: encoding_type(&g).into_iter().collect(),
+                });
+                let deeper = format!("{prefix}{}", if last { "    " } else { "│   " });
+                if let Some(below) = below {
+                    group_lines(below, &deeper, lines);
                 }
             }
         }
-        Ok(())
     }
-    .boxed()
 }
 
 /// The AnnData-style `encoding-type` attribute of a group (`dataframe`, `categorical`, …).

@@ -1,4 +1,4 @@
-//! What the integration tests share: an object store that counts GETs and can hang; the write
+//! What the integration tests share: an object store that counts (and logs) GETs and can hang; the write
 //! tests' rows and SQL helpers (`written`).
 #![allow(dead_code)]
 
@@ -6,7 +6,7 @@ pub mod written;
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use datafusion::execution::SendableRecordBatchStream;
@@ -30,6 +30,10 @@ pub struct CountingStore {
     pub in_flight: Arc<AtomicUsize>,
     /// PUTs of the paths this picks fail (as a store refusing the write).
     pub fail_put: Option<fn(&Path) -> bool>,
+    /// A value the test sets as it goes (e.g. rows received so far)...
+    pub mark: AtomicUsize,
+    /// ...and each GET's path with the mark when it was sent.
+    pub log: Mutex<Vec<(String, usize)>>,
 }
 
 impl CountingStore {
@@ -40,6 +44,17 @@ impl CountingStore {
             hang: None,
             in_flight: Arc::new(AtomicUsize::new(0)),
             fail_put: None,
+            mark: AtomicUsize::new(0),
+            log: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Count a GET of `location`, logged with the mark.
+    fn count(&self, location: &Path) {
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        let mark = self.mark.load(Ordering::SeqCst);
+        if let Ok(mut log) = self.log.lock() {
+            log.push((location.to_string(), mark));
         }
     }
 
@@ -95,7 +110,7 @@ impl ObjectStore for CountingStore {
         location: &Path,
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
-        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.count(location);
         self.maybe_hang(location).await;
         self.inner.get_opts(location, options).await
     }
@@ -105,7 +120,7 @@ impl ObjectStore for CountingStore {
         location: &Path,
         ranges: &[std::ops::Range<u64>],
     ) -> object_store::Result<Vec<bytes::Bytes>> {
-        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.count(location);
         self.maybe_hang(location).await;
         self.inner.get_ranges(location, ranges).await
     }

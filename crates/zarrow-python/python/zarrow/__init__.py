@@ -107,7 +107,8 @@ def schema(location: str, **options: Any) -> "pyarrow.Schema":
     """The Arrow schema of the table at ``location``.
 
     ``options``: ``string_type``, ``fill_as_null``, ``decode_cf``, ``arrays``,
-    ``storage_options``, ``ref``. :attr:`ZarrTable.left_out` lists the arrays that are not
+    ``storage_options``, ``ref``, ``range_split_bytes``, ``coalesce_bytes``.
+    :attr:`ZarrTable.left_out` lists the arrays that are not
     columns. Nothing of the table's data is read.
 
     Example::

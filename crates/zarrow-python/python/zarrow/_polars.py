@@ -36,7 +36,8 @@ def scan_polars(
     - ``columns``: the columns the frame has (default: all).
     - ``options``: those of :func:`zarrow.scan` — ``string_type`` (default ``"view"``:
       polars' own string layout, handed over without a copy), ``fill_as_null``,
-      ``decode_cf``, ``arrays``, ``storage_options``, ``ref``, ``batch_size``, and ``filter``
+      ``decode_cf``, ``arrays``, ``storage_options``, ``ref``, ``range_split_bytes``,
+      ``coalesce_bytes``, ``batch_size``, and ``filter``
       (a SQL predicate zarrow applies before polars sees a row).
     - ``on_scan``: called once per scan the query runs, when it ends, with what was pushed
       down (``columns``, ``prune`` — the SQL the polars predicate became, or None —,

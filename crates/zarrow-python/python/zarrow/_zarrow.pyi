@@ -60,6 +60,8 @@ class ZarrTable:
         arrays: list[str] | None = None,
         storage_options: dict[str, str] | None = None,
         ref: str | None = None,
+        range_split_bytes: int | None = None,
+        coalesce_bytes: int | None = None,
     ) -> ZarrTable: ...
     @property
     def location(self) -> str:
@@ -147,13 +149,18 @@ def scan(
     arrays: list[str] | None = None,
     storage_options: dict[str, str] | None = None,
     ref: str | None = None,
+    range_split_bytes: int | None = None,
+    coalesce_bytes: int | None = None,
 ) -> ZarrStream:
     """Read the table at ``location`` as a stream of Arrow record batches.
 
     ``filter`` is a SQL predicate (DataFusion's SQL) the rows handed out satisfy; its parts on
     dimension, index and coordinate columns skip the chunks that cannot match, as a SQL query's
     ``WHERE`` does. ``prune`` only skips chunks (for a caller that filters itself).
-    ``limit`` counts rows after the filter.
+    ``limit`` counts rows after the filter. ``range_split_bytes`` (default 8 MiB; 0: never)
+    splits a larger chunk read into ranged GETs in flight at once, ``coalesce_bytes`` (default
+    1 MiB) reads ranges of one object that close to each other (a shard's inner chunks) by one
+    GET.
 
     Example::
 

@@ -11,31 +11,41 @@
 //! steady consumer — not one that lets go between chunks and finds, when it asks again, that a
 //! spilling operator took the room meanwhile. The reservation goes when the stream does.
 //!
-//! Under a bounded budget the scan reads one chunk of rows ahead (not `concurrency` of them), so
-//! it holds at most two chunks a stream; under an unbounded one (only counted) it reads ahead as
-//! far as `concurrency` allows. A chunk ahead holds, before its request is sent, as much as the
-//! largest chunk so far took ([`Held::reserve_ahead`]); if the budget has no room the request
-//! waits until the chunks before it have been handed out and tries again, and only then is a
-//! full budget an error (the read-ahead never deadlocks on memory that only a later chunk could
-//! free). A chunk larger than the estimate holds the rest when it arrives, or when its turn
+//! Read-ahead is bounded by bytes, not by a count. A stream keeps up to `concurrency` array
+//! chunk reads in flight whatever its budget; under a bounded one a chunk ahead first holds as
+//! much as the largest chunk so far took ([`Held::reserve_ahead`]), the chunks in order, and
+//! its request waits while the budget refuses or while the stream would hold more than its
+//! read-ahead limit ([`ScanMemory::read_ahead_limit`], what leaves room to the query's other
+//! operators), trying again each time a chunk before it is handed out. The chunk whose turn it
+//! is (every chunk before it handed out) is held to the budget alone, and only if that refuses
+//! is the budget full: an error. So read-ahead shrinks to what the budget grants, never holds
+//! bytes the budget did not grant, and never deadlocks on memory only a later chunk could free
+//! (the chunks behind it reserve after it). The first chunk goes without (nothing is known
+//! yet); a chunk larger than the estimate holds the rest when it arrives, or when its turn
 //! comes.
 
 use std::sync::{Arc, Mutex};
 
+use crate::error::{MemoryError, MemoryExhausted};
 use crate::{Error, Result};
 
 /// A memory budget a scan reserves from (e.g. a DataFusion memory pool's reservation).
 pub trait ScanMemory: Send + Sync + std::fmt::Debug {
-    /// Reserve `bytes` more, or say why not (the message goes into
-    /// [`Error::ResourcesExhausted`]).
-    fn try_grow(&self, bytes: usize) -> std::result::Result<(), String>;
+    /// Reserve `bytes` more, or say why not ([`MemoryError::Refused`]).
+    fn try_grow(&self, bytes: usize) -> std::result::Result<(), MemoryError>;
     /// Give `bytes` back.
     fn shrink(&self, bytes: usize);
     /// Whether the budget has a limit. Without one (DataFusion's unbounded pool) a scan reads
-    /// `concurrency` chunks ahead as it does with no budget at all; with one, one chunk of rows
-    /// ahead (see the module docs).
+    /// `concurrency` chunks ahead without reserving first, as it does with no budget at all;
+    /// with one, each chunk ahead reserves before its request (see the module docs).
     fn is_bounded(&self) -> bool {
         true
+    }
+    /// The most a stream holds (the chunk it hands out, the chunks ahead, columns read whole)
+    /// and still reads ahead: past it, the next chunk is fetched only when its turn comes.
+    /// `None`: as far as the budget grants.
+    fn read_ahead_limit(&self) -> Option<usize> {
+        None
     }
 }
 
@@ -49,12 +59,14 @@ pub(crate) struct Budget {
     progress: tokio::sync::watch::Sender<Progress>,
 }
 
-/// How far a stream has got: the estimate a chunk's fetch reserves before its request, and how
-/// many chunks have been handed out.
+/// How far a stream has got: the estimate a chunk's fetch reserves before its request, how
+/// many chunks have reserved it and how many have been handed out.
 #[derive(Debug, Default, Clone, Copy)]
 struct Progress {
     /// The most stored bytes of a chunk fetched so far (`None` until the first arrives).
     largest: Option<usize>,
+    /// Chunks, from the first, that have made their reservation before the request.
+    reserved: usize,
     /// Chunks handed out (their [`Held`] dropped).
     handed_out: usize,
 }
@@ -68,8 +80,8 @@ impl Budget {
         })
     }
 
-    fn grow(&self, bytes: usize) -> std::result::Result<(), String> {
-        let mut state = self.state.lock().map_err(|e| e.to_string())?;
+    fn grow(&self, bytes: usize) -> std::result::Result<(), MemoryError> {
+        let mut state = self.state.lock().map_err(|_| MemoryError::Poisoned)?;
         let (in_use, reserved) = *state;
         let wanted = in_use.saturating_add(bytes);
         if wanted > reserved {
@@ -84,6 +96,17 @@ impl Budget {
         if let Ok(mut state) = self.state.lock() {
             state.0 = state.0.saturating_sub(bytes);
         }
+    }
+
+    /// Whether the stream may hold `bytes` more for a chunk ahead: within its read-ahead
+    /// limit (the budget itself is asked by [`Self::grow`]).
+    fn room_ahead(&self, bytes: usize) -> bool {
+        let Some(limit) = self.memory.read_ahead_limit() else {
+            return true;
+        };
+        self.state
+            .lock()
+            .is_ok_and(|state| state.0.saturating_add(bytes) <= limit)
     }
 }
 
@@ -112,11 +135,11 @@ impl Held {
     }
 
     /// Before the request for the stored bytes of chunk number `index` of the stream, under a
-    /// bounded budget: hold as much as the largest chunk fetched so far took. The first chunk goes without (nothing is
-    /// known yet), the others wait for its size. If the budget has no room, the request waits
-    /// until every chunk before this one has been handed out and tries once more; only then is
-    /// a full budget an error. So read-ahead never holds bytes the budget did not grant, and
-    /// never deadlocks on memory only a later chunk could free. Returns what was held.
+    /// bounded budget: hold as much as the largest chunk fetched so far took, after the chunks
+    /// before this one have held theirs, when the budget grants it and the stream stays within
+    /// its read-ahead limit — else again each time a chunk is handed out, and when this
+    /// chunk's turn has come, from the budget alone or it is an error (see the module docs).
+    /// The first chunk holds nothing (nothing is known yet). Returns what was held.
     pub(crate) async fn reserve_ahead(
         &mut self,
         index: usize,
@@ -125,20 +148,59 @@ impl Held {
         let Some(budget) = self.budget.clone() else {
             return Ok(0);
         };
-        // The first chunk has no estimate; a budget without a limit only counts.
-        if index == 0 || !budget.memory.is_bounded() {
+        // A budget without a limit only counts.
+        if !budget.memory.is_bounded() {
             return Ok(0);
         }
+        let held = match index {
+            0 => Ok(0),
+            _ => self.reserve_in_turn(&budget, index, what).await,
+        };
+        // The chunk behind may try now (after an error too: it is this chunk that failed).
+        self.pass_turn(index);
+        held
+    }
+
+    /// Let the chunks behind chunk `index` reserve: it has made its reservation, or never
+    /// will (it failed before).
+    pub(crate) fn pass_turn(&self, index: usize) {
+        if let Some(budget) = &self.budget {
+            budget
+                .progress
+                .send_modify(|p| p.reserved = p.reserved.max(index + 1));
+        }
+    }
+
+    /// [`Self::reserve_ahead`] of chunk `index` > 0.
+    async fn reserve_in_turn(
+        &mut self,
+        budget: &Budget,
+        index: usize,
+        what: &(dyn Fn() -> String + Sync),
+    ) -> Result<usize> {
         let mut progress = budget.progress.subscribe();
-        let estimate = match progress.wait_for(|p| p.largest.is_some()).await {
+        let estimate = match progress
+            .wait_for(|p| p.reserved >= index && p.largest.is_some())
+            .await
+        {
             Ok(p) => p.largest.unwrap_or(0),
             Err(_) => 0,
         };
-        if self.grow(estimate, what).is_err() {
-            let _ = progress.wait_for(|p| p.handed_out >= index).await;
-            self.grow(estimate, what)?;
+        loop {
+            // Seen before trying, so a chunk handed out meanwhile wakes `changed` below.
+            let turn = progress.borrow_and_update().handed_out >= index;
+            if turn || budget.room_ahead(estimate) {
+                match self.grow(estimate, what) {
+                    Ok(()) => return Ok(estimate),
+                    Err(e) if turn => return Err(e),
+                    Err(_) => {}
+                }
+            }
+            if progress.changed().await.is_err() {
+                // The stream is gone (the sender lives in the budget this chunk holds).
+                return self.grow(estimate, what).map(|()| estimate);
+            }
         }
-        Ok(estimate)
     }
 
     /// After the fetch: `stored` bytes arrived where `reserved` were held. Gives back what
@@ -177,12 +239,11 @@ impl Held {
         if bytes == 0 {
             return Ok(());
         }
-        budget.grow(bytes).map_err(|e| {
-            Error::ResourcesExhausted(format!(
-                "{}: {e} (a scan holds the stored bytes of the chunk it hands out and of one \
-                 read ahead, and the columns it reads whole; raise the memory limit)",
-                what()
-            ))
+        budget.grow(bytes).map_err(|source| {
+            Error::MemoryExhausted(Box::new(MemoryExhausted {
+                reading: what(),
+                source,
+            }))
         })?;
         self.bytes += bytes;
         Ok(())
@@ -208,10 +269,13 @@ mod tests {
     struct Limit(usize, AtomicUsize);
 
     impl ScanMemory for Limit {
-        fn try_grow(&self, bytes: usize) -> std::result::Result<(), String> {
+        fn try_grow(&self, bytes: usize) -> std::result::Result<(), MemoryError> {
             let now = self.1.load(Ordering::SeqCst);
             if now + bytes > self.0 {
-                return Err(format!("{bytes} more than the {} left", self.0 - now));
+                return Err(MemoryError::Refused {
+                    bytes,
+                    source: format!("{bytes} more than the {} left", self.0 - now).into(),
+                });
             }
             self.1.fetch_add(bytes, Ordering::SeqCst);
             Ok(())
@@ -229,7 +293,13 @@ mod tests {
         let mut a = Held::new(Some(budget.clone()));
         a.grow(60, &what).unwrap();
         let mut b = Held::new(Some(budget.clone()));
-        let err = b.grow(50, &what).unwrap_err().to_string();
+        let err = b.grow(50, &what).unwrap_err();
+        assert!(
+            matches!(&err, Error::MemoryExhausted(e) if e.reading == "chunk [0]"
+                && matches!(e.source, MemoryError::Refused { bytes: 50, .. })),
+            "{err:?}"
+        );
+        let err = err.to_string();
         assert!(
             err.contains("resources exhausted: chunk [0]: 50 more"),
             "{err}"

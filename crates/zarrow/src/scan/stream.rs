@@ -4,7 +4,8 @@
 //! ```text
 //!  chunks (ChunkRanges, C order) ─▶ limit: rows to take of each chunk
 //!     ─▶ stage 1: stored bytes of the aligned columns of the chunks ahead, `concurrency`
-//!                 array chunks in flight, each fetch a task of its own (task.rs)
+//!                 array chunks in flight (under a memory limit, as many as the budget
+//!                 grants, see memory.rs), each fetch a task of its own (task.rs)
 //!     ─▶ stage 2: the chunk being handed out: aligned columns decoded a batch at a time
 //!                 (decode/rows.rs), the others read whole for the chunk's box (through the
 //!                 scan's cache) and sliced ─▶ RecordBatch of ≤ batch_size rows
@@ -110,18 +111,14 @@ pub(super) fn open(
         }))
     });
     // `concurrency` counts array chunk reads in flight: a chunk of rows fetches one array
-    // chunk per column that follows the driver's chunking.
+    // chunk per column that follows the driver's chunking. Under a memory limit each chunk
+    // ahead also waits for its reservation (memory.rs), so what is in flight is what the
+    // budget grants, up to this.
     let per_chunk = projection
         .iter()
         .filter(|&&i| reader.fetched_ahead(i).is_some())
         .count();
-    let mut ahead = (read.options.concurrency / per_chunk.max(1)).max(1);
-    if ctx.memory.as_ref().is_some_and(|m| m.is_bounded()) {
-        // Under a memory limit, one chunk of rows ahead of the one handed out: what the scan
-        // holds stays two chunks whatever `concurrency` says (its column reads still run at
-        // once), and leaves the rest of the budget to the query's other operators.
-        ahead = ahead.min(2);
-    }
+    let ahead = (read.options.concurrency / per_chunk.max(1)).max(1);
     let projection = Arc::new(projection);
     let (fetcher, fetch_projection, fetch_read) =
         (reader.clone(), projection.clone(), read.clone());
@@ -135,11 +132,17 @@ pub(super) fn open(
             let (read, memory) = (fetch_read.clone(), memory.clone());
             let location = fetch_location.clone();
             in_background(async move {
-                let (coords, take) = planned?;
                 // Hold what the chunk will likely take before asking the store for it; what
                 // it takes beyond that, now if the budget has room, else when the chunk's turn
                 // comes (see memory.rs).
                 let mut held = Held::new(memory);
+                let (coords, take) = match planned {
+                    Ok(planned) => planned,
+                    Err(e) => {
+                        held.pass_turn(index);
+                        return Err(e);
+                    }
+                };
                 let what = || format!("reading chunk {coords:?} of '{location}'");
                 let reserved = held.reserve_ahead(index, &what).await?;
                 let fetched = this.fetch_ahead(&coords, &projection, &read).await?;
