@@ -25,7 +25,7 @@ extensions_options! {
         /// Apply the CF conventions (time units, scale_factor/add_offset, _FillValue → NULL)
         pub decode_cf: bool, default = false
         /// Chunk reads in flight at once per partition
-        pub concurrency: usize, default = 16
+        pub concurrency: usize, default = 32
         /// Remote stores: how long a connection may take (e.g. 5s; empty: 5s)
         pub connect_timeout: String, default = String::new()
         /// Remote stores: how long one request may take (e.g. 30s; empty: 30s)

@@ -121,7 +121,7 @@ impl BinaryType {
 pub struct ZarrReadOptions {
     /// How strings are represented (default `Utf8`). Bytes follow: Binary, LargeBinary, BinaryView.
     pub string_type: StringType,
-    /// How many chunk reads are in flight at once (default 16).
+    /// How many chunk reads are in flight at once (default 32).
     pub concurrency: usize,
     /// How large reads are split and small ones merged (see [`FetchOptions`]).
     pub fetch: FetchOptions,
@@ -137,7 +137,7 @@ impl Default for ZarrReadOptions {
     fn default() -> Self {
         ZarrReadOptions {
             string_type: StringType::Utf8,
-            concurrency: 16,
+            concurrency: 32,
             fetch: FetchOptions::default(),
             limits: ReadLimits::default(),
         }
