@@ -4,8 +4,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use zarrow::ScanMemory;
 use zarrow::MemoryError;
+use zarrow::ScanMemory;
 
 /// A budget of `limit` bytes (see the module docs).
 #[derive(Debug, Default)]

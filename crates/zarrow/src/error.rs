@@ -197,9 +197,16 @@ pub enum Error {
     /// An Arrow error from building arrays or batches.
     #[error("arrow error: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
-    /// A task zarrow ran (a fetch, a decode on the blocking pool) failed or was cancelled.
-    #[error("task failed: {0}")]
-    Task(String),
+    /// A task zarrow ran (a chunk's fetch, a decode on the blocking pool) panicked or was
+    /// cancelled; `source` says which (`is_panic`, `is_cancelled`).
+    #[error("{task} task failed: {source}")]
+    Task {
+        /// Which task: `fetch` or `decode`.
+        task: &'static str,
+        /// tokio's reason.
+        #[source]
+        source: tokio::task::JoinError,
+    },
     /// The async runtime could not be started or used.
     #[error("runtime: {0}")]
     Runtime(String),

@@ -29,9 +29,10 @@ pub(crate) fn in_background<T: Send + 'static>(
     }
     let mut task = AbortOnDrop(runtime.spawn(fut));
     Box::pin(async move {
-        (&mut task.0)
-            .await
-            .map_err(|e| Error::Task(format!("fetch task: {e}")))?
+        (&mut task.0).await.map_err(|source| Error::Task {
+            task: "fetch",
+            source,
+        })?
     })
 }
 
@@ -43,7 +44,10 @@ pub(crate) async fn blocking<T: Send + 'static>(
     if heavy && tokio::runtime::Handle::try_current().is_ok() {
         tokio::task::spawn_blocking(f)
             .await
-            .map_err(|e| Error::Task(format!("decode task: {e}")))
+            .map_err(|source| Error::Task {
+                task: "decode",
+                source,
+            })
     } else {
         Ok(f())
     }

@@ -165,7 +165,10 @@ pub(super) fn open(
                 held.grow(whole, &what)?;
                 read.metrics.add_chunk();
                 let take = usize::try_from(take).map_err(|_| {
-                    Error::InvalidArgument(format!("chunk {coords:?} has over 2^64 rows"))
+                    Error::table(
+                        location.to_string(),
+                        format!("chunk {coords:?} of '{location}' has more rows than usize holds"),
+                    )
                 })?;
                 Ok::<_, Error>(futures::stream::iter(ChunkBatches {
                     schema,
