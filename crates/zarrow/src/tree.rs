@@ -10,7 +10,7 @@
 //!
 //! A node that cannot be opened (an unsupported data type, bad metadata) is a line of its own
 //! with the reason; the rest of the tree is printed around it. The tree is fetched a level at
-//! a time, sibling groups at once ([`ZarrGroup::subtree`]).
+//! a time, sibling groups at once (`ZarrGroup::subtree`).
 
 use crate::node::Subtree;
 use crate::{Node, Result, ZarrArray, ZarrGroup};
@@ -22,6 +22,19 @@ struct Line {
 }
 
 /// The whole tree at `location` as text.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr");
+/// let tree = zarrow::tree::render(sample).await?;
+/// let first = tree.lines().next().unwrap_or_default();
+/// assert!(first.starts_with("pbmc_sample.zarr") && first.contains("group"), "{first}");
+/// assert!(tree.lines().any(|l| l.contains("X") && l.contains("float32")), "{tree}");
+/// assert!(tree.contains("obs/"), "{tree}");
+/// # Ok(())
+/// # }
+/// ```
 pub async fn render(location: &str) -> Result<String> {
     render_node(location, Node::open(location).await?).await
 }
