@@ -83,6 +83,17 @@ impl NpTimeUnit {
 }
 
 /// A zarr data type.
+///
+/// ```
+/// use zarrow::DataType;
+///
+/// assert_eq!(DataType::Float32.fixed_size(), Some(4));
+/// assert_eq!(DataType::Complex128.fixed_size(), Some(16));
+/// // Strings and bytes are variable-length: Arrow offsets and values, no fixed size.
+/// assert!(DataType::String.is_variable());
+/// assert_eq!(DataType::Bytes.fixed_size(), None);
+/// assert!(!DataType::FixedUtf32 { length_bytes: 8 }.is_variable());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DataType {
     /// `bool`, `|b1`.

@@ -17,7 +17,32 @@ use crate::metadata::{self, GroupMetadata, NodeMetadata};
 use crate::store::ZarrStore;
 use crate::{Error, Result};
 
-/// An open group.
+/// An open group: its metadata, children and descendants.
+///
+/// ```
+/// use zarrow::Node;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr");
+/// let Node::Group(root) = Node::open(sample).await? else {
+///     panic!("the sample is a group");
+/// };
+/// // Every child, opened or with the reason it cannot be.
+/// let names: Vec<String> = root.children().await?.into_iter().map(|(name, _)| name).collect();
+/// assert!(names.contains(&"X".to_string()) && names.contains(&"obs".to_string()));
+///
+/// let Node::Group(obs) = root.child("obs").await? else {
+///     panic!("obs is a group");
+/// };
+/// assert_eq!(obs.metadata().attributes["encoding-type"], "dataframe");
+/// // Every descendant, depth first, by its path below the group.
+/// let below = root.walk().await?;
+/// assert!(below.iter().any(|(path, node)| path == "X" && matches!(node, Node::Array(_))));
+/// assert!(below.iter().any(|(path, _)| path == "obs/cell_type/codes"));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ZarrGroup {
     store: ZarrStore,
@@ -26,6 +51,23 @@ pub struct ZarrGroup {
 }
 
 /// An array or a group.
+///
+/// ```
+/// use zarrow::Node;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let x = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/X");
+/// match Node::open(x).await? {
+///     Node::Array(array) => assert_eq!(array.shape(), [2000, 200]),
+///     Node::Group(_) => panic!("X is an array"),
+/// }
+/// // Or insist on an array: a group is an error naming the location.
+/// let array = Node::open(x).await?.into_array(x)?;
+/// assert_eq!(array.metadata().chunk_shape, [250, 200]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub enum Node {
     /// An array.

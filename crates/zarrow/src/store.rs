@@ -23,6 +23,28 @@ use crate::remote::RemoteOptions;
 use crate::{Error, Result};
 
 /// An object store and the path of a zarr node within it.
+///
+/// ```
+/// use bytes::Bytes;
+/// use zarrow::ZarrStore;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr");
+/// let store = ZarrStore::open(sample)?;
+/// assert!(store.get_opt("zarr.json").await?.is_some());
+/// let obs = store.child("obs");
+/// assert!(obs.list_children("").await?.contains(&"cell_type".to_string()));
+///
+/// // `memory://` is one in-memory store for the whole process.
+/// let scratch = ZarrStore::open("memory:///scratch")?;
+/// scratch.put("a/b", Bytes::from_static(b"hi")).await?;
+/// assert_eq!(scratch.get_opt("a/b").await?.as_deref(), Some(&b"hi"[..]));
+/// assert_eq!(scratch.get_opt("a/missing").await?, None);
+/// assert_eq!(scratch.list_children("").await?, ["a"]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ZarrStore {
     store: Arc<dyn ObjectStore>,

@@ -74,6 +74,24 @@ impl ChunkKeyEncoding {
 }
 
 /// Metadata of one array, either version.
+///
+/// ```
+/// use zarrow::{DataType, ZarrArray};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let x = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/X");
+/// let array = ZarrArray::open(x).await?;
+/// let meta = array.metadata();
+/// assert_eq!((meta.zarr_format, meta.ndim()), (3, 2));
+/// assert_eq!((&meta.shape[..], &meta.chunk_shape[..]), (&[2000, 200][..], &[250, 200][..]));
+/// assert_eq!(meta.data_type, DataType::Float32);
+/// assert_eq!(meta.num_elements(), 400_000);
+/// assert!(meta.sharding().is_none());
+/// assert_eq!(meta.attributes["encoding-type"], "array");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ArrayMetadata {
     /// 2 or 3.
@@ -194,6 +212,27 @@ impl Consolidated {
 }
 
 /// Metadata of a node.
+///
+/// ```
+/// use zarrow::{DataType, Node, NodeMetadata};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr");
+/// let Node::Group(root) = Node::open(sample).await? else {
+///     panic!("the sample is a group");
+/// };
+/// // A consolidated group knows its descendants' metadata without reading their documents.
+/// let consolidated = root.metadata().consolidated.as_ref().expect("consolidated");
+/// match consolidated.get("var/gene_symbol") {
+///     Some(NodeMetadata::Array(meta)) => assert_eq!(meta.data_type, DataType::String),
+///     other => panic!("expected an array, found {other:?}"),
+/// }
+/// assert!(matches!(consolidated.get("obs"), Some(NodeMetadata::Group(_))));
+/// assert!(consolidated.get("no/such/node").is_none());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeMetadata {
     /// An array.
