@@ -95,6 +95,21 @@ impl GridError {
 }
 
 /// A regular grid of chunks over a shape.
+///
+/// ```
+/// use zarrow::ChunkGrid;
+///
+/// // 10 × 7 elements in chunks of 4 × 4: the last chunk along each dimension is partial.
+/// let grid = ChunkGrid::new(vec![10, 7], vec![4, 4])?;
+/// assert_eq!(grid.grid_shape(), [3, 2]);
+/// assert_eq!(grid.num_chunks(), 6);
+/// let (start, shape) = grid.chunk_box(&[2, 1])?;
+/// assert_eq!((start, shape), (vec![8, 4], vec![2, 3]));
+/// assert_eq!(grid.chunk_len(&[2, 1])?, 6);
+/// assert!(grid.check(&[3, 0]).is_err());
+/// assert!(ChunkGrid::new(vec![10], vec![0]).is_err());
+/// # Ok::<(), zarrow::GridError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChunkGrid {
     shape: Vec<u64>,
@@ -199,6 +214,27 @@ pub fn checked_product(values: &[u64]) -> Option<u64> {
 /// A selection of chunks of a grid: per dimension, sorted disjoint ranges of chunk indices,
 /// their product enumerated in C order, and a window of that enumeration (see the module
 /// docs). Cheap to clone and to serialize: its size is the number of ranges.
+///
+/// ```
+/// use zarrow::{ChunkGrid, ChunkRanges};
+///
+/// let grid = ChunkGrid::new(vec![10, 7], vec![4, 4])?;
+/// // Chunk rows 0 and 2 (ranges are clipped to the grid and merged), every chunk column.
+/// let chunks = ChunkRanges::from_dims(&grid.grid_shape(), vec![vec![0..1, 2..5], vec![0..2]])?;
+/// assert_eq!(chunks.to_string(), "[0..1,2..3]×[0..2]");
+/// let coords: Vec<Vec<u64>> = chunks.iter().collect();
+/// assert_eq!(coords, [[0, 0], [0, 1], [2, 0], [2, 1]]);
+/// assert_eq!(chunks.rows(&grid)?, 16 + 12 + 8 + 6);
+///
+/// // Partitions of a scan: windows of the same selection.
+/// let parts = chunks.split(2);
+/// assert_eq!(parts[1].iter().collect::<Vec<_>>(), [[2, 0], [2, 1]]);
+/// assert_eq!(parts[1].to_string(), "[0..1,2..3]×[0..2] window 2..4");
+/// // A LIMIT: the shortest prefix holding enough rows.
+/// assert_eq!(chunks.take_rows(&grid, 20)?.len(), 2);
+/// assert_eq!(ChunkRanges::all(&grid.grid_shape()).len(), 6);
+/// # Ok::<(), zarrow::GridError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChunkRanges {
     dims: Vec<Vec<Range<u64>>>,

@@ -12,6 +12,25 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Counters of one scan (or one partition of it); see the module docs.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use zarrow::ScanMetrics;
+///
+/// let metrics = ScanMetrics::new();
+/// // Clones count into the same counters (a scan's partitions share them).
+/// let partition = metrics.clone();
+/// partition.add_chunk();
+/// partition.add_rows(250);
+/// partition.add_fetch(4096, Duration::from_millis(3));
+/// assert_eq!(partition.time_decode(|| 2 + 2), 4);
+///
+/// let counts = metrics.counts();
+/// assert_eq!((counts.chunks_read, counts.rows_out), (1, 250));
+/// assert_eq!((counts.requests, counts.bytes_fetched), (1, 4096));
+/// assert_eq!(counts.fetch_time, Duration::from_millis(3));
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ScanMetrics {
     counters: Arc<Counters>,
@@ -32,6 +51,20 @@ struct Counters {
 }
 
 /// A snapshot of [`ScanMetrics`].
+///
+/// ```
+/// use zarrow::{ScanCounts, ScanMetrics};
+///
+/// let (a, b) = (ScanMetrics::new(), ScanMetrics::new());
+/// a.add_rows(10);
+/// b.add_rows(32);
+/// // Snapshots add up: the partitions of a query into its total.
+/// let mut total = ScanCounts::default();
+/// total += a.counts();
+/// total += b.counts();
+/// assert_eq!(total.rows_out, 42);
+/// assert!(total.to_string().contains("rows_out=42"));
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScanCounts {
     /// Requests made to open the table's nodes (metadata documents, listings).

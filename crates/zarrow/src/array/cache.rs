@@ -17,6 +17,25 @@ use crate::Result;
 /// Besides, what a scan holds whole for its life (a sparse matrix's offsets, a categorical's
 /// categories: see `table/read/`), read once for all its partitions and never evicted: the
 /// scan reserves it from its memory budget instead.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use zarrow::{ChunkCache, ReadContext, ScanContext, ZarrReadOptions};
+///
+/// // One budget for all the partitions of a scan: clones of its context share the cache.
+/// let cache = Arc::new(ChunkCache::new(32 << 20));
+/// let ctx = ScanContext {
+///     cache: cache.clone(),
+///     ..Default::default()
+/// };
+/// let partition = ctx.clone();
+/// assert!(Arc::ptr_eq(&ctx.cache, &partition.cache));
+/// // Reads of single arrays may share one too.
+/// let mut read = ReadContext::new(ZarrReadOptions::default());
+/// read.cache = Some(cache);
+/// assert_eq!(Arc::strong_count(&ctx.cache), 3);
+/// ```
 #[derive(Debug)]
 pub struct ChunkCache {
     budget: usize,

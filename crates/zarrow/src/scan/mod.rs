@@ -43,6 +43,34 @@ pub const DEFAULT_BATCH_SIZE: usize = 65_536;
 pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 
 /// A serializable description of a read of a table (see the module docs).
+///
+/// ```
+/// use futures::TryStreamExt;
+/// use zarrow::{TableModel, TableOptions, ZarrScan};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let x = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/X");
+/// let model = TableModel::open(x, TableOptions::default()).await?;
+/// let mut scan = ZarrScan::new(&model);
+/// assert_eq!(scan.chunks.len(), 8); // 2000 × 200 in chunks of 250 × 200
+/// assert_eq!(scan.columns.last().map(String::as_str), Some("X"));
+/// scan.limit = Some(1000);
+///
+/// // Plan here, read anywhere: the scan is plain data.
+/// let planned = ZarrScan::from_json(&scan.to_json()?)?;
+/// assert_eq!(planned, scan);
+/// let batches: Vec<_> = planned.open().await?.try_collect().await?;
+/// assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1000);
+///
+/// // Partitions: runs of chunks, together the whole scan.
+/// scan.limit = None;
+/// let parts = scan.split(3);
+/// assert_eq!(parts.len(), 3);
+/// assert_eq!(parts.iter().map(|p| p.chunks.len()).sum::<u64>(), 8);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ZarrScan {
     /// Where the table is: a node location as [`ZarrStore::open`] takes it.
@@ -61,6 +89,34 @@ pub struct ZarrScan {
 
 /// What the streams of one scan share while they run: the cache of decoded read units and the
 /// counters. Partitions of one scan pass clones of one context.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use futures::TryStreamExt;
+/// use zarrow::{ChunkCache, ScanContext, TableModel, TableOptions, ZarrScan};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let x = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/X");
+/// let model = Arc::new(TableModel::open(x, TableOptions::default()).await?);
+/// let scan = ZarrScan::new(&model);
+/// let ctx = ScanContext {
+///     cache: Arc::new(ChunkCache::new(8 << 20)),
+///     ..Default::default()
+/// };
+/// let mut rows = 0;
+/// for part in scan.split(2) {
+///     let batches: Vec<_> = part.stream(model.clone(), ctx.clone())?.try_collect().await?;
+///     rows += batches.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+/// }
+/// // Both partitions counted into the one context.
+/// let counts = ctx.metrics.counts();
+/// assert_eq!((rows, counts.rows_out), (2000 * 200, 2000 * 200));
+/// assert_eq!(counts.chunks_read, 8);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ScanContext {
     /// Decoded read units of arrays read by more than one chunk of rows.

@@ -42,6 +42,30 @@ use crate::remote::RemoteOptions;
 use crate::{Error, Result};
 
 /// How a node becomes a table.
+///
+/// ```
+/// use zarrow::{TableModel, TableOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr");
+/// // Only some members of a group (the index of its dimension comes anyway).
+/// let options = TableOptions {
+///     arrays: Some(vec!["n_genes".into()]),
+///     ..Default::default()
+/// };
+/// let obs = TableModel::open(&format!("{sample}/obs"), options.clone()).await?;
+/// assert!(obs.column_index("n_genes").is_ok());
+/// assert!(obs.column_index("pct_mito").is_err());
+/// // The option chooses a group's members: for an array it is an error.
+/// assert!(TableModel::open(&format!("{sample}/X"), options.clone()).await.is_err());
+///
+/// // Plain data: a scan carries its options as JSON.
+/// let json = serde_json::to_string(&options)?;
+/// assert_eq!(serde_json::from_str::<TableOptions>(&json)?, options);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TableOptions {

@@ -17,6 +17,30 @@ use crate::store::ZarrStore;
 use crate::{Error, Result};
 
 /// A zarr array or group as a table (see the module docs).
+///
+/// ```
+/// use zarrow::{TableModel, TableOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr");
+/// let obs = TableModel::open(&format!("{sample}/obs"), TableOptions::default()).await?;
+/// assert_eq!(obs.num_rows(), 2000);
+/// assert_eq!(obs.dimensions().len(), 1);
+/// assert!(obs.column_index("no_such_column").is_err());
+/// // The table's chunks of rows, every one of them once.
+/// let chunks = obs.all_chunks();
+/// assert_eq!(chunks.len(), obs.grid().num_chunks());
+/// assert_eq!(chunks.rows(obs.grid())?, 2000);
+///
+/// // An n-D array is a table too: a row per element, a column per dimension.
+/// let x = TableModel::open(&format!("{sample}/X"), TableOptions::default()).await?;
+/// assert_eq!(x.shape(), [2000, 200]);
+/// assert_eq!(x.num_rows(), 2000 * 200);
+/// assert_eq!(x.chunk_shape(), [250, 200]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct TableModel {
     location: String,

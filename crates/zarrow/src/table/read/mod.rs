@@ -289,6 +289,28 @@ impl<'m> ReaderBuilder<'m> {
 
 /// Reads a table: its columns' readers, and what they hold loaded. A scan's stream makes one;
 /// so do pruning (dimension values) and appending (the last partial unit).
+///
+/// ```
+/// use arrow_array::Array;
+/// use zarrow::table::TableReader;
+/// use zarrow::{ReadContext, TableModel, TableOptions, ZarrReadOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let x = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/X");
+/// let model = TableModel::open(x, TableOptions::default()).await?;
+/// let reader = TableReader::new(&model);
+/// // Any box of the table's dimensions: here 3 rows × 2 columns of the matrix.
+/// let value = model.column_index("X")?;
+/// let options = ZarrReadOptions::default();
+/// let values = reader.read_column_region(value, &[10, 5], &[3, 2], &options).await?;
+/// assert_eq!(values.len(), 6);
+/// // A dimension's whole coordinate: what filters on it are pruned with.
+/// let cells = reader.read_dimension_values(0, &ReadContext::new(options)).await?;
+/// assert_eq!(cells.len(), 2000);
+/// # Ok(())
+/// # }
+/// ```
 pub struct TableReader {
     location: String,
     grid: ChunkGrid,
