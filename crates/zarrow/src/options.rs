@@ -14,6 +14,19 @@ pub use crate::remote::{
 pub use crate::store::DEFAULT_MAX_METADATA_BYTES;
 
 /// The Arrow type string arrays are read as.
+///
+/// ```
+/// use arrow_schema::DataType;
+/// use zarrow::{BinaryType, StringType};
+///
+/// let large = StringType::parse("large_utf8")?;
+/// assert_eq!(large, StringType::LargeUtf8);
+/// assert_eq!(large.arrow_type(), DataType::LargeUtf8);
+/// assert_eq!(large.binary(), BinaryType::LargeBinary);
+/// assert_eq!(StringType::parse("UTF8")?, StringType::default());
+/// assert!(StringType::parse("latin1").is_err());
+/// # Ok::<(), zarrow::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StringType {
@@ -75,7 +88,17 @@ impl StringType {
     }
 }
 
-/// The Arrow type variable-length bytes are read as.
+/// The Arrow type variable-length bytes are read as: the one matching the options' string type.
+///
+/// ```
+/// use arrow_schema::DataType;
+/// use zarrow::{BinaryType, StringType, ZarrReadOptions};
+///
+/// assert_eq!(ZarrReadOptions::default().binary_type(), BinaryType::Binary);
+/// let large = ZarrReadOptions::default().with_string_type(StringType::LargeUtf8);
+/// assert_eq!(large.binary_type(), BinaryType::LargeBinary);
+/// assert_eq!(large.binary_type().arrow_type(), DataType::LargeBinary);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BinaryType {
     /// `Binary`: i32 offsets (the default).
@@ -154,6 +177,20 @@ pub const DEFAULT_COALESCE_BYTES: u64 = 1 << 20;
 /// How a read asks the store for bytes: a large object (a chunk, an inner chunk of a shard)
 /// as several ranged GETs in flight at once, nearby small ranges of one object (inner chunks
 /// of a shard) as one GET. Plain data, serialized with the read options.
+///
+/// ```
+/// use zarrow::{FetchOptions, ZarrReadOptions};
+///
+/// let mut fetch = FetchOptions::default();
+/// fetch.set("range_split_bytes", "4194304")?;
+/// fetch.set("coalesce_bytes", "0")?; // merge only touching ranges
+/// assert_eq!(fetch.range_split_bytes, 4 << 20);
+/// assert!(fetch.set("coalesce_bytes", "-1").is_err());
+/// assert!(fetch.set("prefetch", "1").is_err());
+/// let options = ZarrReadOptions::default().with_fetch(fetch);
+/// assert_eq!(options.fetch.coalesce_bytes, 0);
+/// # Ok::<(), zarrow::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FetchOptions {

@@ -39,6 +39,27 @@ pub const DEFAULT_MAX_RETRIES: usize = 3;
 pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Timeouts and retries of remote stores; `None` takes the default (see the module docs).
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use zarrow::RemoteOptions;
+///
+/// let mut remote = RemoteOptions::default();
+/// remote.set("timeout", "500ms")?;
+/// remote.set("max_retries", "5")?;
+/// assert_eq!(remote.timeout, Some(Duration::from_millis(500)));
+/// assert_eq!(remote.max_retries, Some(5));
+/// assert!(remote.set("timeout", "soon").is_err());
+///
+/// // Among a location's store options, the remote keys are taken; the rest go to the store.
+/// let options = [("connect_timeout", "2s"), ("aws_region", "eu-west-1")]
+///     .map(|(k, v)| (k.to_string(), v.to_string()));
+/// let (remote, rest) = remote.with_store_options(&options)?;
+/// assert_eq!(remote.connect_timeout, Some(Duration::from_secs(2)));
+/// assert_eq!(rest, [("aws_region".to_string(), "eu-west-1".to_string())]);
+/// # Ok::<(), zarrow::Error>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RemoteOptions {

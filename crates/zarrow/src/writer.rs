@@ -45,6 +45,35 @@ pub enum Compression {
 }
 
 /// How to write an array.
+///
+/// ```
+/// use arrow_array::{Array, StringArray};
+/// use zarrow::{
+///     write_array, Compression, VlenEncoding, ZarrArray, ZarrReadOptions, ZarrStore,
+///     ZarrWriteOptions,
+/// };
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let store = ZarrStore::open("memory:///labels.zarr")?;
+/// let values = StringArray::from(vec!["a", "bb", "", "dddd", "e"]);
+/// let options = ZarrWriteOptions {
+///     chunk_shape: Some(vec![2]),
+///     vlen_encoding: VlenEncoding::ArrowVlen { large: false },
+///     compression: Compression::Zstd(3),
+///     dimension_names: Some(vec!["cell".into()]),
+///     ..Default::default()
+/// };
+/// write_array(&store, "label", &values, &[5], &options).await?;
+///
+/// let array = ZarrArray::open("memory:///labels.zarr/label").await?;
+/// assert_eq!(array.chunk_grid_shape(), [3]);
+/// assert_eq!(array.metadata().dimension_name(0), Some("cell"));
+/// let read = array.read_region(&[0], &[5], &ZarrReadOptions::default()).await?;
+/// assert_eq!(read.as_ref(), &values as &dyn Array);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ZarrWriteOptions {
     /// Chunk shape; default: the whole array in one chunk (at least one element per dimension).
@@ -464,6 +493,27 @@ pub async fn write_array(
 }
 
 /// Write a v3 group `zarr.json` at `path` below `store`.
+///
+/// ```
+/// use serde_json::{json, Map};
+/// use zarrow::{write_group, Node, ZarrStore};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let store = ZarrStore::open("memory:///experiment.zarr")?;
+/// let mut attributes = Map::new();
+/// attributes.insert("title".into(), json!("run 7"));
+/// write_group(&store, "", &attributes).await?;
+/// write_group(&store, "raw", &Map::new()).await?;
+///
+/// let Node::Group(root) = Node::open("memory:///experiment.zarr").await? else {
+///     panic!("a group was written");
+/// };
+/// assert_eq!(root.metadata().attributes["title"], "run 7");
+/// assert!(matches!(root.child("raw").await?, Node::Group(_)));
+/// # Ok(())
+/// # }
+/// ```
 pub async fn write_group(
     store: &ZarrStore,
     path: &str,

@@ -53,6 +53,39 @@ pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
 }
 
 /// Writes a stream of RecordBatches as a zarr table; see the module documentation.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use arrow_array::{Float64Array, RecordBatch};
+/// use arrow_schema::{DataType, Field, Schema};
+/// use zarrow::{TableModel, TableOptions, TableWriteOptions, TableWriter, ZarrStore};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let location = "memory:///readings.zarr";
+/// let schema = Arc::new(Schema::new(vec![Field::new("t", DataType::Float64, false)]));
+/// let options = TableWriteOptions {
+///     chunk_rows: 4,
+///     ..Default::default()
+/// };
+/// let store = ZarrStore::open(location)?;
+/// let mut writer = TableWriter::try_new(store, schema.clone(), options).await?;
+/// for start in [0.0, 10.0] {
+///     let values = Float64Array::from_iter_values((0..5).map(|i| start + f64::from(i)));
+///     writer.write(&RecordBatch::try_new(schema.clone(), vec![Arc::new(values)])?).await?;
+/// }
+/// assert_eq!(writer.rows(), 10);
+/// assert_eq!(writer.finish().await?, 10);
+///
+/// let table = TableModel::open(location, TableOptions::default()).await?;
+/// assert_eq!((table.num_rows(), table.chunk_shape()), (10, &[4][..]));
+/// // Without `overwrite`, a location that holds something is refused.
+/// let again = TableWriter::try_new(ZarrStore::open(location)?, schema, Default::default()).await;
+/// assert!(again.is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub struct TableWriter {
     store: ZarrStore,
     options: Arc<TableWriteOptions>,

@@ -19,6 +19,26 @@ pub enum Layout {
 
 /// The options of a table write. Build with [`Default`] and the setters, or from strings with
 /// [`TableWriteOptions::from_pairs`].
+///
+/// ```
+/// use zarrow::{BytesToBytes, TableWriteOptions};
+///
+/// // As SQL's `COPY … OPTIONS (…)` gives them.
+/// let pairs = [
+///     ("chunk_rows", "1000"),
+///     ("format.shard_rows", "10000"),
+///     ("compression", "gzip(9)"),
+/// ];
+/// let options = TableWriteOptions::from_pairs(pairs)?;
+/// assert_eq!((options.chunk_rows, options.shard_rows), (1000, Some(10_000)));
+/// assert_eq!(options.compression, Some(BytesToBytes::Gzip { level: 9 }));
+/// assert_eq!(options.unit_rows(), 10_000);
+/// // Checked: a shard holds whole chunks; unknown keys are errors.
+/// let ragged = [("chunk_rows", "300"), ("shard_rows", "1000")];
+/// assert!(TableWriteOptions::from_pairs(ragged).is_err());
+/// assert!(TableWriteOptions::from_pairs([("chunk_size", "1")]).is_err());
+/// # Ok::<(), zarrow::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct TableWriteOptions {
     /// Rows per chunk (default 262144).
