@@ -31,6 +31,31 @@ use crate::task::in_background;
 use crate::{Error, Result};
 
 /// A stream of record batches: a scan being read.
+///
+/// ```
+/// use futures::TryStreamExt;
+/// use zarrow::{TableModel, TableOptions, ZarrScan};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let var = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/var");
+/// let mut scan = ZarrScan::new(&TableModel::open(var, TableOptions::default()).await?);
+/// scan.batch_size = 64;
+/// let mut stream = scan.open().await?;
+/// let schema = stream.schema();
+/// let mut rows = 0;
+/// while let Some(batch) = stream.try_next().await? {
+///     assert_eq!(batch.schema(), schema);
+///     assert!(batch.num_rows() <= 64);
+///     rows += batch.num_rows() as u64;
+/// }
+/// // What the scan did: opening the table (metadata), then the chunks.
+/// let counts = stream.metrics().counts();
+/// assert_eq!((rows, counts.rows_out), (200, 200));
+/// assert!(counts.metadata_requests > 0 && counts.requests > 0);
+/// # Ok(())
+/// # }
+/// ```
 pub struct ZarrRecordBatchStream {
     schema: SchemaRef,
     metrics: ScanMetrics,

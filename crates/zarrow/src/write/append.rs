@@ -41,6 +41,45 @@ struct Target {
 }
 
 /// Appends batches to an existing table; see the module documentation.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
+/// use arrow_schema::{DataType, Field, Schema};
+/// use zarrow::write::append::TableAppender;
+/// use zarrow::{write_table, TableModel, TableOptions, TableWriteOptions, ZarrStore};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let location = "memory:///log.zarr";
+/// let schema = Arc::new(Schema::new(vec![Field::new("t", DataType::Float64, false)]));
+/// let t = Float64Array::from(vec![0.0, 1.0, 2.0]);
+/// let first = RecordBatch::try_new(schema.clone(), vec![Arc::new(t)])?;
+/// let options = TableWriteOptions {
+///     chunk_rows: 2,
+///     ..Default::default()
+/// };
+/// let batches = futures::stream::iter([Ok(first)]);
+/// write_table(ZarrStore::open(location)?, schema, batches, options).await?;
+///
+/// // Batches of the table's schema as it opens: its dimension's column too (ignored).
+/// let schema = TableModel::open(location, TableOptions::default()).await?.schema();
+/// let store = ZarrStore::open(location)?;
+/// let mut appender = TableAppender::try_new(store, schema.clone(), Default::default()).await?;
+/// assert_eq!(appender.old_rows(), 3);
+/// let columns: Vec<ArrayRef> = vec![
+///     Arc::new(Int64Array::from(vec![3, 4])),
+///     Arc::new(Float64Array::from(vec![3.0, 4.0])),
+/// ];
+/// appender.write(&RecordBatch::try_new(schema, columns)?).await?;
+/// assert_eq!(appender.finish().await?, 2);
+///
+/// let table = TableModel::open(location, TableOptions::default()).await?;
+/// assert_eq!(table.num_rows(), 5);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct TableAppender {
     writer: TableWriter,

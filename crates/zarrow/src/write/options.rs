@@ -7,6 +7,46 @@ use crate::writer::VlenEncoding;
 use crate::{Error, Result};
 
 /// How a table is laid out in the store.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use arrow_array::{RecordBatch, StringArray, UInt32Array};
+/// use arrow_schema::{DataType, Field, Schema};
+/// use zarrow::write::Layout;
+/// use zarrow::{write_table, Node, TableWriteOptions, ZarrStore};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let schema = Arc::new(Schema::new(vec![
+///     Field::new("barcode", DataType::Utf8, false),
+///     Field::new("n_genes", DataType::UInt32, false),
+/// ]));
+/// let batch = RecordBatch::try_new(
+///     schema.clone(),
+///     vec![
+///         Arc::new(StringArray::from(vec!["AAAC", "AAAG"])),
+///         Arc::new(UInt32Array::from(vec![812, 1033])),
+///     ],
+/// )?;
+/// // An AnnData `obs` dataframe, indexed by the barcodes.
+/// let options = TableWriteOptions {
+///     layout: Layout::AnnData,
+///     index: Some("barcode".into()),
+///     ..Default::default()
+/// };
+/// let store = ZarrStore::open("memory:///adata.zarr/obs")?;
+/// write_table(store, schema, futures::stream::iter([Ok(batch)]), options).await?;
+///
+/// let Node::Group(obs) = Node::open("memory:///adata.zarr/obs").await? else {
+///     panic!("a dataframe is a group");
+/// };
+/// let attributes = &obs.metadata().attributes;
+/// assert_eq!(attributes["encoding-type"], "dataframe");
+/// assert_eq!(attributes["_index"], "barcode");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Layout {
     /// A group of 1-D arrays, one per column, sharing one dimension (what xarray writes for a
