@@ -208,6 +208,24 @@ def render_python(data: dict) -> list[str]:
     return out + render_checks(checks)
 
 
+def render_sweep(chunks: str, by_rtt: dict, key: str, option: str, tasks: tuple, name) -> list[str]:
+    """One option swept at each RTT (`key` of the results): median seconds per task and value,
+    and the requests each value cost."""
+    sweep = {rtt: r[key] for rtt, r in by_rtt.items() if r.get(key)}
+    if not sweep:
+        return []
+    first = next(iter(sweep.values()))
+    values = list(first)
+    rows = []
+    for task in tasks:
+        for rtt, sw in sweep.items():
+            rows.append([task, f"{rtt} ms"] + [f"{med(sw[v][task]['seconds']):.3f}" for v in values])
+        rows.append([task, "requests"] + [str(first[v][task].get("requests", "—")) for v in values])
+    return ([f"{chunks} chunks per column, `{option}` swept (other settings at their defaults), "
+             "median seconds:", ""]
+            + md_table(["task", "RTT"] + [name(v) for v in values], rows) + [""])
+
+
 def render_remote(data: dict) -> list[str]:
     tuned = data.get("tuned", {})
     out = [f"{int(data.get('rows', 0)):,} rows over loopback HTTP ({data.get('server', '?')}) behind a "
@@ -228,29 +246,10 @@ def render_remote(data: dict) -> list[str]:
                           for h in ("fsspec", "obstore")]
                 cells.append(str(z.get("requests")) if z.get("requests") is not None else "—")
                 rows.append(cells)
-        sweep = {rtt: r["sweep"] for rtt, r in by_rtt.items() if r.get("sweep")}
-        if sweep:
-            values = list(next(iter(sweep.values())))
-            srows = []
-            for task in ("q1", "label"):
-                for rtt, sw in sweep.items():
-                    srows.append([task, f"{rtt} ms"] + [f"{med(sw[c][task]['seconds']):.3f}" for c in values])
-            out += [f"{chunks} chunks per column, `concurrency` swept (other settings at their defaults), "
-                    "median seconds:", ""]
-            out += md_table(["task", "RTT"] + [f"concurrency {c}" for c in values], srows) + [""]
-        split = {rtt: r["split_sweep"] for rtt, r in by_rtt.items() if r.get("split_sweep")}
-        if split:
-            values = list(next(iter(split.values())))
-            srows = []
-            for task in ("q2", "label"):
-                for rtt, sw in split.items():
-                    srows.append([task, f"{rtt} ms"] + [f"{med(sw[b][task]['seconds']):.3f}" for b in values])
-                first = next(iter(split.values()))
-                srows.append([task, "requests"] + [str(first[b][task].get("requests", "—")) for b in values])
-            names = [("off" if int(b) == 0 else f"{int(b) >> 20} MiB") for b in values]
-            out += [f"{chunks} chunks per column, `range_split_bytes` swept (other settings at their "
-                    "defaults), median seconds:", ""]
-            out += md_table(["task", "RTT"] + [f"split {n}" for n in names], srows) + [""]
+        out += render_sweep(chunks, by_rtt, "sweep", "concurrency", ("q1", "label"),
+                            lambda c: f"concurrency {c}")
+        out += render_sweep(chunks, by_rtt, "split_sweep", "range_split_bytes", ("q2", "label"),
+                            lambda b: "split off" if int(b) == 0 else f"split {int(b) >> 20} MiB")
         out += [f"{chunks} chunks per column "
                 f"({int(data['layouts'][chunks]['chunk']):,} rows each):", ""]
         out += md_table(["RTT", "task", "zarrow", "zarrow tuned", "Parquet", "zarr-python fsspec",
