@@ -330,6 +330,15 @@ impl Error {
         }
     }
 
+    /// An [`Error::InvalidOption`]: the option (or setting) `key` cannot be taken, for
+    /// `message`.
+    pub fn invalid_option(key: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::InvalidOption {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
     /// A table error about the node (or array) at `path`; `message` names it.
     pub fn table(path: impl Into<String>, message: impl Into<String>) -> Self {
         Error::Table {

@@ -65,10 +65,10 @@ impl StringType {
             "large_utf8" | "largeutf8" | "large" | "large_string" => StringType::LargeUtf8,
             "view" | "utf8view" | "utf8_view" | "string_view" => StringType::View,
             other => {
-                return Err(Error::InvalidOption {
-                    key: "string_type".into(),
-                    message: format!("string type '{other}': expected utf8, large_utf8 or view"),
-                })
+                return Err(Error::invalid_option(
+                    "string_type",
+                    format!("string type '{other}': expected utf8, large_utf8 or view"),
+                ))
             }
         };
         t.check_available()?;
@@ -78,11 +78,10 @@ impl StringType {
     /// Fails for `View` when zarrow was built without the `utf8view` feature.
     pub fn check_available(self) -> Result<()> {
         if self == StringType::View && !cfg!(feature = "utf8view") {
-            return Err(Error::InvalidOption {
-                key: "string_type".into(),
-                message: "Utf8View output needs zarrow built with the `utf8view` cargo feature"
-                    .into(),
-            });
+            return Err(Error::invalid_option(
+                "string_type",
+                "Utf8View output needs zarrow built with the `utf8view` cargo feature",
+            ));
         }
         Ok(())
     }
@@ -220,10 +219,7 @@ impl FetchOptions {
     /// Set the option named `key` (one of [`FETCH_KEYS`]) to `value`, a number of bytes; an
     /// error names the key and the value.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let invalid = |message: String| Error::InvalidOption {
-            key: key.to_string(),
-            message,
-        };
+        let invalid = |message: String| Error::invalid_option(key, message);
         let bytes = value
             .trim()
             .parse::<u64>()
@@ -303,10 +299,7 @@ impl ReadLimits {
 
     /// [`Self::set`], errors naming the setting `name` (an environment variable).
     fn set_named(&mut self, key: &str, name: &str, value: &str) -> Result<()> {
-        let invalid = |message: String| Error::InvalidOption {
-            key: name.to_string(),
-            message,
-        };
+        let invalid = |message: String| Error::invalid_option(name, message);
         let bytes = value
             .trim()
             .parse::<u64>()

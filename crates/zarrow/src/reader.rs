@@ -153,10 +153,7 @@ impl ZarrRecordBatchStreamBuilder {
     /// limit, only the chunks it needs are kept.
     pub fn scan(&self) -> Result<ZarrScan> {
         if let Some((key, message)) = &self.error {
-            return Err(Error::InvalidOption {
-                key: key.clone(),
-                message: message.clone(),
-            });
+            return Err(Error::invalid_option(key.clone(), message.clone()));
         }
         let mut scan = self.scan.clone();
         if let Some(projection) = &self.projection {

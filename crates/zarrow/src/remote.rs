@@ -98,10 +98,7 @@ impl RemoteOptions {
     /// Set `key` (one of [`REMOTE_KEYS`]) from its text; an error is an
     /// [`Error::InvalidOption`] naming the key and quoting the value.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let invalid = |message: String| Error::InvalidOption {
-            key: key.to_string(),
-            message,
-        };
+        let invalid = |message: String| Error::invalid_option(key, message);
         match key {
             "connect_timeout" => self.connect_timeout = Some(parse_duration(key, value)?),
             "timeout" => self.timeout = Some(parse_duration(key, value)?),

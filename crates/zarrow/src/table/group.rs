@@ -139,14 +139,14 @@ fn select_arrays(
     let names: HashSet<&str> = members.iter().map(|m| m.name.as_str()).collect();
     if let Some(w) = wanted.iter().find(|w| !names.contains(w.as_str())) {
         let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
-        return Err(Error::InvalidOption {
-            key: "arrays".into(),
-            message: format!(
+        return Err(Error::invalid_option(
+            "arrays",
+            format!(
                 "group '{}' has no array '{w}' (arrays: {})",
                 group.path(),
                 names.join(", ")
             ),
-        });
+        ));
     }
     let wanted: HashSet<&str> = wanted.iter().map(String::as_str).collect();
     Ok(members

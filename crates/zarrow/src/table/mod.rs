@@ -90,10 +90,10 @@ impl TableOptions {
         if self.arrays.is_none() {
             return Ok(());
         }
-        Err(Error::InvalidOption {
-            key: "arrays".into(),
-            message: format!("'{path}' is {what}: the `arrays` option only applies to groups"),
-        })
+        Err(Error::invalid_option(
+            "arrays",
+            format!("'{path}' is {what}: the `arrays` option only applies to groups"),
+        ))
     }
 }
 

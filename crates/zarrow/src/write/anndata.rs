@@ -99,10 +99,7 @@ impl AnnDataFrame {
     ) -> Result<(Self, Vec<ColumnWriter>, Vec<Field>)> {
         let index = match &options.index {
             Some(name) => {
-                let invalid = |message: String| Error::InvalidOption {
-                    key: "index".into(),
-                    message,
-                };
+                let invalid = |message: String| Error::invalid_option("index", message);
                 let (at, field) = schema
                     .column_with_name(name)
                     .ok_or_else(|| invalid(format!("no column '{name}' in the input")))?;

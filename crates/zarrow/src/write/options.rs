@@ -138,18 +138,7 @@ pub const WRITE_OPTION_KEYS: &[&str] = &[
 ];
 
 fn bad(key: &str, value: &str, expected: &str) -> Error {
-    Error::InvalidOption {
-        key: key.to_string(),
-        message: format!("expected {expected}, found '{value}'"),
-    }
-}
-
-/// An [`Error::InvalidOption`] about the write option `key`.
-fn invalid(key: &str, message: String) -> Error {
-    Error::InvalidOption {
-        key: key.to_string(),
-        message,
-    }
+    Error::invalid_option(key, format!("expected {expected}, found '{value}'"))
 }
 
 fn positive(key: &str, value: &str) -> Result<u64> {
@@ -269,7 +258,7 @@ impl TableWriteOptions {
                 }
             }
             _ => {
-                return Err(invalid(
+                return Err(Error::invalid_option(
                     key,
                     format!(
                         "unknown zarr write option '{key}'; valid options: {}",
@@ -286,7 +275,7 @@ impl TableWriteOptions {
     pub fn validate(&self) -> Result<()> {
         if let Some(shard) = self.shard_rows {
             if shard % self.chunk_rows != 0 {
-                return Err(invalid(
+                return Err(Error::invalid_option(
                     "shard_rows",
                     format!(
                         "{shard} is not a multiple of chunk_rows = {}",
@@ -295,22 +284,22 @@ impl TableWriteOptions {
                 ));
             }
             if self.zarr_format == 2 {
-                return Err(invalid(
+                return Err(Error::invalid_option(
                     "shard_rows",
-                    "needs zarr_format 3 (zarr v2 has no sharding)".into(),
+                    "needs zarr_format 3 (zarr v2 has no sharding)",
                 ));
             }
         }
         if self.index.is_some() && self.layout != Layout::AnnData {
-            return Err(invalid(
+            return Err(Error::invalid_option(
                 "index",
-                "needs layout anndata (the xarray layout has no index)".into(),
+                "needs layout anndata (the xarray layout has no index)",
             ));
         }
         if self.zarr_format == 2 && matches!(self.string_encoding, VlenEncoding::ArrowVlen { .. }) {
-            return Err(invalid(
+            return Err(Error::invalid_option(
                 "string_encoding",
-                "arrow_vlen needs zarr_format 3".into(),
+                "arrow_vlen needs zarr_format 3",
             ));
         }
         Ok(())
