@@ -69,6 +69,10 @@ echo "ci.sh: benches/python_tools_compare.py --smoke"
 "$TEST_VENV/bin/python" "$ROOT/benches/python_tools_compare.py" --smoke \
     --tools zarrow_polars,zarrow_datafusion,zarrow_duckdb,zarr_python,polars_parquet,duckdb_parquet
 
+# CI's disk is limited: the test venv (1.2 GB) is not needed past this point there. Elsewhere it
+# stays, for benches/sizes.py and for looking into a failure.
+if [[ "${CI:-}" == true ]]; then rm -rf "$TEST_VENV"; fi
+
 # A datafusion-python of another major version next to the wheel (xarray-sql pins 54): the
 # FFI structs differ, so registering must raise zarrow.ZarrowError naming both versions, and
 # the interpreter must go on. (The registry has no datafusion 56 yet.)
@@ -78,3 +82,4 @@ rm -rf "$MISMATCH_VENV"
 "$MISMATCH_VENV/bin/pip" install --quiet --disable-pip-version-check "datafusion==54.1.0" \
     "pyarrow==26.0.1" "$WHEEL"
 "$MISMATCH_VENV/bin/python" "$HERE/ci/datafusion_mismatch.py" "$ROOT/data/pbmc_sample.zarr/obs"
+if [[ "${CI:-}" == true ]]; then rm -rf "$MISMATCH_VENV"; fi

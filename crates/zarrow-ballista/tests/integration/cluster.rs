@@ -17,7 +17,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use zarrow_ballista::cluster_session_context;
 use zarrow_datafusion::zarr_session_context;
 
-mod common;
+use crate::common;
 use common::{data, try_run as run};
 
 fn free_port() -> u16 {

@@ -1,7 +1,7 @@
 //! ZarrTable through DataFusion: schemas, store GETs per query, and the fixture tables
 //! against what xarray and anndata read.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

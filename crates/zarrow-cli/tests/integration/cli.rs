@@ -1084,7 +1084,7 @@ fn chunk_size_limit_is_an_option() {
 #[test]
 fn a_cluster_that_cannot_be_reached_is_named() {
     // Port 1 on loopback: nothing listens there. (A running cluster is tested in
-    // crates/zarrow-ballista/tests/cluster.rs.)
+    // crates/zarrow-ballista/tests/integration/cluster.rs.)
     let err = fails(&["sql", "--cluster", "df://127.0.0.1:1", "SELECT 1"]);
     assert!(err.contains("on the cluster at df://127.0.0.1:1"), "{err}");
     assert!(err.to_lowercase().contains("connect"), "{err}");

@@ -6,7 +6,7 @@
 //! `range_split_bytes` is read as ranged GETs in flight at once, which dropping the query
 //! closes too.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

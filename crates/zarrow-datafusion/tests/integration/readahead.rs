@@ -4,7 +4,7 @@
 //! logs them with how far the consumer had got), so what is in flight once the scans have
 //! started is exactly the read-ahead.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -302,7 +302,7 @@ fn copy_to_zarr_under_a_memory_limit() {
 /// The figure: `COPY` of the 10M-row benchmark table (`benches/sql_compare.py` makes
 /// `target/bench-data/r10000000_c1000000/bench.parquet`) under `--memory-limit 200M`, with the
 /// release CLI (`cargo build --release -p zarrow-cli`), its peak RSS from `/usr/bin/time -v`.
-/// Run: `cargo test -p zarrow-cli --test export_zarr -- --ignored copy_10m`.
+/// Run: `cargo test -p zarrow-cli --test integration -- --ignored copy_10m`.
 #[test]
 #[ignore = "needs the release CLI and the 10M-row benchmark Parquet (see docs/writing.md)"]
 fn copy_10m_rows_under_a_200m_memory_limit_release() {

@@ -28,7 +28,7 @@ pub async fn try_run(ctx: &SessionContext, sql: &str) -> datafusion::error::Resu
 }
 
 /// `sql`'s result as [`lines`]; a failure names the query.
-#[allow(dead_code)] // not every test file uses every helper
+#[allow(dead_code)] // not every test module uses every helper
 pub async fn run(ctx: &SessionContext, sql: &str) -> Vec<String> {
     try_run(ctx, sql)
         .await

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-mod common;
+use crate::common;
 
 use common::written::{count, ctx, run, text, SOURCE};
 

@@ -2,7 +2,7 @@
 //! serialized through zarrow's codecs over loopback gRPC) answers as a single-process session
 //! does, over the fixture stores written by zarr-python, xarray and anndata.
 
-mod common;
+use crate::common;
 
 use datafusion::prelude::{SessionConfig, SessionContext};
 use zarrow_ballista::standalone_session_context;

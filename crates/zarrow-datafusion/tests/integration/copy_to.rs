@@ -9,7 +9,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
 use zarrow_datafusion::zarr_session_context_with_runtime;
 
-mod common;
+use crate::common;
 
 use common::written::{count, ctx, run, text, SOURCE};
 

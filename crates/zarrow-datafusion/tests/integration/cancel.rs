@@ -3,7 +3,7 @@
 //! is dropped; afterwards no fetch may still be pending and no task zarrow or DataFusion
 //! spawned for the query may still be alive.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
