@@ -149,7 +149,10 @@ async fn decoding_ahead_hands_out_the_same_batches_in_order() {
     assert_eq!(ahead, lazy);
     // decoded whole: the rest of the chunk being handed out and up to 3 after it
     assert!(most_ahead >= 2 * 50_000, "{most_ahead} rows decoded ahead");
-    assert!(most_ahead <= 25_000 + 3 * 50_000, "{most_ahead} rows decoded ahead");
+    assert!(
+        most_ahead <= 25_000 + 3 * 50_000,
+        "{most_ahead} rows decoded ahead"
+    );
 
     // A bounded budget cannot reserve a decoded chunk beforehand: no decoding ahead.
     #[derive(Debug)]
