@@ -13,6 +13,9 @@ the clients. Run from the repository root, after release builds of the CLI and t
 Per RTT and layout it times, each as its own process, median of `--repeat` after a warm-up:
 - zarrow `sql` over `http://…/bench.zarr`: q1 (GROUP BY label) and q2 (id LIKE), at the
   defaults and tuned (`--tuned`: more read-ahead and partitions);
+- zarrow `sql` in a session: the table registered once, then q1 or q2 three times in one
+  process, each statement's own time from `--verbose` (the first run, and the third, whose
+  connections are pooled: what a shell, notebook or application sees after its first query);
 - zarrow `export` of the `label` column whole (Arrow IPC to /dev/null), defaults and tuned;
 - DataFusion on the Parquet twin over the same server (zarrow's CLI, `FROM 'http://…parquet'`),
   at each `target_partitions` of `--parquet-partitions`, keeping the best;
@@ -229,6 +232,32 @@ def measure(server: Server, cmd: list[str], repeat: int, rows: int | None = None
     }
 
 
+def measure_session(args, zarr_url: str, sql: str, repeat: int) -> dict:
+    """`sql` in a session, as the shell, a notebook or an application runs it: the table
+    registered once (CREATE EXTERNAL TABLE), then the query three times in one process. Each
+    statement's own wall time comes from `--verbose` (`elapsed`): `first` is the first run of
+    the query (the table open, its chunks on new connections), `seconds` the third (connections
+    pooled). Warm-up, then `repeat` processes."""
+    statements = f"CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{zarr_url}'; {sql}; {sql}; {sql}"
+    cmd = [str(args.zarrow), "sql", "--verbose", "--format", "csv", statements]
+    first, last, answers = [], [], set()
+    for i in range(repeat + 1):
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"{cmd}: {done.stderr[-2000:]}")
+        elapsed = [float(line.split()[1]) for line in done.stderr.splitlines()
+                   if line.startswith("elapsed ")]
+        if len(elapsed) != 4:
+            sys.exit(f"{cmd}: expected 4 'elapsed' lines on stderr, got {done.stderr[-2000:]}")
+        answers.add(tuple(sc.canonical(done.stdout)))
+        if i:  # the first process is the warm-up
+            first.append(elapsed[1])
+            last.append(elapsed[3])
+    if len(answers) != 1:
+        sys.exit(f"{cmd}: the runs disagree")
+    return {"first": first, "seconds": last}
+
+
 def zarrow_sql(args, sql: str, tuned: bool) -> list[str]:
     cmd = [str(args.zarrow), "sql", "--format", "csv"]
     if tuned:
@@ -240,11 +269,12 @@ def zarrow_sql(args, sql: str, tuned: bool) -> list[str]:
 def bench_layout(args, server: Server, proxy_port: int, rel: str, py: Path | None) -> dict:
     base = f"http://127.0.0.1:{proxy_port}/{rel}"
     zarr_url, parquet_url = f"{base}/bench.zarr", f"{base}/bench.parquet"
-    out: dict = {"zarrow": {}, "zarrow_tuned": {}, "parquet": {}, "zarr_python": {}}
+    out: dict = {"zarrow": {}, "zarrow_tuned": {}, "zarrow_session": {}, "parquet": {}, "zarr_python": {}}
     for qid, _, sql, _ in QUERIES:
         for key, tuned in (("zarrow", False), ("zarrow_tuned", True)):
             out[key][qid] = measure(server, zarrow_sql(args, sql.replace("FROM t", f"FROM '{zarr_url}'"), tuned),
                                     args.repeat)
+        out["zarrow_session"][qid] = measure_session(args, zarr_url, sql, args.repeat)
         best = None
         for partitions in args.parquet_partitions:
             q = (f"SET datafusion.execution.target_partitions = {partitions}; "
@@ -316,6 +346,12 @@ def checks(results: dict) -> list[dict]:
             r = med(layout[rtt]["zarrow"][task]["seconds"]) / med(layout["0"]["zarrow"][task]["seconds"])
             out.append({"target": f"{task} at {rtt} ms ≤ {limit}× its 0 ms time", "value": f"{r:.2f}×",
                         "ok": r <= limit})
+        for task in ("q1", "q2"):
+            session = [layout[x].get("zarrow_session", {}).get(task) for x in (rtt, "0")]
+            if all(session):
+                r = med(session[0]["seconds"]) / med(session[1]["seconds"])
+                out.append({"target": f"{task} in a session at {rtt} ms ≤ {limit}× its 0 ms time",
+                            "value": f"{r:.2f}×", "ok": r <= limit})
     if "20" in layout:
         at20 = layout["20"]
         for task in ("q1", "q2"):

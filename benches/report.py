@@ -254,6 +254,15 @@ def render_remote(data: dict) -> list[str]:
                 f"({int(data['layouts'][chunks]['chunk']):,} rows each):", ""]
         out += md_table(["RTT", "task", "zarrow", "zarrow tuned", "Parquet", "zarr-python fsspec",
                          "zarr-python obstore", "requests (zarrow)"], rows) + [""]
+        session = [[f"{rtt} ms", task, f"{med(s['first']):.3f}", f"{med(s['seconds']):.3f}"]
+                   for rtt, r in by_rtt.items()
+                   for task, s in r.get("zarrow_session", {}).items()]
+        if session:
+            out += [f"{chunks} chunks per column, in a session (the table registered once, the "
+                    "query run three times in one process; each statement's own median seconds, "
+                    "zarrow's defaults):", ""]
+            out += md_table(["RTT", "task", "first run", "third run (pooled connections)"],
+                            session) + [""]
     checks = [(c["target"], c["value"], c["ok"]) for c in data.get("checks", [])]
     return out + render_checks(checks)
 

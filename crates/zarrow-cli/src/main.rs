@@ -157,8 +157,9 @@ struct SqlArgs {
     /// Write to this file instead of standard output.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// After each statement, print on standard error what its zarr scans did: chunks read
-    /// and pruned, requests and bytes fetched, fetch, decompression and decode time, rows.
+    /// After each statement, print on standard error what its zarr scans did (chunks read
+    /// and pruned, requests and bytes fetched, fetch, decompression and decode time, rows)
+    /// and how long it took, planning included (`elapsed 0.123 s`).
     #[arg(long, short = 'v')]
     verbose: bool,
     #[command(flatten)]

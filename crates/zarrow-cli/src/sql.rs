@@ -9,7 +9,7 @@
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use arrow::array::{RecordBatch, StringArray};
@@ -190,6 +190,7 @@ impl Runner {
 
     /// Plan, run and print one statement.
     async fn statement(&mut self, statement: Statement) -> Result<()> {
+        let started = Instant::now();
         let cluster = self.cluster.clone();
         let context = |e: DataFusionError| {
             let e = anyhow::Error::new(e);
@@ -258,6 +259,8 @@ impl Runner {
         self.sink.flush().context("cannot write the output")?;
         if self.verbose {
             print_scans(physical.as_ref());
+            // planning included, as a user waits for it
+            eprintln!("elapsed {:.3} s", started.elapsed().as_secs_f64());
         }
         Ok(())
     }

@@ -916,6 +916,13 @@ fn sql_verbose_prints_what_the_scan_did() {
     ] {
         assert!(line.contains(metric), "{metric} missing: {err}");
     }
+    // then how long the statement took
+    let elapsed = err
+        .lines()
+        .skip_while(|l| !l.starts_with("scan of "))
+        .find_map(|l| l.strip_prefix("elapsed ")?.strip_suffix(" s"))
+        .and_then(|s| s.parse::<f64>().ok());
+    assert!(elapsed.is_some_and(|s| s > 0.0), "no elapsed line: {err}");
 }
 
 /// A v2 int64 array of `chunks` uncompressed chunks of `chunk` pseudo-random values, written
