@@ -61,14 +61,32 @@ pub(crate) struct Budget {
 
 /// How far a stream has got: the estimate a chunk's fetch reserves before its request, how
 /// many chunks have reserved it and how many have been handed out.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct Progress {
     /// The most stored bytes of a chunk fetched so far (`None` until the first arrives).
     largest: Option<usize>,
     /// Chunks, from the first, that have made their reservation before the request.
     reserved: usize,
-    /// Chunks handed out (their [`Held`] dropped).
+    /// Chunks, from the first, handed out (or failed): their [`Held`] dropped.
     handed_out: usize,
+    /// Chunks after those whose [`Held`] was dropped first: a later chunk that failed while
+    /// an earlier one was still on its way. They count once the chunks before them do, so a
+    /// failure behind a chunk never tells it that its turn has come.
+    done_early: std::collections::BTreeSet<usize>,
+}
+
+impl Progress {
+    /// Chunk `index` has been handed out (or failed).
+    fn done(&mut self, index: usize) {
+        if index != self.handed_out {
+            self.done_early.insert(index);
+            return;
+        }
+        self.handed_out += 1;
+        while self.done_early.remove(&self.handed_out) {
+            self.handed_out += 1;
+        }
+    }
 }
 
 impl Budget {
@@ -120,18 +138,34 @@ impl Drop for Budget {
     }
 }
 
-/// Bytes of a stream's [`Budget`] in use for one chunk, released on drop (which counts the
-/// chunk as handed out).
+/// Bytes of a stream's [`Budget`] in use, released on drop; for a chunk, the drop counts it
+/// as handed out.
 #[derive(Debug, Default)]
 pub(crate) struct Held {
     budget: Option<Arc<Budget>>,
     bytes: usize,
+    /// The chunk's number in the stream, if this holds a chunk's bytes.
+    chunk: Option<usize>,
 }
 
 impl Held {
-    /// Nothing held yet, of `budget` (no budget: every reservation succeeds).
+    /// Nothing held yet, of `budget` (no budget: every reservation succeeds), for what is not
+    /// one chunk (what the table holds whole).
     pub(crate) fn new(budget: Option<Arc<Budget>>) -> Self {
-        Held { budget, bytes: 0 }
+        Held {
+            budget,
+            bytes: 0,
+            chunk: None,
+        }
+    }
+
+    /// Nothing held yet for chunk number `index` of the stream.
+    pub(crate) fn for_chunk(budget: Option<Arc<Budget>>, index: usize) -> Self {
+        Held {
+            budget,
+            bytes: 0,
+            chunk: Some(index),
+        }
     }
 
     /// Before the request for the stored bytes of chunk number `index` of the stream, under a
@@ -254,7 +288,9 @@ impl Drop for Held {
     fn drop(&mut self) {
         if let Some(budget) = &self.budget {
             budget.release(self.bytes);
-            budget.progress.send_modify(|p| p.handed_out += 1);
+            if let Some(index) = self.chunk {
+                budget.progress.send_modify(|p| p.done(index));
+            }
         }
     }
 }
@@ -283,6 +319,38 @@ mod tests {
         fn shrink(&self, bytes: usize) {
             self.1.fetch_sub(bytes, Ordering::SeqCst);
         }
+    }
+
+    /// A chunk that fails behind one still on its way (its fetch refused by the store, say)
+    /// does not make it the earlier chunk's turn: that one waits for the chunks before it, and
+    /// is not refused by the budget in the failed chunk's name.
+    #[tokio::test]
+    async fn a_failure_behind_a_chunk_does_not_give_it_its_turn() {
+        let limit = Arc::new(Limit(100, AtomicUsize::new(0)));
+        let budget = Budget::new(limit.clone());
+        let what = || "chunk".to_string();
+        // chunk 0 arrives with 60 bytes and is being handed out
+        let mut first = Held::for_chunk(Some(budget.clone()), 0);
+        assert_eq!(first.reserve_ahead(0, &what).await.unwrap(), 0);
+        assert_eq!(first.settle(0, 60), 0);
+        // chunk 2 fails before chunk 1 has reserved
+        let third = Held::for_chunk(Some(budget.clone()), 2);
+        third.pass_turn(2);
+        drop(third);
+        assert_eq!(budget.progress.borrow().handed_out, 0);
+        // chunk 1 cannot have its 60 bytes beside chunk 0's: it waits for its turn, no error
+        let mut second = Held::for_chunk(Some(budget.clone()), 1);
+        let waiting = tokio::time::timeout(
+            std::time::Duration::from_millis(100),
+            second.reserve_ahead(1, &what),
+        )
+        .await;
+        assert!(waiting.is_err(), "{waiting:?}");
+        // chunk 0 handed out: chunk 1's turn, then the failed chunk 2 counts too
+        drop(first);
+        assert_eq!(second.reserve_ahead(1, &what).await.unwrap(), 60);
+        drop(second);
+        assert_eq!(budget.progress.borrow().handed_out, 3);
     }
 
     #[test]

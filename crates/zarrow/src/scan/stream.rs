@@ -169,7 +169,7 @@ pub(super) fn open(
                 // Hold what the chunk will likely take before asking the store for it; what
                 // it takes beyond that, now if the budget has room, else when the chunk's turn
                 // comes (see memory.rs).
-                let mut held = Held::new(memory);
+                let mut held = Held::for_chunk(memory, index);
                 let (coords, take) = match planned {
                     Ok(planned) => planned,
                     Err(e) => {
