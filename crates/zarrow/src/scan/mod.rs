@@ -126,12 +126,6 @@ pub struct ScanContext {
     /// The budget the scan reserves what it holds from (see [`ScanMemory`]); `None`: no limit.
     /// Give each stream (partition) its own.
     pub memory: Option<Arc<dyn ScanMemory>>,
-    /// Decoding ahead of the consumer: with n > 0 the chunks after the one being handed out
-    /// are decoded whole on the blocking pool, n + 1 at once, and wait decoded for their turn.
-    /// 0 (the default): each batch is decoded when it is asked for, on the consumer's thread.
-    /// Ignored under a bounded memory budget, which cannot reserve a decoded chunk before it is
-    /// decoded. See [`ScanContext::for_partitions`].
-    pub decode_ahead: usize,
 }
 
 impl Default for ScanContext {
@@ -140,36 +134,7 @@ impl Default for ScanContext {
             cache: Arc::new(ChunkCache::new(DEFAULT_CACHE_BYTES)),
             metrics: ScanMetrics::default(),
             memory: None,
-            decode_ahead: 0,
         }
-    }
-}
-
-/// The most chunks a stream decodes ahead, however many cores are idle: each is held decoded
-/// whole until its turn.
-const MAX_DECODE_AHEAD: usize = 7;
-
-impl ScanContext {
-    /// The context for one of `partitions` streams that run at once: with fewer streams than
-    /// cores, each decodes on its share of the cores (`decode_ahead` = cores / partitions - 1,
-    /// at most 7): a lone stream on 8 cores decodes 8 chunks at once, 2 streams on 2 cores
-    /// decode as they hand out. A lone stream, such as `zarrow export`'s or a Python
-    /// reader's, then decodes on every core instead of one.
-    ///
-    /// ```
-    /// use zarrow::ScanContext;
-    ///
-    /// let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    /// assert_eq!(ScanContext::default().for_partitions(cores).decode_ahead, 0);
-    /// let alone = ScanContext::default().for_partitions(1).decode_ahead;
-    /// assert_eq!(alone, (cores - 1).min(7));
-    /// ```
-    pub fn for_partitions(mut self, partitions: usize) -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        self.decode_ahead = (cores / partitions.max(1))
-            .saturating_sub(1)
-            .min(MAX_DECODE_AHEAD);
-        self
     }
 }
 
@@ -225,7 +190,7 @@ impl ZarrScan {
     /// Open the table at the root of `store` (e.g. one an application registered) and read
     /// it, the opening counted as the scan's metadata phase.
     pub async fn open_with_store(&self, store: ZarrStore) -> Result<ZarrRecordBatchStream> {
-        let ctx = ScanContext::default().for_partitions(1);
+        let ctx = ScanContext::default();
         let store = store.with_metrics(ctx.metrics.clone());
         let model = TableModel::open_store(store, &self.location, self.options.clone()).await?;
         self.stream(Arc::new(model), ctx)
@@ -266,9 +231,9 @@ impl ZarrScan {
     ) -> Result<Vec<arrow_array::RecordBatch>> {
         use futures::TryStreamExt;
 
-        let parts = self.split(partitions.max(1));
-        let ctx = ScanContext::default().for_partitions(parts.len());
-        let parts: Vec<_> = parts
+        let ctx = ScanContext::default();
+        let parts: Vec<_> = self
+            .split(partitions.max(1))
             .into_iter()
             .map(|part| {
                 let stream = part.stream(model.clone(), ctx.clone());
