@@ -71,6 +71,8 @@ echo "ci.sh: benches/python_tools_compare.py --smoke"
 
 # CI's disk is limited: the test venv (1.2 GB) is not needed past this point there. Elsewhere it
 # stays, for benches/sizes.py and for looking into a failure.
+# (The tests ran from inside it: leave it for its parent, outside the source tree too.)
+cd "$(dirname "$TEST_VENV")"
 if [[ "${CI:-}" == true ]]; then rm -rf "$TEST_VENV"; fi
 
 # A datafusion-python of another major version next to the wheel (xarray-sql pins 54): the
