@@ -168,7 +168,7 @@ impl Held {
         }
     }
 
-    /// Before the request for the stored bytes of chunk number `index` of the stream, under a
+    /// Before the request for the stored bytes of this chunk (see [`Self::for_chunk`]), under a
     /// bounded budget: hold as much as the largest chunk fetched so far took, after the chunks
     /// before this one have held theirs, when the budget grants it and the stream stays within
     /// its read-ahead limit — else again each time a chunk is handed out, and when this
@@ -176,10 +176,9 @@ impl Held {
     /// The first chunk holds nothing (nothing is known yet). Returns what was held.
     pub(crate) async fn reserve_ahead(
         &mut self,
-        index: usize,
         what: &(dyn Fn() -> String + Sync),
     ) -> Result<usize> {
-        let Some(budget) = self.budget.clone() else {
+        let (Some(budget), Some(index)) = (self.budget.clone(), self.chunk) else {
             return Ok(0);
         };
         // A budget without a limit only counts.
@@ -191,14 +190,14 @@ impl Held {
             _ => self.reserve_in_turn(&budget, index, what).await,
         };
         // The chunk behind may try now (after an error too: it is this chunk that failed).
-        self.pass_turn(index);
+        self.pass_turn();
         held
     }
 
-    /// Let the chunks behind chunk `index` reserve: it has made its reservation, or never
-    /// will (it failed before).
-    pub(crate) fn pass_turn(&self, index: usize) {
-        if let Some(budget) = &self.budget {
+    /// Let the chunks behind this one reserve: it has made its reservation, or never will (it
+    /// failed, or was dropped, before).
+    fn pass_turn(&self) {
+        if let (Some(budget), Some(index)) = (&self.budget, self.chunk) {
             budget
                 .progress
                 .send_modify(|p| p.reserved = p.reserved.max(index + 1));
@@ -289,6 +288,8 @@ impl Drop for Held {
         if let Some(budget) = &self.budget {
             budget.release(self.bytes);
             if let Some(index) = self.chunk {
+                // a chunk that fails before it reserves lets the ones behind it go on
+                self.pass_turn();
                 budget.progress.send_modify(|p| p.done(index));
             }
         }
@@ -331,24 +332,22 @@ mod tests {
         let what = || "chunk".to_string();
         // chunk 0 arrives with 60 bytes and is being handed out
         let mut first = Held::for_chunk(Some(budget.clone()), 0);
-        assert_eq!(first.reserve_ahead(0, &what).await.unwrap(), 0);
+        assert_eq!(first.reserve_ahead(&what).await.unwrap(), 0);
         assert_eq!(first.settle(0, 60), 0);
         // chunk 2 fails before chunk 1 has reserved
-        let third = Held::for_chunk(Some(budget.clone()), 2);
-        third.pass_turn(2);
-        drop(third);
+        drop(Held::for_chunk(Some(budget.clone()), 2));
         assert_eq!(budget.progress.borrow().handed_out, 0);
         // chunk 1 cannot have its 60 bytes beside chunk 0's: it waits for its turn, no error
         let mut second = Held::for_chunk(Some(budget.clone()), 1);
         let waiting = tokio::time::timeout(
             std::time::Duration::from_millis(100),
-            second.reserve_ahead(1, &what),
+            second.reserve_ahead(&what),
         )
         .await;
         assert!(waiting.is_err(), "{waiting:?}");
         // chunk 0 handed out: chunk 1's turn, then the failed chunk 2 counts too
         drop(first);
-        assert_eq!(second.reserve_ahead(1, &what).await.unwrap(), 60);
+        assert_eq!(second.reserve_ahead(&what).await.unwrap(), 60);
         drop(second);
         assert_eq!(budget.progress.borrow().handed_out, 3);
     }

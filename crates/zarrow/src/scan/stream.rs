@@ -161,15 +161,10 @@ pub(super) fn open(
                 // it takes beyond that, now if the budget has room, else when the chunk's turn
                 // comes (see memory.rs).
                 let mut held = Held::for_chunk(memory, index);
-                let (coords, take) = match planned {
-                    Ok(planned) => planned,
-                    Err(e) => {
-                        held.pass_turn(index);
-                        return Err(e);
-                    }
-                };
+                // (a chunk that fails here lets the ones behind it reserve when it is dropped)
+                let (coords, take) = planned?;
                 let what = || format!("reading chunk {coords:?} of '{location}'");
-                let reserved = held.reserve_ahead(index, &what).await?;
+                let reserved = held.reserve_ahead(&what).await?;
                 let fetched = this.fetch_ahead(&coords, &projection, &read).await?;
                 let stored: usize = fetched.iter().map(|f| f.stored_len()).sum();
                 let unreserved = held.settle(reserved, stored);
