@@ -34,6 +34,8 @@ extensions_options! {
         pub max_retries: String, default = String::new()
         /// Remote stores: for how long a request is retried (e.g. 20s; empty: 20s)
         pub retry_timeout: String, default = String::new()
+        /// Remote stores: connections a fresh store opens while its first metadata document is on the way (empty: 16; 0: none)
+        pub warm_connections: String, default = String::new()
         /// Icechunk repositories: URL prefixes (comma-separated, * for all) of the containers virtual chunks may be read from
         pub virtual_chunks: String, default = String::new()
         /// The largest element (string, bytes, fixed-size item) read, in bytes (default 16 MiB)
@@ -136,8 +138,9 @@ pub struct ZarrTableOptions {
     /// For a group: build the table from these child arrays only (resolves ties between
     /// different dimension sets). Coordinates of the table's dimensions are always added.
     pub arrays: Option<Vec<String>>,
-    /// Timeouts and retries of a remote store (`connect_timeout`, `timeout`, `max_retries`,
-    /// `retry_timeout`; see [`zarrow::RemoteOptions`]).
+    /// Timeouts, retries and warm connections of a remote store (`connect_timeout`,
+    /// `timeout`, `max_retries`, `retry_timeout`, `warm_connections`; see
+    /// [`zarrow::RemoteOptions`]).
     pub remote: RemoteOptions,
     /// What zarrow allocates at most for sizes the data claims (`max_item_bytes`,
     /// `max_chunk_bytes`, `max_metadata_bytes`): they travel with the table and its scans,
@@ -172,8 +175,8 @@ impl ZarrTableOptions {
     /// `decode_cf` (true/false), `arrays` (comma-separated child array names), the read
     /// limits `max_item_bytes`, `max_chunk_bytes`, `max_metadata_bytes` (bytes), how chunk
     /// reads are split and merged, `range_split_bytes` and `coalesce_bytes` (bytes), and for remote
-    /// stores `connect_timeout`, `timeout`, `retry_timeout` (`500ms`, `5s`, `2m`) and
-    /// `max_retries`. Keys may carry a
+    /// stores `connect_timeout`, `timeout`, `retry_timeout` (`500ms`, `5s`, `2m`),
+    /// `max_retries` and `warm_connections`. Keys may carry a
     /// `format.` or `zarrow.` prefix (DataFusion adds `format.` to unqualified keys); any
     /// other key is an error.
     pub fn from_options(options: &HashMap<String, String>) -> Result<Self> {
@@ -188,6 +191,7 @@ impl ZarrTableOptions {
             ("timeout", &config.timeout),
             ("max_retries", &config.max_retries),
             ("retry_timeout", &config.retry_timeout),
+            ("warm_connections", &config.warm_connections),
             ("virtual_chunks", &config.virtual_chunks),
         ] {
             if !value.trim().is_empty() {

@@ -166,6 +166,7 @@ const ZARROW_KEYS: &[&str] = &[
     "connect_timeout",
     "retry_timeout",
     "max_retries",
+    "warm_connections",
     "key",
     "secret",
     "token",

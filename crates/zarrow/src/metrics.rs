@@ -67,7 +67,8 @@ struct Counters {
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScanCounts {
-    /// Requests made to open the table's nodes (metadata documents, listings).
+    /// Requests made to open the table's nodes (metadata documents, listings, and the `HEAD`s
+    /// that open a fresh remote store's connections: `warm_connections`).
     pub metadata_requests: u64,
     /// Bytes of metadata documents read.
     pub metadata_bytes: u64,

@@ -37,6 +37,11 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_RETRIES: usize = 3;
 /// For how long after its first attempt a request is retried by default.
 pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(20);
+/// How many connections a remote store opens by default while its first metadata document is
+/// on the way (see [`RemoteOptions::warm_connections`]).
+pub const DEFAULT_WARM_CONNECTIONS: usize = 16;
+/// The most connections `warm_connections` may ask for.
+pub const MAX_WARM_CONNECTIONS: usize = 256;
 
 /// Timeouts and retries of remote stores; `None` takes the default (see the module docs).
 ///
@@ -71,6 +76,11 @@ pub struct RemoteOptions {
     pub max_retries: Option<usize>,
     /// For how long after its first attempt a request is retried.
     pub retry_timeout: Option<Duration>,
+    /// How many connections a fresh remote store opens while its first metadata document is
+    /// on the way (0: none), so that the first wave of chunk reads finds them open instead of
+    /// paying a handshake after the metadata: one `HEAD` of that document each, counted as
+    /// metadata requests. At most [`MAX_WARM_CONNECTIONS`].
+    pub warm_connections: Option<usize>,
     /// `ref`: the version of an Icechunk repository (branch, tag or snapshot id; `@REF` in the
     /// location wins). Only repositories have versions: a plain store refuses it.
     #[serde(rename = "ref")]
@@ -90,6 +100,7 @@ pub const REMOTE_KEYS: &[&str] = &[
     "timeout",
     "max_retries",
     "retry_timeout",
+    "warm_connections",
     "ref",
     "virtual_chunks",
 ];
@@ -114,6 +125,19 @@ impl RemoteOptions {
             "max_retries" => {
                 self.max_retries = Some(value.trim().parse().map_err(|_| {
                     invalid(format!("expected a number of retries, found '{value}'"))
+                })?)
+            }
+            "warm_connections" => {
+                let n = value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| *n <= MAX_WARM_CONNECTIONS);
+                self.warm_connections = Some(n.ok_or_else(|| {
+                    invalid(format!(
+                        "expected a number of connections up to {MAX_WARM_CONNECTIONS}, \
+                         found '{value}'"
+                    ))
                 })?)
             }
             _ => return Err(invalid("not a remote store option".into())),
@@ -147,6 +171,7 @@ impl RemoteOptions {
             timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
             max_retries: self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
             retry_timeout: self.retry_timeout.unwrap_or(DEFAULT_RETRY_TIMEOUT),
+            warm_connections: self.warm_connections.unwrap_or(DEFAULT_WARM_CONNECTIONS),
         }
     }
 
@@ -179,6 +204,7 @@ pub const REMOTE_ENV: &[(&str, &str)] = &[
     ("timeout", "ZARROW_TIMEOUT"),
     ("max_retries", "ZARROW_MAX_RETRIES"),
     ("retry_timeout", "ZARROW_RETRY_TIMEOUT"),
+    ("warm_connections", "ZARROW_WARM_CONNECTIONS"),
 ];
 
 /// [`RemoteOptions`] with every setting decided.
@@ -193,6 +219,69 @@ pub(crate) struct ResolvedRemote {
     pub max_retries: usize,
     /// For how long after its first attempt a request is retried.
     pub retry_timeout: Duration,
+    /// How many connections are opened during the first metadata read.
+    pub warm_connections: usize,
+}
+
+/// A remote store as [`open`] builds it.
+pub(crate) struct RemoteStore {
+    /// The client.
+    pub store: Arc<dyn ObjectStore>,
+    /// The node's path inside it.
+    pub root: object_store::path::Path,
+    /// How often a read cut short is tried again.
+    pub max_retries: usize,
+    /// What opens its connections during the first metadata read (`None`: nothing).
+    pub warm_up: Option<Arc<WarmUp>>,
+}
+
+/// Opens a fresh client's connections while its first metadata document is on the way.
+///
+/// A new process (or a new table) pays a handshake per connection. Without this, the first
+/// wave of chunk reads opens its connections only once the metadata has arrived: one round
+/// trip more before the first chunk (two or three with TLS). `HEAD`s of the document, sent
+/// beside its `GET`, open them meanwhile; their answers are not awaited (only their
+/// connections matter, left open in the client's pool). Once per client: the clones of a
+/// store share it.
+#[derive(Debug)]
+pub(crate) struct WarmUp {
+    connections: usize,
+    started: std::sync::atomic::AtomicBool,
+}
+
+impl WarmUp {
+    /// Warm-up of `connections` connections; `None` for 0.
+    pub(crate) fn new(connections: usize) -> Option<Arc<Self>> {
+        (connections > 0).then(|| {
+            Arc::new(WarmUp {
+                connections: connections.min(MAX_WARM_CONNECTIONS),
+                started: Default::default(),
+            })
+        })
+    }
+
+    /// Send the `HEAD`s of `path` if this is the first call (and a tokio runtime runs them);
+    /// how many were sent.
+    pub(crate) fn start(
+        &self,
+        store: &Arc<dyn ObjectStore>,
+        path: &object_store::path::Path,
+    ) -> usize {
+        use std::sync::atomic::Ordering;
+        if self.started.swap(true, Ordering::Relaxed) {
+            return 0;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return 0;
+        };
+        for _ in 0..self.connections {
+            let (store, path) = (store.clone(), path.clone());
+            runtime.spawn(async move {
+                let _ = object_store::ObjectStoreExt::head(&store, &path).await;
+            });
+        }
+        self.connections
+    }
 }
 
 /// A duration written `500ms`, `5s`, `2m`, `1h` or as seconds (`1.5`); an error is an
@@ -225,15 +314,14 @@ pub(crate) fn parse_duration(key: &str, value: &str) -> Result<Duration> {
 /// A cloud or HTTP store for `url` (`object_store`'s URL schemes: `s3://`, `gs://`, `az://`,
 /// `abfs://`, `http(s)://`, and the providers' https URLs), configured from the environment
 /// (`AWS_*`, `GOOGLE_*`, `AZURE_*`), then `options`, with `remote`'s timeouts and retries; the
-/// URL's path is the node's path inside it; also how often a read cut short is retried. A
-/// store that cannot be built is an [`Error::Location`] about `location` (the URL as given).
+/// URL's path is the node's path inside it. A store that cannot be built is an [`Error::Location`] about `location` (the URL as given).
 #[cfg(feature = "cloud")]
 pub(crate) fn open(
     location: &str,
     url: &url::Url,
     options: &[(String, String)],
     remote: &RemoteOptions,
-) -> Result<(Arc<dyn ObjectStore>, object_store::path::Path, usize)> {
+) -> Result<RemoteStore> {
     use object_store::{BackoffConfig, ClientConfigKey, ObjectStoreScheme, RetryConfig};
 
     let err = |message: String| Error::bad_location(location, message);
@@ -317,7 +405,12 @@ pub(crate) fn open(
         }
         other => return Err(err(format!("unsupported store {other:?}"))),
     };
-    Ok((store, path, settings.max_retries))
+    Ok(RemoteStore {
+        store,
+        root: path,
+        max_retries: settings.max_retries,
+        warm_up: WarmUp::new(settings.warm_connections),
+    })
 }
 
 /// The HTTP connector of zarrow's remote stores: `object_store`'s, with responses without a
@@ -388,7 +481,7 @@ pub(crate) fn open(
     url: &url::Url,
     _options: &[(String, String)],
     _remote: &RemoteOptions,
-) -> Result<(Arc<dyn ObjectStore>, object_store::path::Path, usize)> {
+) -> Result<RemoteStore> {
     Err(Error::bad_location(
         location,
         format!(

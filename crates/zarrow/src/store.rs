@@ -19,7 +19,7 @@ use url::Url;
 
 use crate::metrics::ScanMetrics;
 use crate::options::ReadLimits;
-use crate::remote::RemoteOptions;
+use crate::remote::{RemoteOptions, WarmUp};
 use crate::{Error, Result};
 
 /// An object store and the path of a zarr node within it.
@@ -56,6 +56,8 @@ pub struct ZarrStore {
     limits: ReadLimits,
     /// What metadata requests (documents, listings) count into.
     metrics: ScanMetrics,
+    /// A remote client's warm-up, started by the first metadata document read.
+    warm_up: Option<Arc<WarmUp>>,
 }
 
 /// The process-wide store behind `memory://` locations.
@@ -75,6 +77,7 @@ impl ZarrStore {
             body_retries: crate::remote::DEFAULT_MAX_RETRIES,
             limits: ReadLimits::default(),
             metrics: ScanMetrics::default(),
+            warm_up: None,
         }
     }
 
@@ -110,6 +113,7 @@ impl ZarrStore {
             )));
         }
         let mut body_retries = 0;
+        let mut warm_up = None;
         let (store, root): (Arc<dyn ObjectStore>, Path) = match Url::parse(trimmed) {
             Ok(url) if url.scheme().len() > 1 => match url.scheme() {
                 "file" => {
@@ -126,10 +130,10 @@ impl ZarrStore {
                     )
                 }
                 _ => {
-                    let (store, root, retries) =
-                        crate::remote::open(location, &url, options, remote)?;
-                    body_retries = retries;
-                    (store, root)
+                    let remote = crate::remote::open(location, &url, options, remote)?;
+                    body_retries = remote.max_retries;
+                    warm_up = remote.warm_up;
+                    (remote.store, remote.root)
                 }
             },
             // No scheme (or a Windows drive letter): a local path.
@@ -142,6 +146,7 @@ impl ZarrStore {
             body_retries,
             limits: ReadLimits::default(),
             metrics: ScanMetrics::default(),
+            warm_up,
         })
     }
 
@@ -174,6 +179,7 @@ impl ZarrStore {
             body_retries: 0,
             limits: ReadLimits::default(),
             metrics: ScanMetrics::default(),
+            warm_up: None,
         })
     }
 
@@ -239,6 +245,7 @@ impl ZarrStore {
             body_retries: self.body_retries,
             limits: self.limits,
             metrics: self.metrics.clone(),
+            warm_up: self.warm_up.clone(),
         }
     }
 
@@ -347,6 +354,13 @@ impl ZarrStore {
     /// [`ReadLimits::max_metadata_bytes`] is an error before anything is allocated for it.
     pub async fn get_document(&self, relative: &str, node: &str) -> Result<Option<Bytes>> {
         let limit = self.limits.max_metadata_bytes;
+        if let Some(warm_up) = &self.warm_up {
+            let sent = warm_up.start(&self.store, &self.key(relative));
+            self.metrics.add_metadata_counts(&crate::ScanCounts {
+                metadata_requests: u64::try_from(sent).unwrap_or(u64::MAX),
+                ..Default::default()
+            });
+        }
         let started = Instant::now();
         let got = self
             .get_bounded(relative, limit, |size| {

@@ -4,7 +4,8 @@
 //! must keep 16 requests in flight at once (the latency is hidden by overlap, not paid per
 //! chunk), and dropping the query must close every one of them. An inner chunk larger than
 //! `range_split_bytes` is read as ranged GETs in flight at once, which dropping the query
-//! closes too.
+//! closes too. A fresh store opens `warm_connections` connections while its metadata is on the
+//! way, and the first wave of chunk reads opens none of its own.
 
 use crate::common;
 
@@ -32,11 +33,24 @@ struct Seen {
     requests: AtomicUsize,
     /// Requests whose client closed the connection before the answer was due.
     abandoned: AtomicUsize,
+    /// `HEAD` requests (of any path).
+    heads: AtomicUsize,
+    /// Connections accepted after the first chunk request arrived.
+    late_connections: AtomicUsize,
 }
 
 /// An HTTP/1.1 server on 127.0.0.1 serving `root`, GET and HEAD with `Range`, keep-alive, each
 /// chunk response held for `delay` (the client closing the connection meanwhile ends it).
 async fn serve(root: PathBuf, delay: Duration) -> (String, Arc<Seen>) {
+    serve_with(root, delay, Duration::ZERO).await
+}
+
+/// [`serve`], with each `GET` of a `zarr.json` also held, for `metadata_delay`.
+async fn serve_with(
+    root: PathBuf,
+    delay: Duration,
+    metadata_delay: Duration,
+) -> (String, Arc<Seen>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = Arc::new(Seen::default());
@@ -46,13 +60,26 @@ async fn serve(root: PathBuf, delay: Duration) -> (String, Arc<Seen>) {
             let Ok((socket, _)) = listener.accept().await else {
                 return;
             };
-            tokio::spawn(connection(socket, root.clone(), delay, counters.clone()));
+            if counters.requests.load(Ordering::SeqCst) > 0 {
+                counters.late_connections.fetch_add(1, Ordering::SeqCst);
+            }
+            tokio::spawn(connection(
+                socket,
+                root.clone(),
+                (delay, metadata_delay),
+                counters.clone(),
+            ));
         }
     });
     (url, seen)
 }
 
-async fn connection(socket: TcpStream, root: PathBuf, delay: Duration, seen: Arc<Seen>) {
+async fn connection(
+    socket: TcpStream,
+    root: PathBuf,
+    (delay, metadata_delay): (Duration, Duration),
+    seen: Arc<Seen>,
+) {
     let mut socket = BufReader::new(socket);
     loop {
         // The request head, up to the blank line (8 KiB at most).
@@ -75,6 +102,11 @@ async fn connection(socket: TcpStream, root: PathBuf, delay: Duration, seen: Arc
             .filter_map(|l| l.split_once(':'))
             .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
             .collect();
+        if method == "HEAD" {
+            seen.heads.fetch_add(1, Ordering::SeqCst);
+        } else if target.ends_with("/zarr.json") {
+            tokio::time::sleep(metadata_delay).await;
+        }
         let chunk = target.contains("/c/");
         if chunk {
             seen.requests.fetch_add(1, Ordering::SeqCst);
@@ -143,6 +175,15 @@ fn range(header: &str, len: usize) -> Option<(usize, usize)> {
 
 /// 64 chunks of 16 int64 values in `dir/s/v`, served with `delay` per chunk response.
 async fn delayed_array(dir: &tempfile::TempDir, delay: Duration) -> (String, Arc<Seen>) {
+    delayed_metadata_array(dir, delay, Duration::ZERO).await
+}
+
+/// [`delayed_array`], each `GET` of its metadata also held, for `metadata_delay`.
+async fn delayed_metadata_array(
+    dir: &tempfile::TempDir,
+    delay: Duration,
+    metadata_delay: Duration,
+) -> (String, Arc<Seen>) {
     let local = Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
     let values = Int64Array::from_iter_values(0..1024);
     let options = ZarrWriteOptions {
@@ -159,7 +200,7 @@ async fn delayed_array(dir: &tempfile::TempDir, delay: Duration) -> (String, Arc
     )
     .await
     .unwrap();
-    let (url, seen) = serve(dir.path().to_path_buf(), delay).await;
+    let (url, seen) = serve_with(dir.path().to_path_buf(), delay, metadata_delay).await;
     (format!("{url}/s/v"), seen)
 }
 
@@ -230,6 +271,63 @@ async fn dropping_the_query_closes_every_request_in_flight() {
         "requests left open"
     );
     assert_eq!(seen.abandoned.load(Ordering::SeqCst), 16);
+}
+
+/// A fresh table over `location` read with one partition, 8 reads in flight and
+/// `warm_connections = warm`: what the server saw.
+async fn first_read(warm: usize) -> Arc<Seen> {
+    let dir = tempfile::tempdir().unwrap();
+    // The metadata answers after 300 ms: the warm-up's HEADs (answered at once) are done by
+    // then, as they are on a real network, where they travel beside the metadata's GET.
+    let (location, seen) =
+        delayed_metadata_array(&dir, Duration::from_millis(50), Duration::from_millis(300)).await;
+    let ctx = zarr_session_context(SessionConfig::new().with_target_partitions(1));
+    ctx.sql("SET zarrow.concurrency = 8").await.unwrap();
+    let options: HashMap<String, String> =
+        [("warm_connections".to_string(), warm.to_string())].into();
+    let table = ZarrTable::try_new(&location, ZarrTableOptions::from_options(&options).unwrap())
+        .await
+        .unwrap();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let batches = ctx
+        .sql("SELECT max(v) FROM t")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let max = batches[0]
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    assert_eq!(max.value(0), 1023);
+    assert_eq!(seen.requests.load(Ordering::SeqCst), 64);
+    assert_eq!(seen.max_in_flight.load(Ordering::SeqCst), 8);
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_store_opens_its_connections_while_the_metadata_is_on_the_way() {
+    let seen = first_read(8).await;
+    assert_eq!(
+        seen.heads.load(Ordering::SeqCst),
+        8,
+        "one HEAD a connection"
+    );
+    assert_eq!(
+        seen.late_connections.load(Ordering::SeqCst),
+        0,
+        "the chunk reads found their connections open"
+    );
+    // Without the warm-up, the first wave of chunk reads opens its own connections.
+    let cold = first_read(0).await;
+    assert_eq!(cold.heads.load(Ordering::SeqCst), 0);
+    assert!(
+        cold.late_connections.load(Ordering::SeqCst) >= 7,
+        "{} connections opened after the metadata",
+        cold.late_connections.load(Ordering::SeqCst)
+    );
 }
 
 /// One shard of one 8 KiB inner chunk (1024 int64, uncompressed, index at the end) in
