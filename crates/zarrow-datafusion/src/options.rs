@@ -34,7 +34,7 @@ extensions_options! {
         pub max_retries: String, default = String::new()
         /// Remote stores: for how long a request is retried (e.g. 20s; empty: 20s)
         pub retry_timeout: String, default = String::new()
-        /// Remote stores: connections a fresh store opens while its first metadata document is on the way (empty: 16; 0: none)
+        /// Remote stores: connections a fresh store opens while its first metadata document is on the way (empty: 32; 0: none)
         pub warm_connections: String, default = String::new()
         /// Icechunk repositories: URL prefixes (comma-separated, * for all) of the containers virtual chunks may be read from
         pub virtual_chunks: String, default = String::new()

@@ -510,7 +510,7 @@ impl RepositoryObjectStore {
                 let remote = crate::RemoteOptions::default();
                 crate::remote::open(url.as_str(), &url, &self.options.store, &remote)
                     .ok()
-                    .map(|(store, root, _)| (store, root))
+                    .map(|remote| (remote.store, remote.root))
             }
         }
     }

@@ -38,8 +38,9 @@ pub const DEFAULT_MAX_RETRIES: usize = 3;
 /// For how long after its first attempt a request is retried by default.
 pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(20);
 /// How many connections a remote store opens by default while its first metadata document is
-/// on the way (see [`RemoteOptions::warm_connections`]).
-pub const DEFAULT_WARM_CONNECTIONS: usize = 16;
+/// on the way (see [`RemoteOptions::warm_connections`]): the chunk reads one partition keeps in
+/// flight at the default `concurrency`.
+pub const DEFAULT_WARM_CONNECTIONS: usize = 32;
 /// The most connections `warm_connections` may ask for.
 pub const MAX_WARM_CONNECTIONS: usize = 256;
 
