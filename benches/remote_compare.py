@@ -19,8 +19,8 @@ Per RTT and layout it times, each as its own process, median of `--repeat` after
 - zarrow `export` of the `label` column whole (Arrow IPC to /dev/null), defaults and tuned;
 - DataFusion on the Parquet twin over the same server (zarrow's CLI, `FROM 'http://…parquet'`),
   at each `target_partitions` of `--parquet-partitions`, keeping the best;
-- `range_split_bytes` swept on the smallest layout (q2 and the `label` read), `concurrency` on the
-  largest;
+- `range_split_bytes` swept on the smallest layout (q2 and the `label` read), `concurrency` and
+  `warm_connections` (q1 and the `label` read) on the largest;
 - zarr-python 3 reading `label` whole, with fsspec (aiohttp) and with obstore, in a venv of the
   harness's own (`target/venv-bench-remote`, made on first use from requirements-remote.txt).
 It counts the requests and bytes each run cost from nginx's access log, checks the answers agree,
@@ -312,6 +312,19 @@ def bench_layout(args, server: Server, proxy_port: int, rel: str, py: Path | Non
                 "label": measure(server, [str(args.zarrow), "export", f"{zarr_url}/label", "--format",
                                           "arrow-stream", "--output", "/dev/null"] + opt, args.repeat),
             }
+    if args.warm_sweep and rel == args.sweep_layout:
+        # the default `warm_connections`, chosen by these figures: what a fresh process pays for
+        # its first chunks (each run here is one), q1 and the column read
+        out["warm_sweep"] = {}
+        q1 = QUERIES[0][2].replace("FROM t", f"FROM '{zarr_url}'")
+        for n in args.warm_sweep:
+            opt = ["--option", f"warm_connections={n}"]
+            out["warm_sweep"][str(n)] = {
+                "q1": measure(server, [str(args.zarrow), "sql", "--format", "csv"] + opt + [q1],
+                              args.repeat),
+                "label": measure(server, [str(args.zarrow), "export", f"{zarr_url}/label", "--format",
+                                          "arrow-stream", "--output", "/dev/null"] + opt, args.repeat),
+            }
     label = f"{zarr_url}/label"
     for key, tuned in (("zarrow", False), ("zarrow_tuned", True)):
         cmd = [str(args.zarrow), "export", label, "--format", "arrow-stream", "--output", "/dev/null"]
@@ -399,6 +412,8 @@ def main() -> None:
                     help="concurrency values timed on the largest layout (none: skip)")
     ap.add_argument("--split-sweep", type=int, nargs="*", default=[0, 2 << 20, 8 << 20, 32 << 20],
                     help="range_split_bytes values timed on the smallest layout (none: skip)")
+    ap.add_argument("--warm-sweep", type=int, nargs="*", default=[0, 16, 32, 64],
+                    help="warm_connections values timed on the largest layout (none: skip)")
     ap.add_argument("--zarrow", type=Path, default=REPO / "target/release/zarrow")
     ap.add_argument("--proxy", type=Path, default=REPO / "target/release/delay_proxy")
     ap.add_argument("--data-dir", type=Path, default=REPO / "target/bench-data")

@@ -250,6 +250,8 @@ def render_remote(data: dict) -> list[str]:
                             lambda c: f"concurrency {c}")
         out += render_sweep(chunks, by_rtt, "split_sweep", "range_split_bytes", ("q2", "label"),
                             lambda b: "split off" if int(b) == 0 else f"split {int(b) >> 20} MiB")
+        out += render_sweep(chunks, by_rtt, "warm_sweep", "warm_connections", ("q1", "label"),
+                            lambda n: f"warm {n}")
         out += [f"{chunks} chunks per column "
                 f"({int(data['layouts'][chunks]['chunk']):,} rows each):", ""]
         out += md_table(["RTT", "task", "zarrow", "zarrow tuned", "Parquet", "zarr-python fsspec",

@@ -45,7 +45,7 @@ cargo build -q -p zarrow-cli -p zarrow-benches --bin zarrow --bin read_column --
 # the remote harness: the same data over loopback HTTP behind the delay proxy at 0 and 20 ms
 # (nginx if installed, else the tests' Python server), zarr-python with fsspec and obstore
 .venv-zarr3/bin/python benches/remote_compare.py --rows 300000 --chunks 3 --rtt 0 20 --repeat 1 \
-    --parquet-partitions 2 --sweep 8 --split-sweep 0 262144 --zarrow target/debug/zarrow --proxy target/debug/delay_proxy \
+    --parquet-partitions 2 --sweep 8 --split-sweep 0 262144 --warm-sweep 0 8 --zarrow target/debug/zarrow --proxy target/debug/delay_proxy \
     --data-dir target/bench-data-smoke --json target/bench-data-smoke/remote_compare_results.json >/dev/null
 # the write harness: COPY … STORED AS ZARR against Parquet, xarray and zarr-python
 .venv-zarr3/bin/python benches/write_compare.py --rows 300000 --chunk 100000 --repeat 1 \

@@ -551,6 +551,33 @@ mod tests {
         );
     }
 
+    #[test]
+    fn warm_connections_are_a_bounded_count() {
+        let mut remote = RemoteOptions::default();
+        remote.set("warm_connections", " 8 ").unwrap();
+        assert_eq!(remote.warm_connections, Some(8));
+        remote.set("warm_connections", "0").unwrap();
+        assert_eq!(remote.warm_connections, Some(0));
+        assert!(WarmUp::new(0).is_none());
+        for bad in ["257", "-1", "lots", "1e9"] {
+            let e = remote.set("warm_connections", bad).unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidOption { key, message }
+                    if key == "warm_connections" && message.contains("up to 256")),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_warm_up_starts_once() {
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let warm = WarmUp::new(4).unwrap();
+        let path = object_store::path::Path::from("zarr.json");
+        assert_eq!(warm.start(&store, &path), 4);
+        assert_eq!(warm.start(&store, &path), 0, "a second document sends none");
+    }
+
     #[cfg(feature = "cloud")]
     #[test]
     fn defaults_fail_a_dead_server_in_seconds() {
