@@ -10,7 +10,9 @@ the clients. Run from the repository root, after release builds of the CLI and t
     cargo build --release -p zarrow-cli -p zarrow-benches --bin zarrow --bin delay_proxy
     .venv-zarr3/bin/python benches/remote_compare.py               # 10M rows; 10 and 100 chunks
 
-Per RTT and layout it times, each as its own process, median of `--repeat` after a warm-up:
+Per RTT and layout it times, each as its own process, median of `--repeat` after a warm-up,
+the RTTs interleaved (each round runs every RTT's process once, so a machine that speeds up or
+slows down during the run moves them alike and their ratios hold):
 - zarrow `sql` over `http://…/bench.zarr`: q1 (GROUP BY label) and q2 (id LIKE), at the
   defaults and tuned (`--tuned`: more read-ahead and partitions);
 - zarrow `sql` in a session: the table registered once, then q1 or q2 three times in one
@@ -211,51 +213,76 @@ def run(server: Server, cmd: list[str]) -> dict:
     return {"seconds": seconds, "rss": rss, "requests": requests, "bytes": sent, "out": out}
 
 
-def measure(server: Server, cmd: list[str], repeat: int, rows: int | None = None) -> dict:
-    """Warm-up, then `repeat` timed runs that must agree; with `rows`, the output is zarr-python's
-    "<count> <last>" and the count must be `rows`."""
-    run(server, cmd)  # warm-up: connections, the page cache, nginx's open-file cache
-    runs = [run(server, cmd) for _ in range(repeat)]
-    if rows is not None:
-        counts = {r["out"].split()[0] for r in runs}
-        if counts != {str(rows)}:
-            sys.exit(f"{cmd}: read {counts} elements, expected {rows}")
-    outs = {tuple(sc.canonical(r["out"])) for r in runs}
-    if len(outs) != 1:
-        sys.exit(f"{cmd}: the runs disagree")
-    return {
-        "seconds": [r["seconds"] for r in runs],
-        "rss": [r["rss"] for r in runs],
-        "requests": runs[-1]["requests"],
-        "bytes": runs[-1]["bytes"],
-        "answer": list(outs.pop()),
-    }
+def measure(server: Server, cmds: dict[str, list[str]], repeat: int,
+            rows: int | None = None) -> dict[str, dict]:
+    """Each RTT's command (`cmds`: RTT → command): a warm-up each, then `repeat` rounds that run
+    every RTT's command once, in turn. Interleaved, a machine that speeds up or slows down
+    during the run moves every RTT's figures alike, so their ratios (the targets) hold. One
+    RTT's runs must agree; with `rows`, the output is zarr-python's "<count> <last>" and the
+    count must be `rows`."""
+    for cmd in cmds.values():
+        run(server, cmd)  # warm-up: connections, the page cache, nginx's open-file cache
+    runs: dict[str, list[dict]] = {rtt: [] for rtt in cmds}
+    for _ in range(repeat):
+        for rtt, cmd in cmds.items():
+            runs[rtt].append(run(server, cmd))
+    out = {}
+    for rtt, rs in runs.items():
+        cmd = cmds[rtt]
+        if rows is not None:
+            counts = {r["out"].split()[0] for r in rs}
+            if counts != {str(rows)}:
+                sys.exit(f"{cmd}: read {counts} elements, expected {rows}")
+        outs = {tuple(sc.canonical(r["out"])) for r in rs}
+        if len(outs) != 1:
+            sys.exit(f"{cmd}: the runs disagree")
+        out[rtt] = {
+            "seconds": [r["seconds"] for r in rs],
+            "rss": [r["rss"] for r in rs],
+            "requests": rs[-1]["requests"],
+            "bytes": rs[-1]["bytes"],
+            "answer": list(outs.pop()),
+        }
+    return out
 
 
-def measure_session(args, zarr_url: str, sql: str, repeat: int) -> dict:
+def session_run(cmd: list[str]) -> tuple[list[float], tuple]:
+    """One session process: each statement's `elapsed` and the answer."""
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{cmd}: {done.stderr[-2000:]}")
+    elapsed = [float(line.split()[1]) for line in done.stderr.splitlines()
+               if line.startswith("elapsed ")]
+    if len(elapsed) != 4:
+        sys.exit(f"{cmd}: expected 4 'elapsed' lines on stderr, got {done.stderr[-2000:]}")
+    return elapsed, tuple(sc.canonical(done.stdout))
+
+
+def measure_session(args, zarr_urls: dict[str, str], sql: str, repeat: int) -> dict[str, dict]:
     """`sql` in a session, as the shell, a notebook or an application runs it: the table
     registered once (CREATE EXTERNAL TABLE), then the query three times in one process. Each
     statement's own wall time comes from `--verbose` (`elapsed`): `first` is the first run of
     the query (the table open, its chunks on new connections), `seconds` the third (connections
-    pooled). Warm-up, then `repeat` processes."""
-    statements = f"CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{zarr_url}'; {sql}; {sql}; {sql}"
-    cmd = [str(args.zarrow), "sql", "--verbose", "--format", "csv", statements]
-    first, last, answers = [], [], set()
-    for i in range(repeat + 1):
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            sys.exit(f"{cmd}: {done.stderr[-2000:]}")
-        elapsed = [float(line.split()[1]) for line in done.stderr.splitlines()
-                   if line.startswith("elapsed ")]
-        if len(elapsed) != 4:
-            sys.exit(f"{cmd}: expected 4 'elapsed' lines on stderr, got {done.stderr[-2000:]}")
-        answers.add(tuple(sc.canonical(done.stdout)))
-        if i:  # the first process is the warm-up
-            first.append(elapsed[1])
-            last.append(elapsed[3])
-    if len(answers) != 1:
-        sys.exit(f"{cmd}: the runs disagree")
-    return {"first": first, "seconds": last}
+    pooled). A warm-up, then `repeat` rounds of one process per RTT, interleaved as in
+    `measure`."""
+    cmds = {}
+    for rtt, url in zarr_urls.items():
+        statements = f"CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{url}'; {sql}; {sql}; {sql}"
+        cmds[rtt] = [str(args.zarrow), "sql", "--verbose", "--format", "csv", statements]
+    for cmd in cmds.values():
+        session_run(cmd)
+    out = {rtt: {"first": [], "seconds": []} for rtt in cmds}
+    answers = {rtt: set() for rtt in cmds}
+    for _ in range(repeat):
+        for rtt, cmd in cmds.items():
+            elapsed, answer = session_run(cmd)
+            answers[rtt].add(answer)
+            out[rtt]["first"].append(elapsed[1])
+            out[rtt]["seconds"].append(elapsed[3])
+    for rtt, a in answers.items():
+        if len(a) != 1:
+            sys.exit(f"{cmds[rtt]}: the runs disagree")
+    return out
 
 
 def zarrow_sql(args, sql: str, tuned: bool) -> list[str]:
@@ -266,79 +293,78 @@ def zarrow_sql(args, sql: str, tuned: bool) -> list[str]:
     return cmd + [sql]
 
 
-def bench_layout(args, server: Server, proxy_port: int, rel: str, py: Path | None) -> dict:
-    base = f"http://127.0.0.1:{proxy_port}/{rel}"
-    zarr_url, parquet_url = f"{base}/bench.zarr", f"{base}/bench.parquet"
-    out: dict = {"zarrow": {}, "zarrow_tuned": {}, "zarrow_session": {}, "parquet": {}, "zarr_python": {}}
+def bench_layout(args, server: Server, ports: dict[str, int], rel: str,
+                 py: Path | None) -> dict[str, dict]:
+    """Every measurement of one layout at every RTT (`ports`: RTT → its proxy's port), the RTTs
+    interleaved (see `measure`); RTT → results."""
+    zarr = {rtt: f"http://127.0.0.1:{port}/{rel}/bench.zarr" for rtt, port in ports.items()}
+    parquet = {rtt: f"http://127.0.0.1:{port}/{rel}/bench.parquet" for rtt, port in ports.items()}
+    out = {rtt: {"zarrow": {}, "zarrow_tuned": {}, "zarrow_session": {}, "parquet": {},
+                 "zarr_python": {}} for rtt in ports}
+
+    def place(path: tuple, got: dict[str, dict]) -> None:
+        for rtt, m in got.items():
+            node = out[rtt]
+            for key in path[:-1]:
+                node = node.setdefault(key, {})
+            node[path[-1]] = m
+
+    def query(sql: str, url: str) -> str:
+        return sql.replace("FROM t", f"FROM '{url}'")
+
+    def task(name: str, rtt: str, extra: list[str]) -> list[str]:
+        """q1, q2 or the `label` read at the defaults, with `extra` options."""
+        if name == "label":
+            return [str(args.zarrow), "export", f"{zarr[rtt]}/label", "--format", "arrow-stream",
+                    "--output", "/dev/null"] + extra
+        sql = next(q[2] for q in QUERIES if q[0] == name)
+        return [str(args.zarrow), "sql", "--format", "csv"] + extra + [query(sql, zarr[rtt])]
+
     for qid, _, sql, _ in QUERIES:
         for key, tuned in (("zarrow", False), ("zarrow_tuned", True)):
-            out[key][qid] = measure(server, zarrow_sql(args, sql.replace("FROM t", f"FROM '{zarr_url}'"), tuned),
-                                    args.repeat)
-        out["zarrow_session"][qid] = measure_session(args, zarr_url, sql, args.repeat)
-        best = None
+            place((key, qid), measure(server, {rtt: zarrow_sql(args, query(sql, zarr[rtt]), tuned)
+                                               for rtt in ports}, args.repeat))
+        place(("zarrow_session", qid), measure_session(args, zarr, sql, args.repeat))
+        best: dict[str, dict] = {}
         for partitions in args.parquet_partitions:
-            q = (f"SET datafusion.execution.target_partitions = {partitions}; "
-                 + sql.replace("FROM t", f"FROM '{parquet_url}'"))
-            m = measure(server, [str(args.zarrow), "sql", "--format", "csv", q], args.repeat)
-            m["target_partitions"] = partitions
-            if best is None or statistics.median(m["seconds"]) < statistics.median(best["seconds"]):
-                best = m
-        out["parquet"][qid] = best
-        if best["answer"] != out["zarrow"][qid]["answer"]:
-            sys.exit(f"{qid}: zarr and Parquet answers differ over {base}")
-    if args.sweep and rel == args.sweep_layout:
-        # the default `concurrency`, chosen by these figures: q1 and the column read at each
-        # value, the session's other settings at their defaults
-        out["sweep"] = {}
-        q1 = QUERIES[0][2].replace("FROM t", f"FROM '{zarr_url}'")
-        for c in args.sweep:
-            out["sweep"][str(c)] = {
-                "q1": measure(server, [str(args.zarrow), "sql", "--format", "csv", "--option",
-                                       f"concurrency={c}", q1], args.repeat),
-                "label": measure(server, [str(args.zarrow), "export", f"{zarr_url}/label", "--format",
-                                          "arrow-stream", "--output", "/dev/null", "--option",
-                                          f"concurrency={c}"], args.repeat),
-            }
-    if args.split_sweep and rel == args.split_layout:
-        # the default `range_split_bytes`, chosen by these figures: q2 reads `id`, the largest
-        # chunks (about 15 MB each in 10 chunks), and `label` read whole; 0 is one GET a chunk
-        out["split_sweep"] = {}
-        q2 = QUERIES[1][2].replace("FROM t", f"FROM '{zarr_url}'")
-        for b in args.split_sweep:
-            opt = ["--option", f"range_split_bytes={b}"]
-            out["split_sweep"][str(b)] = {
-                "q2": measure(server, [str(args.zarrow), "sql", "--format", "csv"] + opt + [q2],
-                              args.repeat),
-                "label": measure(server, [str(args.zarrow), "export", f"{zarr_url}/label", "--format",
-                                          "arrow-stream", "--output", "/dev/null"] + opt, args.repeat),
-            }
-    if args.warm_sweep and rel == args.sweep_layout:
-        # the default `warm_connections`, chosen by these figures: what a fresh process pays for
-        # its first chunks (each run here is one), q1 and the column read
-        out["warm_sweep"] = {}
-        q1 = QUERIES[0][2].replace("FROM t", f"FROM '{zarr_url}'")
-        for n in args.warm_sweep:
-            opt = ["--option", f"warm_connections={n}"]
-            out["warm_sweep"][str(n)] = {
-                "q1": measure(server, [str(args.zarrow), "sql", "--format", "csv"] + opt + [q1],
-                              args.repeat),
-                "label": measure(server, [str(args.zarrow), "export", f"{zarr_url}/label", "--format",
-                                          "arrow-stream", "--output", "/dev/null"] + opt, args.repeat),
-            }
-    label = f"{zarr_url}/label"
-    for key, tuned in (("zarrow", False), ("zarrow_tuned", True)):
-        cmd = [str(args.zarrow), "export", label, "--format", "arrow-stream", "--output", "/dev/null"]
-        if tuned:
-            cmd += ["--option", f"concurrency={args.tuned_concurrency}"]
-        out[key]["label"] = measure(server, cmd, args.repeat)
+            q = f"SET datafusion.execution.target_partitions = {partitions}; {sql}"
+            got = measure(server, {rtt: [str(args.zarrow), "sql", "--format", "csv", query(q, parquet[rtt])]
+                                   for rtt in ports}, args.repeat)
+            for rtt, m in got.items():
+                m["target_partitions"] = partitions
+                if rtt not in best or med(m["seconds"]) < med(best[rtt]["seconds"]):
+                    best[rtt] = m
+        place(("parquet", qid), best)
+        for rtt in ports:
+            if best[rtt]["answer"] != out[rtt]["zarrow"][qid]["answer"]:
+                sys.exit(f"{qid}: zarr and Parquet answers differ over {zarr[rtt]}")
+    # Options swept, each value at every RTT, the session's other settings at their defaults:
+    # - `concurrency`, the default chosen by these figures (q1 and the column read);
+    # - `range_split_bytes` on the smallest layout: q2 reads `id`, the largest chunks (about
+    #   15 MB each in 10 chunks), and `label` read whole; 0 is one GET a chunk;
+    # - `warm_connections`: what a fresh process (each run here is one) pays before its first
+    #   chunks.
+    sweeps = [("sweep", "concurrency", args.sweep, ("q1", "label"), args.sweep_layout),
+              ("split_sweep", "range_split_bytes", args.split_sweep, ("q2", "label"), args.split_layout),
+              ("warm_sweep", "warm_connections", args.warm_sweep, ("q1", "label"), args.sweep_layout)]
+    for key, option, values, tasks, layout in sweeps:
+        if not values or rel != layout:
+            continue
+        for value in values:
+            extra = ["--option", f"{option}={value}"]
+            for name in tasks:
+                place((key, str(value), name),
+                      measure(server, {rtt: task(name, rtt, extra) for rtt in ports}, args.repeat))
+    for key, extra in (("zarrow", []), ("zarrow_tuned", ["--option", f"concurrency={args.tuned_concurrency}"])):
+        place((key, "label"), measure(server, {rtt: task("label", rtt, extra) for rtt in ports}, args.repeat))
     if py:
         for how in ("fsspec", "obstore"):
-            cmd = [str(py), "-c", ZARR_PYTHON, label, how]
+            cmds = {rtt: [str(py), "-c", ZARR_PYTHON, f"{zarr[rtt]}/label", how] for rtt in ports}
             try:
-                out["zarr_python"][how] = measure(server, cmd, args.zarr_python_repeat, args.rows)
+                place(("zarr_python", how), measure(server, cmds, args.zarr_python_repeat, args.rows))
             except SystemExit as e:
                 log(f"zarr-python with {how}: {e}")
-                out["zarr_python"][how] = {"error": str(e)[:500]}
+                place(("zarr_python", how), {rtt: {"error": str(e)[:500]} for rtt in ports})
     return out
 
 
@@ -441,13 +467,13 @@ def main() -> None:
         args.sweep_layout = layouts[str(max(args.chunks))]["path"]
         args.split_layout = layouts[str(min(args.chunks))]["path"]
         for chunks, layout in layouts.items():
-            results[chunks] = {}
-            for rtt in args.rtt:
-                proxy = Proxy(args.proxy, server.port, rtt, state)
-                try:
-                    log(f"{chunks} chunks at {rtt:g} ms")
-                    results[chunks][f"{rtt:g}"] = bench_layout(args, server, proxy.port, layout["path"], py)
-                finally:
+            proxies = {f"{rtt:g}": Proxy(args.proxy, server.port, rtt, state) for rtt in args.rtt}
+            try:
+                log(f"{chunks} chunks at {', '.join(proxies)} ms, interleaved")
+                results[chunks] = bench_layout(args, server, {rtt: p.port for rtt, p in proxies.items()},
+                                               layout["path"], py)
+            finally:
+                for proxy in proxies.values():
                     proxy.stop()
     finally:
         server.stop()
@@ -460,6 +486,7 @@ def main() -> None:
         "server": server.kind,
         "proxy": "benches/src/bin/delay_proxy.rs (half the RTT each way per segment, one RTT per connection)",
         "repeat": args.repeat,
+        "interleaved": True,
         "tuned": {"concurrency": args.tuned_concurrency, "target_partitions": args.tuned_partitions},
         "results": results,
         "checks": found,

@@ -230,7 +230,8 @@ def render_remote(data: dict) -> list[str]:
     tuned = data.get("tuned", {})
     out = [f"{int(data.get('rows', 0)):,} rows over loopback HTTP ({data.get('server', '?')}) behind a "
            f"delay proxy; median seconds of {data.get('repeat', '?')} runs after a warm-up, each its "
-           "own process. *tuned*: `concurrency` "
+           "own process" + (", the RTTs interleaved (each round runs every RTT once)"
+                            if data.get("interleaved") else "") + ". *tuned*: `concurrency` "
            f"{tuned.get('concurrency', '?')}, `target_partitions` {tuned.get('target_partitions', '?')}; "
            "Parquet: DataFusion at its best `target_partitions`; requests from the server's log.", ""]
     for chunks, by_rtt in data["results"].items():
