@@ -80,7 +80,7 @@ pub struct RemoteOptions {
     /// How many connections a fresh remote store opens while its first metadata document is
     /// on the way (0: none), so that the first wave of chunk reads finds them open instead of
     /// paying a handshake after the metadata: one `HEAD` of that document each, counted as
-    /// metadata requests. At most [`MAX_WARM_CONNECTIONS`].
+    /// metadata requests. At most 256.
     pub warm_connections: Option<usize>,
     /// `ref`: the version of an Icechunk repository (branch, tag or snapshot id; `@REF` in the
     /// location wins). Only repositories have versions: a plain store refuses it.

@@ -45,7 +45,8 @@ async fn serve(root: PathBuf, delay: Duration) -> (String, Arc<Seen>) {
     serve_with(root, delay, Duration::ZERO).await
 }
 
-/// [`serve`], with each `GET` of a `zarr.json` also held, for `metadata_delay`.
+/// [`serve`], with each `GET` of a `zarr.json` also held, for `metadata_delay`, and each
+/// `HEAD` for a sixth of it.
 async fn serve_with(
     root: PathBuf,
     delay: Duration,
@@ -104,6 +105,10 @@ async fn connection(
             .collect();
         if method == "HEAD" {
             seen.heads.fetch_add(1, Ordering::SeqCst);
+            // A round trip, as on a network: the HEADs are in flight together, each on a
+            // connection of its own (answered at once, one could finish before the next is
+            // sent and lend it its connection).
+            tokio::time::sleep(metadata_delay / 6).await;
         } else if target.ends_with("/zarr.json") {
             tokio::time::sleep(metadata_delay).await;
         }
@@ -204,6 +209,17 @@ async fn delayed_metadata_array(
     (format!("{url}/s/v"), seen)
 }
 
+/// The first column of `sql`'s first batch, as int64.
+async fn first_column(ctx: &datafusion::prelude::SessionContext, sql: &str) -> Int64Array {
+    let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+    batches[0]
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap()
+        .clone()
+}
+
 async fn context(location: &str) -> datafusion::prelude::SessionContext {
     let ctx = zarr_session_context(SessionConfig::new().with_target_partitions(2));
     ctx.sql("SET zarrow.concurrency = 8").await.unwrap();
@@ -219,18 +235,7 @@ async fn sixteen_requests_are_in_flight_with_concurrency_8_and_2_partitions() {
     let dir = tempfile::tempdir().unwrap();
     let (location, seen) = delayed_array(&dir, Duration::from_millis(400)).await;
     let ctx = context(&location).await;
-    let batches = ctx
-        .sql("SELECT max(v), count(*) FROM t")
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
-    let max = batches[0]
-        .column(0)
-        .as_any()
-        .downcast_ref::<Int64Array>()
-        .unwrap();
+    let max = first_column(&ctx, "SELECT max(v), count(*) FROM t").await;
     assert_eq!((max.len(), max.value(0)), (1, 1023));
     assert_eq!(
         seen.requests.load(Ordering::SeqCst),
@@ -277,8 +282,8 @@ async fn dropping_the_query_closes_every_request_in_flight() {
 /// `warm_connections = warm`: what the server saw.
 async fn first_read(warm: usize) -> Arc<Seen> {
     let dir = tempfile::tempdir().unwrap();
-    // The metadata answers after 300 ms: the warm-up's HEADs (answered at once) are done by
-    // then, as they are on a real network, where they travel beside the metadata's GET.
+    // The metadata answers after 300 ms, the warm-up's HEADs after 50: they are done by then,
+    // as on a real network, where they travel beside the metadata's GET.
     let (location, seen) =
         delayed_metadata_array(&dir, Duration::from_millis(50), Duration::from_millis(300)).await;
     let ctx = zarr_session_context(SessionConfig::new().with_target_partitions(1));
@@ -289,18 +294,7 @@ async fn first_read(warm: usize) -> Arc<Seen> {
         .await
         .unwrap();
     ctx.register_table("t", Arc::new(table)).unwrap();
-    let batches = ctx
-        .sql("SELECT max(v) FROM t")
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
-    let max = batches[0]
-        .column(0)
-        .as_any()
-        .downcast_ref::<Int64Array>()
-        .unwrap();
+    let max = first_column(&ctx, "SELECT max(v) FROM t").await;
     assert_eq!(max.value(0), 1023);
     assert_eq!(seen.requests.load(Ordering::SeqCst), 64);
     assert_eq!(seen.max_in_flight.load(Ordering::SeqCst), 8);
@@ -373,18 +367,7 @@ async fn a_large_inner_chunk_is_two_ranged_gets_in_flight_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let (location, seen) = delayed_shard(&dir, Duration::from_millis(400)).await;
     let ctx = split_context(&location).await;
-    let batches = ctx
-        .sql("SELECT sum(v), count(*) FROM t")
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
-    let sum = batches[0]
-        .column(0)
-        .as_any()
-        .downcast_ref::<Int64Array>()
-        .unwrap();
+    let sum = first_column(&ctx, "SELECT sum(v), count(*) FROM t").await;
     assert_eq!(sum.value(0), 1023 * 1024 / 2);
     assert_eq!(
         seen.requests.load(Ordering::SeqCst),
