@@ -40,6 +40,7 @@ pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(20);
 /// How many connections a remote store opens by default while its first metadata document is
 /// on the way (see [`RemoteOptions::warm_connections`]): the chunk reads one partition keeps in
 /// flight at the default `concurrency`.
+#[cfg(feature = "cloud")]
 pub const DEFAULT_WARM_CONNECTIONS: usize = 32;
 /// The most connections `warm_connections` may ask for.
 pub const MAX_WARM_CONNECTIONS: usize = 256;
@@ -252,6 +253,7 @@ pub(crate) struct WarmUp {
 
 impl WarmUp {
     /// Warm-up of `connections` connections; `None` for 0.
+    #[cfg(feature = "cloud")]
     pub(crate) fn new(connections: usize) -> Option<Arc<Self>> {
         (connections > 0).then(|| {
             Arc::new(WarmUp {
@@ -558,7 +560,6 @@ mod tests {
         assert_eq!(remote.warm_connections, Some(8));
         remote.set("warm_connections", "0").unwrap();
         assert_eq!(remote.warm_connections, Some(0));
-        assert!(WarmUp::new(0).is_none());
         for bad in ["257", "-1", "lots", "1e9"] {
             let e = remote.set("warm_connections", bad).unwrap_err();
             assert!(
@@ -569,8 +570,10 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "cloud")]
     #[tokio::test]
     async fn a_warm_up_starts_once() {
+        assert!(WarmUp::new(0).is_none());
         let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
         let warm = WarmUp::new(4).unwrap();
         let path = object_store::path::Path::from("zarr.json");
