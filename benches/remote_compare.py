@@ -213,21 +213,27 @@ def run(server: Server, cmd: list[str]) -> dict:
     return {"seconds": seconds, "rss": rss, "requests": requests, "bytes": sent, "out": out}
 
 
-def measure(server: Server, cmds: dict[str, list[str]], repeat: int,
-            rows: int | None = None) -> dict[str, dict]:
-    """Each RTT's command (`cmds`: RTT → command): a warm-up each, then `repeat` rounds that run
-    every RTT's command once, in turn. Interleaved, a machine that speeds up or slows down
-    during the run moves every RTT's figures alike, so their ratios (the targets) hold. One
-    RTT's runs must agree; with `rows`, the output is zarr-python's "<count> <last>" and the
-    count must be `rows`."""
+def interleaved(cmds: dict[str, list[str]], repeat: int, runner) -> dict[str, list]:
+    """Each RTT's command (`cmds`: RTT → command) run by `runner`: a warm-up each (connections,
+    the page cache, nginx's open-file cache), then `repeat` rounds that run every RTT's command
+    once, in turn. Interleaved, a machine that speeds up or slows down during the run moves
+    every RTT's figures alike, so their ratios (the targets) hold. RTT → the rounds' results."""
     for cmd in cmds.values():
-        run(server, cmd)  # warm-up: connections, the page cache, nginx's open-file cache
-    runs: dict[str, list[dict]] = {rtt: [] for rtt in cmds}
+        runner(cmd)
+    runs: dict[str, list] = {rtt: [] for rtt in cmds}
     for _ in range(repeat):
         for rtt, cmd in cmds.items():
-            runs[rtt].append(run(server, cmd))
+            runs[rtt].append(runner(cmd))
+    return runs
+
+
+def measure(server: Server, cmds: dict[str, list[str]], repeat: int,
+            rows: int | None = None) -> dict[str, dict]:
+    """Each RTT's command timed as its own process, the RTTs interleaved (`interleaved`). One
+    RTT's runs must agree; with `rows`, the output is zarr-python's "<count> <last>" and the
+    count must be `rows`."""
     out = {}
-    for rtt, rs in runs.items():
+    for rtt, rs in interleaved(cmds, repeat, lambda cmd: run(server, cmd)).items():
         cmd = cmds[rtt]
         if rows is not None:
             counts = {r["out"].split()[0] for r in rs}
@@ -263,25 +269,17 @@ def measure_session(args, zarr_urls: dict[str, str], sql: str, repeat: int) -> d
     registered once (CREATE EXTERNAL TABLE), then the query three times in one process. Each
     statement's own wall time comes from `--verbose` (`elapsed`): `first` is the first run of
     the query (the table open, its chunks on new connections), `seconds` the third (connections
-    pooled). A warm-up, then `repeat` rounds of one process per RTT, interleaved as in
-    `measure`."""
+    pooled). One process per RTT and round, interleaved (`interleaved`)."""
     cmds = {}
     for rtt, url in zarr_urls.items():
         statements = f"CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{url}'; {sql}; {sql}; {sql}"
         cmds[rtt] = [str(args.zarrow), "sql", "--verbose", "--format", "csv", statements]
-    for cmd in cmds.values():
-        session_run(cmd)
-    out = {rtt: {"first": [], "seconds": []} for rtt in cmds}
-    answers = {rtt: set() for rtt in cmds}
-    for _ in range(repeat):
-        for rtt, cmd in cmds.items():
-            elapsed, answer = session_run(cmd)
-            answers[rtt].add(answer)
-            out[rtt]["first"].append(elapsed[1])
-            out[rtt]["seconds"].append(elapsed[3])
-    for rtt, a in answers.items():
-        if len(a) != 1:
+    out = {}
+    for rtt, rs in interleaved(cmds, repeat, session_run).items():
+        if len({answer for _, answer in rs}) != 1:
             sys.exit(f"{cmds[rtt]}: the runs disagree")
+        out[rtt] = {"first": [elapsed[1] for elapsed, _ in rs],
+                    "seconds": [elapsed[3] for elapsed, _ in rs]}
     return out
 
 

@@ -263,12 +263,13 @@ impl WarmUp {
         })
     }
 
-    /// Send the `HEAD`s of `path` if this is the first call (and a tokio runtime runs them);
-    /// how many were sent.
+    /// Send the `HEAD`s of `path` if this is the first call (and a tokio runtime runs them),
+    /// counted into `metrics` as metadata requests; how many were sent.
     pub(crate) fn start(
         &self,
         store: &Arc<dyn ObjectStore>,
         path: &object_store::path::Path,
+        metrics: &crate::ScanMetrics,
     ) -> usize {
         use std::sync::atomic::Ordering;
         if self.started.swap(true, Ordering::Relaxed) {
@@ -283,6 +284,10 @@ impl WarmUp {
                 let _ = object_store::ObjectStoreExt::head(&store, &path).await;
             });
         }
+        metrics.add_metadata_counts(&crate::ScanCounts {
+            metadata_requests: u64::try_from(self.connections).unwrap_or(u64::MAX),
+            ..Default::default()
+        });
         self.connections
     }
 }
@@ -317,7 +322,8 @@ pub(crate) fn parse_duration(key: &str, value: &str) -> Result<Duration> {
 /// A cloud or HTTP store for `url` (`object_store`'s URL schemes: `s3://`, `gs://`, `az://`,
 /// `abfs://`, `http(s)://`, and the providers' https URLs), configured from the environment
 /// (`AWS_*`, `GOOGLE_*`, `AZURE_*`), then `options`, with `remote`'s timeouts and retries; the
-/// URL's path is the node's path inside it. A store that cannot be built is an [`Error::Location`] about `location` (the URL as given).
+/// URL's path is the node's path inside it. A store that cannot be built is an
+/// [`Error::Location`] about `location` (the URL as given).
 #[cfg(feature = "cloud")]
 pub(crate) fn open(
     location: &str,
@@ -577,8 +583,14 @@ mod tests {
         let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
         let warm = WarmUp::new(4).unwrap();
         let path = object_store::path::Path::from("zarr.json");
-        assert_eq!(warm.start(&store, &path), 4);
-        assert_eq!(warm.start(&store, &path), 0, "a second document sends none");
+        let metrics = crate::ScanMetrics::new();
+        assert_eq!(warm.start(&store, &path, &metrics), 4);
+        assert_eq!(
+            warm.start(&store, &path, &metrics),
+            0,
+            "a second document sends none"
+        );
+        assert_eq!(metrics.counts().metadata_requests, 4);
     }
 
     #[cfg(feature = "cloud")]

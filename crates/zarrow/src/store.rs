@@ -355,11 +355,7 @@ impl ZarrStore {
     pub async fn get_document(&self, relative: &str, node: &str) -> Result<Option<Bytes>> {
         let limit = self.limits.max_metadata_bytes;
         if let Some(warm_up) = &self.warm_up {
-            let sent = warm_up.start(&self.store, &self.key(relative));
-            self.metrics.add_metadata_counts(&crate::ScanCounts {
-                metadata_requests: u64::try_from(sent).unwrap_or(u64::MAX),
-                ..Default::default()
-            });
+            warm_up.start(&self.store, &self.key(relative), &self.metrics);
         }
         let started = Instant::now();
         let got = self
