@@ -459,7 +459,8 @@ impl FileOpener for ZarrOpener {
                 metrics: counters.clone(),
                 memory: source.reservation(partition, partitions),
                 ..source.ctx.clone()
-            };
+            }
+            .for_partitions(partitions);
             // Only an executor logs its tasks.
             let task = executor.as_ref().map(|executor| {
                 let task = format!(

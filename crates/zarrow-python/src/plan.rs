@@ -192,9 +192,11 @@ impl ScanPlan {
         self.limit_after_filter.is_some()
     }
 
-    /// The batches of `scan` (this plan's scan or a part of it) as they are handed out.
-    pub fn batches(&self, scan: &ZarrScan) -> zarrow::Result<Batches> {
-        let stream = scan.stream(self.model.clone(), self.metrics.ctx.clone())?;
+    /// The batches of `scan` (this plan's scan or a part of it, one of `parts` read at once) as
+    /// they are handed out.
+    pub fn batches(&self, scan: &ZarrScan, parts: usize) -> zarrow::Result<Batches> {
+        let ctx = self.metrics.ctx.clone().for_partitions(parts);
+        let stream = scan.stream(self.model.clone(), ctx)?;
         let (filter, output) = (self.filter.clone(), self.output.clone());
         let rows_out = self.metrics.rows_out.clone();
         let shaped = stream

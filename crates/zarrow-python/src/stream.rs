@@ -69,7 +69,7 @@ impl State {
     /// The stream, started if it was only planned; `None` once read.
     fn stream(&mut self) -> PyResult<Option<&mut Batches>> {
         if let State::Planned(plan) = self {
-            let stream = plan.batches(&plan.scan).map_err(to_py)?;
+            let stream = plan.batches(&plan.scan, 1).map_err(to_py)?;
             *self = State::Streaming(stream);
         }
         Ok(match self {
@@ -183,7 +183,7 @@ impl PyZarrStream {
         };
         let streams = parts
             .iter()
-            .map(|part| plan.batches(part))
+            .map(|part| plan.batches(part, parts.len()))
             .collect::<zarrow::Result<Vec<_>>>()
             .map_err(to_py)?;
         let read = async move {

@@ -188,7 +188,7 @@ impl ZarrRecordBatchStreamBuilder {
     /// Build the stream.
     pub fn build(self) -> Result<ZarrRecordBatchStream> {
         self.scan()?
-            .stream(self.model.clone(), ScanContext::default())
+            .stream(self.model.clone(), ScanContext::default().for_partitions(1))
     }
 }
 

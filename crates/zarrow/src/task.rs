@@ -2,8 +2,9 @@
 //! and the runtime the synchronous reader drives its stream with.
 //!
 //! Inside a Tokio runtime a fetch runs as its own task (so it makes progress while the caller
-//! decodes) and a large decode on the blocking pool (off the I/O threads). Outside one, both
-//! run in place. The synchronous reader owns a small runtime; called from inside another
+//! decodes), as does a chunk a lone stream decodes ahead (on the worker threads, whose
+//! allocator caches its buffers are reused from), and a large decode of a whole array on the
+//! blocking pool (off the I/O threads). Outside one, all run in place. The synchronous reader owns a small runtime; called from inside another
 //! runtime (where blocking on a runtime panics) it drives its stream on a thread of its own.
 
 use std::future::Future;
@@ -14,8 +15,9 @@ use futures::future::BoxFuture;
 use crate::{Error, Result};
 
 /// `fut`, run as its own tokio task when there is a runtime (aborted when the returned future
-/// is dropped), else in place.
+/// is dropped), else in place; `task` names it in the error of a task that panicked.
 pub(crate) fn in_background<T: Send + 'static>(
+    task: &'static str,
     fut: impl Future<Output = Result<T>> + Send + 'static,
 ) -> BoxFuture<'static, Result<T>> {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -27,12 +29,11 @@ pub(crate) fn in_background<T: Send + 'static>(
             self.0.abort();
         }
     }
-    let mut task = AbortOnDrop(runtime.spawn(fut));
+    let mut handle = AbortOnDrop(runtime.spawn(fut));
     Box::pin(async move {
-        (&mut task.0).await.map_err(|source| Error::Task {
-            task: "fetch",
-            source,
-        })?
+        (&mut handle.0)
+            .await
+            .map_err(|source| Error::Task { task, source })?
     })
 }
 

@@ -126,6 +126,13 @@ pub struct ScanContext {
     /// The budget the scan reserves what it holds from (see [`ScanMemory`]); `None`: no limit.
     /// Give each stream (partition) its own.
     pub memory: Option<Arc<dyn ScanMemory>>,
+    /// Decoding ahead of the consumer: with n > 0 the n chunks after the one being handed out
+    /// are decoded whole, each a task on the runtime's worker threads, and wait decoded for
+    /// their turn; the consumer only hands out batches. 0 (the default): each batch is decoded
+    /// when it is asked for, on the consumer's thread. Ignored under a bounded memory budget,
+    /// which cannot reserve a decoded chunk before it is decoded. See
+    /// [`ScanContext::for_partitions`].
+    pub decode_ahead: usize,
 }
 
 impl Default for ScanContext {
@@ -134,7 +141,40 @@ impl Default for ScanContext {
             cache: Arc::new(ChunkCache::new(DEFAULT_CACHE_BYTES)),
             metrics: ScanMetrics::default(),
             memory: None,
+            decode_ahead: 0,
         }
+    }
+}
+
+/// The most chunks a stream decodes ahead, however many cores are idle: each is held decoded
+/// whole until its turn.
+const MAX_DECODE_AHEAD: usize = 8;
+
+impl ScanContext {
+    /// The context for one of `partitions` streams that run at once. With at least as many
+    /// streams as cores, each decodes as it hands out (`decode_ahead` 0), as DataFusion's
+    /// partitions do. With fewer, each decodes ahead on its share of the cores
+    /// (`decode_ahead` = cores / partitions, at most 8), so that a lone stream, such as
+    /// `zarrow export`'s or a Python reader's, decodes on every core instead of one while its
+    /// consumer takes the batches.
+    ///
+    /// ```
+    /// use zarrow::ScanContext;
+    ///
+    /// let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    /// assert_eq!(ScanContext::default().for_partitions(cores).decode_ahead, 0);
+    /// let alone = ScanContext::default().for_partitions(1).decode_ahead;
+    /// assert_eq!(alone, if cores > 1 { cores.min(8) } else { 0 });
+    /// ```
+    pub fn for_partitions(mut self, partitions: usize) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let partitions = partitions.max(1);
+        self.decode_ahead = if partitions >= cores {
+            0
+        } else {
+            (cores / partitions).min(MAX_DECODE_AHEAD)
+        };
+        self
     }
 }
 
@@ -190,7 +230,7 @@ impl ZarrScan {
     /// Open the table at the root of `store` (e.g. one an application registered) and read
     /// it, the opening counted as the scan's metadata phase.
     pub async fn open_with_store(&self, store: ZarrStore) -> Result<ZarrRecordBatchStream> {
-        let ctx = ScanContext::default();
+        let ctx = ScanContext::default().for_partitions(1);
         let store = store.with_metrics(ctx.metrics.clone());
         let model = TableModel::open_store(store, &self.location, self.options.clone()).await?;
         self.stream(Arc::new(model), ctx)
@@ -231,13 +271,16 @@ impl ZarrScan {
     ) -> Result<Vec<arrow_array::RecordBatch>> {
         use futures::TryStreamExt;
 
-        let ctx = ScanContext::default();
-        let parts: Vec<_> = self
-            .split(partitions.max(1))
+        let parts = self.split(partitions.max(1));
+        let ctx = ScanContext::default().for_partitions(parts.len());
+        let parts: Vec<_> = parts
             .into_iter()
             .map(|part| {
                 let stream = part.stream(model.clone(), ctx.clone());
-                crate::task::in_background(async move { stream?.try_collect::<Vec<_>>().await })
+                crate::task::in_background(
+                    "read",
+                    async move { stream?.try_collect::<Vec<_>>().await },
+                )
             })
             .collect();
         let mut batches = Vec::new();

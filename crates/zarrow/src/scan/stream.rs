@@ -9,10 +9,14 @@
 //!     ─▶ stage 2: the chunk being handed out: aligned columns decoded a batch at a time
 //!                 (decode/rows.rs), the others read whole for the chunk's box (through the
 //!                 scan's cache) and sliced ─▶ RecordBatch of ≤ batch_size rows
+//!                 (with `decode_ahead` = n: the n chunks after it decoded whole at once,
+//!                 each a task on the runtime's workers, handed out in order)
 //! ```
 //!
 //! What is buffered ahead is compressed bytes; a batch is decoded when it is asked for, so the
-//! consumer reads it while it is in the CPU cache.
+//! consumer reads it while it is in the CPU cache. A stream that runs alone on several cores
+//! (`ScanContext::for_partitions`) trades that for the idle cores: it decodes whole chunks
+//! ahead of its consumer, as many at once as cores are idle, when its memory is not bounded.
 
 use std::sync::Arc;
 
@@ -105,6 +109,11 @@ pub(super) fn open(
     let schema = model.projected_schema(&projection)?;
     let batch_size = scan.batch_size.max(1);
     let metrics = ctx.metrics.clone();
+    // A decoded chunk cannot be reserved before it is decoded: no decoding ahead in a budget.
+    let decode_ahead = match &ctx.memory {
+        Some(memory) if memory.is_bounded() => 0,
+        _ => ctx.decode_ahead,
+    };
     let memory = ctx.memory.clone().map(Budget::new);
     // The stream's readers of the table's columns (and what they hold loaded).
     let reader = Arc::new(TableReader::new(&model));
@@ -150,13 +159,13 @@ pub(super) fn open(
     let location: Arc<str> = model.location().into();
     let fetch_location = location.clone();
     let out_schema = schema.clone();
-    let inner = futures::stream::iter(plan)
+    let chunks = futures::stream::iter(plan)
         .enumerate()
         .map(move |(index, planned)| {
             let (this, projection) = (fetcher.clone(), fetch_projection.clone());
             let (read, memory) = (fetch_read.clone(), memory.clone());
             let location = fetch_location.clone();
-            in_background(async move {
+            in_background("fetch", async move {
                 // Hold what the chunk will likely take before asking the store for it; what
                 // it takes beyond that, now if the budget has room, else when the chunk's turn
                 // comes (see memory.rs).
@@ -190,19 +199,27 @@ pub(super) fn open(
                         format!("chunk {coords:?} of '{location}' has more rows than usize holds"),
                     )
                 })?;
-                Ok::<_, Error>(futures::stream::iter(ChunkBatches {
+                Ok::<_, Error>(ChunkBatches {
                     schema,
                     columns,
                     done: 0,
                     rows: take,
                     batch_size,
                     metrics: read.metrics,
-                    _held: held,
-                }))
+                    held,
+                })
             }
-        })
-        .try_flatten()
-        .boxed();
+        });
+    let inner = if decode_ahead == 0 {
+        chunks.map_ok(futures::stream::iter).try_flatten().boxed()
+    } else {
+        chunks
+            .map_ok(|chunk| in_background("decode", async move { Ok(chunk.decode_all()) }))
+            .try_buffered(decode_ahead + 1)
+            .map_ok(futures::stream::iter)
+            .try_flatten()
+            .boxed()
+    };
     Ok(ZarrRecordBatchStream {
         schema,
         metrics,
@@ -223,10 +240,46 @@ struct ChunkBatches {
     batch_size: usize,
     metrics: ScanMetrics,
     /// The memory reserved for the chunk, given back when it has been handed out.
+    held: Held,
+}
+
+/// A chunk decoded whole ahead of its consumer: its batches (the last one an error, if
+/// decoding failed), and the memory it holds until they have been handed out.
+struct DecodedChunk {
+    batches: std::vec::IntoIter<Result<RecordBatch>>,
     _held: Held,
 }
 
+impl Iterator for DecodedChunk {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.batches.next()
+    }
+}
+
 impl ChunkBatches {
+    /// Every batch of the chunk, decoded now (a task of its own, ahead of the consumer);
+    /// the decoded arrays are counted into the chunk's reservation.
+    fn decode_all(mut self) -> DecodedChunk {
+        let mut batches: Vec<Result<RecordBatch>> = self.by_ref().collect();
+        let decoded: usize = batches
+            .iter()
+            .filter_map(|b| b.as_ref().ok())
+            .map(RecordBatch::get_array_memory_size)
+            .sum();
+        if let Err(e) = self
+            .held
+            .grow(decoded, &|| "a chunk decoded ahead".to_string())
+        {
+            batches.push(Err(e));
+        }
+        DecodedChunk {
+            batches: batches.into_iter(),
+            _held: self.held,
+        }
+    }
+
     fn batch(&mut self, k: usize) -> Result<RecordBatch> {
         let offset = self.done;
         let columns = self

@@ -88,3 +88,125 @@ async fn a_scan_of_a_changed_table_is_refused() {
     let e = scan.open().await.unwrap_err().to_string();
     assert!(e.contains("do not fit the chunk grid"), "{e}");
 }
+
+/// The sample's `X`: 2000 × 200 float32 in 8 chunks of 250 × 200, a table of 8 chunks of 50 000
+/// rows (cell, gene, X).
+fn sample_x() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/X").to_string()
+}
+
+/// Reads `scan` with `decode_ahead`, a consumer that takes its time over each batch: the batches,
+/// and the most rows the stream had decoded beyond those handed out at any point.
+async fn read_slowly(
+    scan: &ZarrScan,
+    model: Arc<TableModel>,
+    decode_ahead: usize,
+    memory: Option<Arc<dyn ScanMemory>>,
+) -> (Vec<Result<RecordBatch>>, u64) {
+    use futures::StreamExt;
+
+    let metrics = ScanMetrics::new();
+    let ctx = ScanContext {
+        metrics: metrics.clone(),
+        memory,
+        decode_ahead,
+        ..Default::default()
+    };
+    let mut stream = scan.stream(model, ctx).unwrap();
+    let (mut batches, mut handed, mut most_ahead) = (Vec::new(), 0u64, 0u64);
+    while let Some(batch) = stream.next().await {
+        handed += batch.as_ref().map_or(0, |b| b.num_rows() as u64);
+        batches.push(batch);
+        // the consumer at work: time for whatever was started ahead to finish
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        most_ahead = most_ahead.max(metrics.counts().rows_out - handed);
+    }
+    (batches, most_ahead)
+}
+
+/// With `decode_ahead`, chunks are decoded on other threads before the consumer asks for them
+/// and handed out in order, as the same batches; without it, or under a bounded budget, a
+/// batch is decoded only when it is asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decoding_ahead_hands_out_the_same_batches_in_order() {
+    let model = Arc::new(
+        TableModel::open(&sample_x(), TableOptions::default())
+            .await
+            .unwrap(),
+    );
+    let mut scan = ZarrScan::new(&model);
+    scan.batch_size = 25_000; // 2 batches a chunk
+    let (lazy, lazy_ahead) = read_slowly(&scan, model.clone(), 0, None).await;
+    let lazy: Vec<_> = lazy.into_iter().map(Result::unwrap).collect();
+    assert_eq!(lazy.len(), 8 * 2);
+    assert_eq!(
+        lazy_ahead, 0,
+        "decoded ahead of the consumer without decode_ahead"
+    );
+
+    let (ahead, most_ahead) = read_slowly(&scan, model.clone(), 2, None).await;
+    let ahead: Vec<_> = ahead.into_iter().map(Result::unwrap).collect();
+    assert_eq!(ahead, lazy);
+    // decoded whole: the rest of the chunk being handed out and up to 3 after it
+    assert!(most_ahead >= 2 * 50_000, "{most_ahead} rows decoded ahead");
+    assert!(
+        most_ahead <= 25_000 + 3 * 50_000,
+        "{most_ahead} rows decoded ahead"
+    );
+
+    // A bounded budget cannot reserve a decoded chunk beforehand: no decoding ahead.
+    #[derive(Debug)]
+    struct Roomy;
+    impl ScanMemory for Roomy {
+        fn try_grow(&self, _: usize) -> std::result::Result<(), crate::MemoryError> {
+            Ok(())
+        }
+        fn shrink(&self, _: usize) {}
+    }
+    let (bounded, bounded_ahead) = read_slowly(&scan, model, 2, Some(Arc::new(Roomy))).await;
+    let bounded: Vec<_> = bounded.into_iter().map(Result::unwrap).collect();
+    assert_eq!(bounded, lazy);
+    assert_eq!(bounded_ahead, 0);
+}
+
+/// A corrupt chunk decoded ahead is an error naming it, in its place: the chunks before it are
+/// handed out first, as they are when decoding is not ahead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_chunk_decoded_ahead_is_an_error_in_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = dir.path().join("X");
+    std::fs::create_dir_all(x.join("c")).unwrap();
+    std::fs::copy(format!("{}/zarr.json", sample_x()), x.join("zarr.json")).unwrap();
+    for i in 0..8 {
+        let (from, to) = (format!("{}/c/{i}", sample_x()), x.join(format!("c/{i}")));
+        std::fs::create_dir_all(&to).unwrap();
+        for entry in std::fs::read_dir(&from).unwrap() {
+            let entry = entry.unwrap();
+            let mut bytes = std::fs::read(entry.path()).unwrap();
+            if i == 5 {
+                bytes.truncate(bytes.len() / 2);
+            }
+            std::fs::write(to.join(entry.file_name()), bytes).unwrap();
+        }
+    }
+    let model = Arc::new(
+        TableModel::open(x.to_str().unwrap(), TableOptions::default())
+            .await
+            .unwrap(),
+    );
+    let mut scan = ZarrScan::new(&model);
+    scan.batch_size = 50_000; // a batch a chunk
+    let (lazy, _) = read_slowly(&scan, model.clone(), 0, None).await;
+    let (ahead, _) = read_slowly(&scan, model, 3, None).await;
+    let oks =
+        |batches: &[Result<RecordBatch>]| batches.iter().map(Result::is_ok).collect::<Vec<_>>();
+    assert_eq!(oks(&ahead), oks(&lazy));
+    assert_eq!(oks(&ahead)[..6], [true, true, true, true, true, false]);
+    for batches in [&lazy, &ahead] {
+        let e = batches[5].as_ref().unwrap_err().to_string();
+        assert!(
+            e.contains("chunk 'c/5/0'") && e.contains("incomplete frame"),
+            "{e}"
+        );
+    }
+}
