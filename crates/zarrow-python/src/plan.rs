@@ -193,9 +193,13 @@ impl ScanPlan {
     }
 
     /// The batches of `scan` (this plan's scan or a part of it, one of `parts` read at once) as
-    /// they are handed out.
+    /// they are handed out. A stream that stops at a limit after filtering does not decode
+    /// ahead: the chunks after the one that completes the limit are never read.
     pub fn batches(&self, scan: &ZarrScan, parts: usize) -> zarrow::Result<Batches> {
-        let ctx = self.metrics.ctx.clone().for_partitions(parts);
+        let mut ctx = self.metrics.ctx.clone().for_partitions(parts);
+        if self.limit_after_filter() {
+            ctx.decode_ahead = 0;
+        }
         let stream = scan.stream(self.model.clone(), ctx)?;
         let (filter, output) = (self.filter.clone(), self.output.clone());
         let rows_out = self.metrics.rows_out.clone();
