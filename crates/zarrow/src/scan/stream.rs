@@ -16,7 +16,8 @@
 //! What is buffered ahead is compressed bytes; a batch is decoded when it is asked for, so the
 //! consumer reads it while it is in the CPU cache. A stream that runs alone on several cores
 //! (`ScanContext::for_partitions`) trades that for the idle cores: it decodes whole chunks
-//! ahead of its consumer, as many at once as cores are idle, when its memory is not bounded.
+//! ahead of its consumer, as many at once as its share of the cores, when its memory is not
+//! bounded.
 
 use std::sync::Arc;
 
