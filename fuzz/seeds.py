@@ -8,8 +8,9 @@ xarray, anndata and zarrs — see tests/fixtures/README.md).
   (v2 `.zarray`/`.zgroup` followed by NUL and their `.zattrs`).
 - open_store: each node of each fixture store whose files fit in 48 KiB, as the entries
   `[key length u8][key][value length u16 LE][value]` that fuzz_targets/open_store.rs reads
-  (among them tensorstore's nested shards, `tensorstore_nested.zarr`, and json2 chunks of
-  `numcodecs_v{2,3}.zarr`).
+  (among them tensorstore's nested shards, `tensorstore_nested.zarr`, json2 chunks of
+  `numcodecs_v{2,3}.zarr`, and `holdouts_*.zarr`: node names in several scripts and with ASCII
+  punctuation as their keys, v2 `null` fill values, a struct whose datetime field holds NaT).
 - decode_chunk: chunk files of the fixtures' string arrays, behind the selector bytes of their
   codec (v3 `vlen-utf8` + zstd, v2 `vlen-utf8` + blosc/zstd where the fixture says so).
 - icechunk: every snapshot and manifest of the Icechunk fixture repositories, as the flatbuffer
