@@ -14,7 +14,6 @@ use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
-use object_store::path::Path;
 use object_store::ObjectStore;
 use zarrow::table::{ColumnRole, TableModel};
 use zarrow::{Node, ReadContext, ScanContext, ZarrScan, ZarrStore};
@@ -176,10 +175,8 @@ pub(crate) fn registered_store(runtime: &RuntimeEnv, location: &str) -> Option<Z
     }
     let base = ObjectStoreUrl::parse(format!("{}://{}", url.scheme(), url.authority())).ok()?;
     let store: Arc<dyn ObjectStore> = runtime.object_store(&base).ok()?;
-    Some(ZarrStore::new(
-        store,
-        Path::from(url.path().trim_matches('/')),
-    ))
+    let root = zarrow::key::from_url_path(url.path()).ok()?;
+    Some(ZarrStore::new(store, root))
 }
 
 #[async_trait]

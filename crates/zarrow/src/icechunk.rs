@@ -879,9 +879,9 @@ impl RepositoryObjectStore {
         };
         for item in items {
             match item.map_err(|e| store_error(&base, &key, e))? {
-                ListDirItem::Prefix(p) => result.common_prefixes.push(base.clone().join(p)),
+                ListDirItem::Prefix(p) => result.common_prefixes.push(crate::key::join(&base, &p)),
                 ListDirItem::Key(k) => result.objects.push(ObjectMeta {
-                    location: base.clone().join(k),
+                    location: crate::key::join(&base, &k),
                     last_modified: chrono_now(),
                     size: 0,
                     e_tag: None,

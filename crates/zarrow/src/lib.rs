@@ -74,6 +74,7 @@ mod error;
 mod grid;
 #[cfg(feature = "icechunk")]
 mod icechunk;
+pub mod key;
 mod metadata;
 mod metrics;
 mod node;

@@ -124,10 +124,8 @@ impl ZarrStore {
                 }
                 "memory" => {
                     let path = format!("{}{}", url.host_str().unwrap_or(""), url.path());
-                    (
-                        memory_store() as Arc<dyn ObjectStore>,
-                        Path::from(path.trim_matches('/')),
-                    )
+                    let root = crate::key::from_url_path(&path).map_err(err)?;
+                    (memory_store() as Arc<dyn ObjectStore>, root)
                 }
                 _ => {
                     let remote = crate::remote::open(location, &url, options, remote)?;
@@ -249,13 +247,10 @@ impl ZarrStore {
         }
     }
 
-    /// The object path of `relative` below the root.
+    /// The object path of `relative` below the root, its names as they are (see
+    /// [`crate::key`]).
     pub fn key(&self, relative: &str) -> Path {
-        let mut path = self.root.clone();
-        for part in relative.split('/').filter(|p| !p.is_empty()) {
-            path = path.join(part);
-        }
-        path
+        crate::key::join(&self.root, relative)
     }
 
     /// `attempt`, again (with backoff) while it fails with a response cut short — a transport

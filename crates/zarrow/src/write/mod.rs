@@ -42,11 +42,13 @@ pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
         || name.contains('\\')
         || name.starts_with("__")
         || name.starts_with('.')
+        || name.chars().any(char::is_control)
         || name == "zarr.json";
     if bad {
         return Err(Error::InvalidArgument(format!(
-            "{what} name '{name}' cannot be a zarr node name (empty, has '/', or starts with \
-             '.' or '__')"
+            "{what} name '{}' cannot be a zarr node name (empty, has '/', '\\' or a \
+             control character, or starts with '.' or '__')",
+            name.escape_debug()
         )));
     }
     Ok(())
