@@ -175,6 +175,16 @@ pub struct StructField {
 }
 
 impl DataType {
+    /// Whether a stored value of this type can stand for a missing one in Arrow: NaT
+    /// (`i64::MIN`) of a datetime64 or timedelta64 reads as NULL. A struct field of such a type
+    /// is a nullable Arrow field.
+    pub fn has_missing_marker(&self) -> bool {
+        matches!(
+            self,
+            DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. }
+        )
+    }
+
     /// Bytes per element for fixed-size types; `None` for variable-length ones.
     pub fn fixed_size(&self) -> Option<usize> {
         Some(match self {
@@ -280,7 +290,10 @@ impl DataType {
             DataType::Struct(fields) => ArrowType::Struct(
                 fields
                     .iter()
-                    .map(|f| Field::new(&f.name, f.data_type.arrow_type(strings, binary), false))
+                    .map(|f| {
+                        let arrow = f.data_type.arrow_type(strings, binary);
+                        Field::new(&f.name, arrow, f.data_type.has_missing_marker())
+                    })
                     .collect(),
             ),
         }

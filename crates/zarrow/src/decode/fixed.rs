@@ -164,7 +164,8 @@ fn structured(
             n,
             strings,
         )?;
-        arrow_fields.push(Field::new(&f.name, array.data_type().clone(), false));
+        let nullable = f.data_type.has_missing_marker();
+        arrow_fields.push(Field::new(&f.name, array.data_type().clone(), nullable));
         arrays.push(array);
     }
     let array = StructArray::try_new(Fields::from(arrow_fields), arrays, None)

@@ -147,7 +147,9 @@ impl TableColumn {
         let kind = match &member.kind {
             MemberKind::Array(array) => {
                 let meta = array.metadata();
-                let fill = if options.fill_as_null {
+                // A v2 `"fill_value": null` (zarr-python 2's for object arrays) names no fill
+                // value: no stored value stands for a missing one.
+                let fill = if options.fill_as_null && !meta.fill_value.json.is_null() {
                     Some(
                         fill_array(&meta.data_type, &meta.fill_value, 1, &options.read)
                             .map_err(|e| Error::chunk(array.path(), "fill value", e))?,

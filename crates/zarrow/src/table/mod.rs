@@ -71,7 +71,8 @@ use crate::{Error, Result};
 pub struct TableOptions {
     /// Reader options (string type, concurrency).
     pub read: ZarrReadOptions,
-    /// Elements equal to the array's fill value become NULL.
+    /// Elements equal to the array's fill value become NULL. An array without one (a v2
+    /// `"fill_value": null`, as zarr-python 2 writes object arrays) has no NULLs by this.
     pub fill_as_null: bool,
     /// Apply the CF conventions (time units → Timestamp, scale_factor/add_offset,
     /// `_FillValue`/`missing_value` → NULL).
