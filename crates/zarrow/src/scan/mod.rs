@@ -127,8 +127,8 @@ pub struct ScanContext {
     /// Give each stream (partition) its own.
     pub memory: Option<Arc<dyn ScanMemory>>,
     /// Decoding ahead of the consumer: with n > 0 the n chunks after the one being handed out
-    /// are decoded whole, each a task on the runtime's worker threads, and wait decoded for
-    /// their turn; the consumer only hands out batches. 0 (the default): each batch is decoded
+    /// are decoded, each a task on the runtime's worker threads, and wait decoded for their
+    /// turn (up to 32 MiB of each: the rest of a larger chunk is decoded as it is handed out); the consumer only hands out batches. 0 (the default): each batch is decoded
     /// when it is asked for, on the consumer's thread. Ignored under a bounded memory budget,
     /// which cannot reserve a decoded chunk before it is decoded. See
     /// [`ScanContext::for_partitions`].

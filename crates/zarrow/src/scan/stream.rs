@@ -9,15 +9,16 @@
 //!     ─▶ stage 2: the chunk being handed out: aligned columns decoded a batch at a time
 //!                 (decode/rows.rs), the others read whole for the chunk's box (through the
 //!                 scan's cache) and sliced ─▶ RecordBatch of ≤ batch_size rows
-//!                 (with `decode_ahead` = n: the n chunks after it decoded whole at once,
-//!                 each a task on the runtime's workers, handed out in order)
+//!                 (with `decode_ahead` = n: the n chunks after it decoded at once, each a
+//!                 task on the runtime's workers, up to DECODE_AHEAD_BYTES of each, the rest
+//!                 a batch at a time as it is handed out; in order)
 //! ```
 //!
 //! What is buffered ahead is compressed bytes; a batch is decoded when it is asked for, so the
 //! consumer reads it while it is in the CPU cache. A stream that runs alone on several cores
-//! (`ScanContext::for_partitions`) trades that for the idle cores: it decodes whole chunks
-//! ahead of its consumer, as many at once as its share of the cores, when its memory is not
-//! bounded.
+//! (`ScanContext::for_partitions`) trades that for the idle cores: it decodes chunks ahead of
+//! its consumer (up to `DECODE_AHEAD_BYTES` of each), as many at once as its share of the
+//! cores, when its memory is not bounded.
 
 use std::sync::Arc;
 
@@ -215,7 +216,11 @@ pub(super) fn open(
         chunks.map_ok(futures::stream::iter).try_flatten().boxed()
     } else {
         chunks
-            .map_ok(|chunk| in_background("decode", async move { Ok(chunk.decode_all()) }))
+            .map_ok(|chunk| {
+                in_background("decode", async move {
+                    Ok(chunk.decode_ahead(DECODE_AHEAD_BYTES))
+                })
+            })
             .try_buffered(decode_ahead + 1)
             .map_ok(futures::stream::iter)
             .try_flatten()
@@ -244,40 +249,56 @@ struct ChunkBatches {
     held: Held,
 }
 
-/// A chunk decoded whole ahead of its consumer: its batches (the last one an error, if
-/// decoding failed), and the memory it holds until they have been handed out.
+/// The most bytes of one chunk decoded ahead of its consumer: the rest of a larger chunk (a
+/// chunk of 2^32 fill values, a wide one) is decoded a batch at a time as it is handed out, so
+/// what a stream holds decoded ahead is at most `decode_ahead` times this.
+pub(super) const DECODE_AHEAD_BYTES: usize = 32 << 20;
+
+/// A chunk decoded ahead of its consumer: its first batches (the last one an error, if
+/// decoding failed), then the rest of the chunk, decoded as it is asked for; the chunk's
+/// reservation is held until all has been handed out.
 struct DecodedChunk {
     batches: std::vec::IntoIter<Result<RecordBatch>>,
-    _held: Held,
+    rest: ChunkBatches,
 }
 
 impl Iterator for DecodedChunk {
     type Item = Result<RecordBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.batches.next()
+        self.batches.next().or_else(|| self.rest.next())
     }
 }
 
 impl ChunkBatches {
-    /// Every batch of the chunk, decoded now (a task of its own, ahead of the consumer);
-    /// the decoded arrays are counted into the chunk's reservation.
-    fn decode_all(mut self) -> DecodedChunk {
-        let mut batches: Vec<Result<RecordBatch>> = self.by_ref().collect();
-        let decoded: usize = batches
-            .iter()
-            .filter_map(|b| b.as_ref().ok())
-            .map(RecordBatch::get_array_memory_size)
-            .sum();
+    /// The chunk's batches decoded now (a task of its own, ahead of the consumer) until they
+    /// hold `bytes` or the chunk ends; what they hold is counted into the chunk's reservation.
+    fn decode_ahead(mut self, bytes: usize) -> DecodedChunk {
+        let mut batches: Vec<Result<RecordBatch>> = Vec::new();
+        let mut decoded = 0;
+        while decoded < bytes {
+            match self.next() {
+                Some(Ok(batch)) => {
+                    decoded += batch.get_array_memory_size();
+                    batches.push(Ok(batch));
+                }
+                Some(Err(e)) => {
+                    batches.push(Err(e));
+                    break;
+                }
+                None => break,
+            }
+        }
         if let Err(e) = self
             .held
             .grow(decoded, &|| "a chunk decoded ahead".to_string())
         {
             batches.push(Err(e));
+            self.done = self.rows;
         }
         DecodedChunk {
             batches: batches.into_iter(),
-            _held: self.held,
+            rest: self,
         }
     }
 

@@ -210,3 +210,50 @@ async fn a_corrupt_chunk_decoded_ahead_is_an_error_in_its_place() {
         );
     }
 }
+
+/// A chunk of 2^32 − 1 fill values (the most a chunk holds) decoded ahead streams: its first batches arrive at once and
+/// what is decoded ahead stays within `DECODE_AHEAD_BYTES` a chunk (decoding it whole took
+/// 32 GiB and no batch came).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_fill_chunk_decoded_ahead_streams_within_its_bytes() {
+    use futures::StreamExt;
+
+    let store = crate::ZarrStore::open("memory:///scan_tests/huge_fill").unwrap();
+    let meta = r#"{"zarr_format":3,"node_type":"array","shape":[4294967295],
+        "data_type":"int64","chunk_grid":{"name":"regular","configuration":
+        {"chunk_shape":[4294967295]}},"chunk_key_encoding":{"name":"default"},
+        "fill_value":7,"codecs":[{"name":"bytes","configuration":{"endian":"little"}}]}"#;
+    store.put("zarr.json", meta.into()).await.unwrap();
+    let model = Arc::new(
+        TableModel::open("memory:///scan_tests/huge_fill", TableOptions::default())
+            .await
+            .unwrap(),
+    );
+    let metrics = ScanMetrics::new();
+    let ctx = ScanContext {
+        metrics: metrics.clone(),
+        decode_ahead: 2,
+        ..Default::default()
+    };
+    let mut stream = ZarrScan::new(&model).stream(model.clone(), ctx).unwrap();
+    let first = async {
+        let mut handed = 0;
+        for _ in 0..3 {
+            let batch = stream.next().await.unwrap().unwrap();
+            assert!(batch.num_rows() > 0);
+            handed += batch.num_rows() as u64;
+        }
+        handed
+    };
+    let handed = tokio::time::timeout(std::time::Duration::from_secs(60), first)
+        .await
+        .expect("no batch of a fill chunk decoded ahead within 60 s");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let ahead = metrics.counts().rows_out - handed;
+    // two columns (dim_0, the values) of 8 bytes a row
+    let per_row = 16;
+    assert!(
+        ahead * per_row <= 2 * stream::DECODE_AHEAD_BYTES as u64,
+        "{ahead} rows decoded ahead"
+    );
+}
