@@ -8,6 +8,7 @@ mod common;
 mod faults;
 mod fixtures;
 mod hierarchy;
+mod holdouts;
 mod icechunk;
 mod nested_sharding;
 mod python_roundtrip;
