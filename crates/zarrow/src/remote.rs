@@ -1,11 +1,21 @@
 //! Remote stores (S3, GCS, Azure, HTTP): how their clients are built, and how long they wait.
 //!
 //! `object_store`'s defaults retry a failing request ten times for up to three minutes, so a
-//! server that accepts and never answers holds a query for 180 s. zarrow's defaults fail a dead
-//! server in seconds and still ride out the transient faults real object stores produce (500,
-//! 503, 429, resets): a connection gets [`DEFAULT_CONNECT_TIMEOUT`], a request
-//! [`DEFAULT_TIMEOUT`], and a failing request is retried (with backoff) at most
-//! [`DEFAULT_MAX_RETRIES`] times within [`DEFAULT_RETRY_TIMEOUT`].
+//! server that accepts and never answers holds a query for 180 s. zarrow's defaults fail a
+//! refused connection in seconds, a silent server within 30 s, and still ride out the transient faults real object stores produce (500,
+//! 503, 429, resets): a connection gets [`DEFAULT_CONNECT_TIMEOUT`], a failing request is
+//! retried (with backoff) at most [`DEFAULT_MAX_RETRIES`] times within
+//! [`DEFAULT_RETRY_TIMEOUT`], and one read gets [`DEFAULT_TIMEOUT`] in all.
+//!
+//! `timeout` bounds a whole read — one metadata document, one chunk, one byte range of a
+//! shard, one listing — with every request it makes: the ranged first `GET` and its parts,
+//! the whole `GET` it falls back to, every retry and its backoff, the body. A server that stops
+//! answering fails the read with a timeout error `timeout` after it started, whatever
+//! `max_retries` and `retry_timeout` say (retries only fit inside it), and the query with it:
+//! with the defaults a silent server ends a query at most [`DEFAULT_TIMEOUT`] (30 s) after the
+//! read it stopped answering started. The `HEAD`s of the warm-up (see
+//! [`RemoteOptions::warm_connections`]) are held to it as well, so nothing of a failed query
+//! waits on a silent server longer.
 //!
 //! Each setting comes from, first to last: the store options given with the location
 //! (`connect_timeout`, `timeout`, `max_retries`, `retry_timeout`, next to the credentials),
@@ -31,11 +41,13 @@ use crate::{Error, Result};
 
 /// How long a connection may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long one request (its whole response) may take by default.
+/// How long one read (every request it makes, retries and bodies included) may take by default:
+/// a silent server fails a read this long after it started.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How many times a failing request is retried by default.
 pub const DEFAULT_MAX_RETRIES: usize = 3;
-/// For how long after its first attempt a request is retried by default.
+/// For how long after its first attempt a request is retried by default (within the read's
+/// `timeout`).
 pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(20);
 /// How many connections a remote store opens by default while its first metadata document is
 /// on the way (see [`RemoteOptions::warm_connections`]): the chunk reads one partition keeps in
@@ -72,11 +84,15 @@ pub const MAX_WARM_CONNECTIONS: usize = 256;
 pub struct RemoteOptions {
     /// How long a connection may take.
     pub connect_timeout: Option<Duration>,
-    /// How long one request (its whole response) may take.
+    /// How long one read may take: one metadata document, chunk, shard range or listing, with
+    /// every request it makes (ranged parts, the whole `GET` a failed ranged one falls back
+    /// to, retries and their backoff) and its body. A read still unanswered then fails with a
+    /// timeout error naming this option; the warm-up's `HEAD`s are held to it too.
     pub timeout: Option<Duration>,
     /// How many times a failing request is retried (0: never).
     pub max_retries: Option<usize>,
-    /// For how long after its first attempt a request is retried.
+    /// For how long after its first attempt a request is retried; a retry is never started
+    /// past the read's `timeout`, which bounds the read whatever this says.
     pub retry_timeout: Option<Duration>,
     /// How many connections a fresh remote store opens while its first metadata document is
     /// on the way (0: none), so that the first wave of chunk reads finds them open instead of
@@ -168,11 +184,17 @@ impl RemoteOptions {
     /// Every setting resolved: the ones set here, else the defaults.
     #[cfg(feature = "cloud")]
     pub(crate) fn resolve(&self) -> ResolvedRemote {
+        let timeout = self.timeout.unwrap_or(DEFAULT_TIMEOUT);
         ResolvedRemote {
             connect_timeout: self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
-            timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            timeout,
             max_retries: self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
-            retry_timeout: self.retry_timeout.unwrap_or(DEFAULT_RETRY_TIMEOUT),
+            // Retries past the read's timeout could never finish: object_store would start
+            // them only for the read to be cut off.
+            retry_timeout: self
+                .retry_timeout
+                .unwrap_or(DEFAULT_RETRY_TIMEOUT)
+                .min(timeout),
             warm_connections: self.warm_connections.unwrap_or(DEFAULT_WARM_CONNECTIONS),
         }
     }
@@ -215,11 +237,11 @@ pub const REMOTE_ENV: &[(&str, &str)] = &[
 pub(crate) struct ResolvedRemote {
     /// How long a connection may take.
     pub connect_timeout: Duration,
-    /// How long one request may take.
+    /// How long one read (all its requests) may take.
     pub timeout: Duration,
     /// How many times a failing request is retried.
     pub max_retries: usize,
-    /// For how long after its first attempt a request is retried.
+    /// For how long after its first attempt a request is retried (at most `timeout`).
     pub retry_timeout: Duration,
     /// How many connections are opened during the first metadata read.
     pub warm_connections: usize,
@@ -233,6 +255,8 @@ pub(crate) struct RemoteStore {
     pub root: object_store::path::Path,
     /// How often a read cut short is tried again.
     pub max_retries: usize,
+    /// How long one read may take, all its requests included (`timeout`).
+    pub timeout: Duration,
     /// What opens its connections during the first metadata read (`None`: nothing).
     pub warm_up: Option<Arc<WarmUp>>,
 }
@@ -244,20 +268,24 @@ pub(crate) struct RemoteStore {
 /// trip more before the first chunk (two or three with TLS). `HEAD`s of the document, sent
 /// beside its `GET`, open them meanwhile; their answers are not awaited (only their
 /// connections matter, left open in the client's pool). Once per client: the clones of a
-/// store share it.
+/// store share it. A `HEAD` is given up after the store's `timeout`, as a read would be: a
+/// silent server holds no task of it longer.
 #[derive(Debug)]
 pub(crate) struct WarmUp {
     connections: usize,
+    timeout: Duration,
     started: std::sync::atomic::AtomicBool,
 }
 
 impl WarmUp {
-    /// Warm-up of `connections` connections; `None` for 0.
+    /// Warm-up of `connections` connections, each `HEAD` given up after `timeout`; `None` for
+    /// 0.
     #[cfg(feature = "cloud")]
-    pub(crate) fn new(connections: usize) -> Option<Arc<Self>> {
+    pub(crate) fn new(connections: usize, timeout: Duration) -> Option<Arc<Self>> {
         (connections > 0).then(|| {
             Arc::new(WarmUp {
                 connections: connections.min(MAX_WARM_CONNECTIONS),
+                timeout,
                 started: Default::default(),
             })
         })
@@ -280,9 +308,8 @@ impl WarmUp {
         };
         for _ in 0..self.connections {
             let (store, path) = (store.clone(), path.clone());
-            runtime.spawn(async move {
-                let _ = object_store::ObjectStoreExt::head(&store, &path).await;
-            });
+            let head = async move { object_store::ObjectStoreExt::head(&store, &path).await };
+            runtime.spawn(tokio::time::timeout(self.timeout, head));
         }
         metrics.add_metadata_counts(&crate::ScanCounts {
             metadata_requests: u64::try_from(self.connections).unwrap_or(u64::MAX),
@@ -418,7 +445,8 @@ pub(crate) fn open(
         store,
         root: path,
         max_retries: settings.max_retries,
-        warm_up: WarmUp::new(settings.warm_connections),
+        timeout: settings.timeout,
+        warm_up: WarmUp::new(settings.warm_connections, settings.timeout),
     })
 }
 
@@ -579,9 +607,10 @@ mod tests {
     #[cfg(feature = "cloud")]
     #[tokio::test]
     async fn a_warm_up_starts_once() {
-        assert!(WarmUp::new(0).is_none());
+        let second = Duration::from_secs(1);
+        assert!(WarmUp::new(0, second).is_none());
         let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
-        let warm = WarmUp::new(4).unwrap();
+        let warm = WarmUp::new(4, second).unwrap();
         let path = object_store::path::Path::from("zarr.json");
         let metrics = crate::ScanMetrics::new();
         assert_eq!(warm.start(&store, &path, &metrics), 4);
@@ -598,6 +627,14 @@ mod tests {
     fn defaults_fail_a_dead_server_in_seconds() {
         let r = RemoteOptions::default().resolve();
         assert!(r.connect_timeout <= Duration::from_secs(10));
-        assert!(r.timeout + r.retry_timeout <= Duration::from_secs(60));
+        // A read, retries included, ends within `timeout`: the documented bound.
+        assert_eq!(r.timeout, Duration::from_secs(30));
+        assert!(r.retry_timeout <= r.timeout);
+        // A retry_timeout past the timeout is cut to it.
+        let long = RemoteOptions {
+            timeout: Some(Duration::from_secs(1)),
+            ..Default::default()
+        };
+        assert_eq!(long.resolve().retry_timeout, Duration::from_secs(1));
     }
 }

@@ -8,7 +8,7 @@
 //! `object_store` plus the path of the node inside it.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -52,6 +52,9 @@ pub struct ZarrStore {
     location: String,
     /// How often a read cut short is tried again (see `retrying`).
     body_retries: usize,
+    /// How long one read may take, all its requests included (a remote store's `timeout`;
+    /// `None`: unbounded, as local files and memory are).
+    timeout: Option<Duration>,
     /// What nodes opened from this store hold to: the metadata document and item limits.
     limits: ReadLimits,
     /// What metadata requests (documents, listings) count into.
@@ -75,6 +78,7 @@ impl ZarrStore {
             store,
             root,
             body_retries: crate::remote::DEFAULT_MAX_RETRIES,
+            timeout: None,
             limits: ReadLimits::default(),
             metrics: ScanMetrics::default(),
             warm_up: None,
@@ -113,6 +117,7 @@ impl ZarrStore {
             )));
         }
         let mut body_retries = 0;
+        let mut timeout = None;
         let mut warm_up = None;
         let (store, root): (Arc<dyn ObjectStore>, Path) = match Url::parse(trimmed) {
             Ok(url) if url.scheme().len() > 1 => match url.scheme() {
@@ -130,6 +135,7 @@ impl ZarrStore {
                 _ => {
                     let remote = crate::remote::open(location, &url, options, remote)?;
                     body_retries = remote.max_retries;
+                    timeout = Some(remote.timeout);
                     warm_up = remote.warm_up;
                     (remote.store, remote.root)
                 }
@@ -142,6 +148,7 @@ impl ZarrStore {
             root,
             location: trimmed.to_string(),
             body_retries,
+            timeout,
             limits: ReadLimits::default(),
             metrics: ScanMetrics::default(),
             warm_up,
@@ -175,6 +182,7 @@ impl ZarrStore {
             root: Path::from(""),
             location: location.to_string(),
             body_retries: 0,
+            timeout: None,
             limits: ReadLimits::default(),
             metrics: ScanMetrics::default(),
             warm_up: None,
@@ -241,6 +249,7 @@ impl ZarrStore {
             location: format!("{}/{}", self.location, relative.trim_matches('/')),
             root,
             body_retries: self.body_retries,
+            timeout: self.timeout,
             limits: self.limits,
             metrics: self.metrics.clone(),
             warm_up: self.warm_up.clone(),
@@ -251,6 +260,43 @@ impl ZarrStore {
     /// [`crate::key`]).
     pub fn key(&self, relative: &str) -> Path {
         crate::key::join(&self.root, relative)
+    }
+
+    /// `read` — one read, with every request it makes — given up once the store's `timeout`
+    /// has passed since it started. Then, or when a request of it timed out first (the
+    /// client's own timeout is the same), the error says the read timed out and names the
+    /// option. Local and memory stores wait as long as it takes.
+    async fn within<T>(
+        &self,
+        read: impl std::future::Future<Output = std::result::Result<T, object_store::Error>>,
+    ) -> std::result::Result<T, object_store::Error> {
+        let Some(limit) = self.timeout else {
+            return read.await;
+        };
+        match tokio::time::timeout(limit, read).await {
+            Ok(Err(e)) if timed_out(&e) => Err(read_timed_out(limit, Some(&e))),
+            Ok(done) => done,
+            Err(_) => Err(read_timed_out(limit, None)),
+        }
+    }
+
+    /// [`Self::within`] for a read of `relative` that fails with zarrow's errors.
+    async fn within_read<T>(
+        &self,
+        relative: &str,
+        read: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let Some(limit) = self.timeout else {
+            return read.await;
+        };
+        match tokio::time::timeout(limit, read).await {
+            Ok(Err(Error::Store { path, source })) if timed_out(&source) => Err(Error::Store {
+                path,
+                source: read_timed_out(limit, Some(&source)),
+            }),
+            Ok(done) => done,
+            Err(_) => Err(store_err(&self.key(relative), read_timed_out(limit, None))),
+        }
     }
 
     /// `attempt`, again (with backoff) while it fails with a response cut short — a transport
@@ -388,7 +434,7 @@ impl ZarrStore {
     ) -> Result<Option<Bytes>> {
         let path = self.key(relative);
         let fetched = self
-            .retrying(|| self.get_capped(&path, None, limit))
+            .within(self.retrying(|| self.get_capped(&path, None, limit)))
             .await
             .map_err(|source| store_err(&path, source))?;
         match fetched {
@@ -412,7 +458,7 @@ impl ZarrStore {
             GetRange::Offset(_) => u64::MAX,
         };
         let fetched = self
-            .retrying(|| self.get_capped(&path, Some(range.clone()), cap))
+            .within(self.retrying(|| self.get_capped(&path, Some(range.clone()), cap)))
             .await
             .map_err(|source| store_err(&path, source))?;
         match fetched {
@@ -432,7 +478,7 @@ impl ZarrStore {
     /// The size of an object; `Ok(None)` if it does not exist.
     pub async fn size_opt(&self, relative: &str) -> Result<Option<u64>> {
         let path = self.key(relative);
-        match self.store.head(&path).await {
+        match self.within(self.store.head(&path)).await {
             Ok(meta) => Ok(Some(meta.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(source) => Err(store_err(&path, source)),
@@ -476,9 +522,23 @@ impl ZarrStore {
     /// response read straight into its place in one buffer of that size. An object of at most
     /// `part` bytes takes one request, as does any read with `part` 0. A store that cannot
     /// answer the first ranged GET (an empty object, a server without ranges) is asked once
-    /// more for the whole object. `Ok(None)`: the object does not exist; else the bytes and
-    /// the number of requests made.
+    /// more for the whole object (not after a timeout). `Ok(None)`: the object does not exist;
+    /// else the bytes and the number of requests made. All of it is one read, held to the
+    /// store's `timeout`.
     pub async fn get_split(
+        &self,
+        relative: &str,
+        limit: u64,
+        part: u64,
+        parallel: usize,
+        too_large: impl Fn(u64) -> Error,
+    ) -> Result<Option<(Bytes, usize)>> {
+        let read = self.get_split_unbounded(relative, limit, part, parallel, too_large);
+        self.within_read(relative, read).await
+    }
+
+    /// [`Self::get_split`] without its timeout.
+    async fn get_split_unbounded(
         &self,
         relative: &str,
         limit: u64,
@@ -499,6 +559,8 @@ impl ZarrStore {
         let first = match self.store.get_opts(&path, options).await {
             Ok(first) => first,
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            // A server that does not answer in time would not answer the whole GET either.
+            Err(e) if timed_out(&e) => return Err(store_err(&path, e)),
             Err(e) => {
                 log::debug!("a ranged GET of '{path}' failed ({e}); reading it whole");
                 let bytes = self.get_bounded(relative, limit, &too_large).await?;
@@ -555,8 +617,20 @@ impl ZarrStore {
     /// Get bytes `range` of an object in ranged GETs of at most `part` bytes (0: one GET), up
     /// to `parallel` in flight, each read straight into its place in one buffer of the
     /// range's length (which the caller has held to its limits). The bytes and the number of
-    /// requests made.
+    /// requests made. All of it is one read, held to the store's `timeout`.
     pub async fn get_range_split(
+        &self,
+        relative: &str,
+        range: std::ops::Range<u64>,
+        part: u64,
+        parallel: usize,
+    ) -> Result<(Bytes, usize)> {
+        let read = self.get_range_split_unbounded(relative, range, part, parallel);
+        self.within_read(relative, read).await
+    }
+
+    /// [`Self::get_range_split`] without its timeout.
+    async fn get_range_split_unbounded(
         &self,
         relative: &str,
         range: std::ops::Range<u64>,
@@ -663,8 +737,7 @@ impl ZarrStore {
     /// Put an object (used by the writer).
     pub async fn put(&self, relative: &str, bytes: Bytes) -> Result<()> {
         let path = self.key(relative);
-        self.store
-            .put(&path, bytes.into())
+        self.within(self.store.put(&path, bytes.into()))
             .await
             .map(|_| ())
             .map_err(|source| store_err(&path, source))
@@ -674,7 +747,9 @@ impl ZarrStore {
     pub async fn list_children(&self, relative: &str) -> Result<Vec<String>> {
         let path = self.key(relative);
         let started = Instant::now();
-        let listing = self.store.list_with_delimiter(Some(&path)).await;
+        let listing = self
+            .within(self.store.list_with_delimiter(Some(&path)))
+            .await;
         self.metrics.add_metadata(0, started.elapsed());
         let listing = listing.map_err(|source| store_err(&path, source))?;
         let mut names: Vec<String> = listing
@@ -850,6 +925,16 @@ fn merge_ranges(ranges: &[std::ops::Range<u64>], gap: u64) -> Vec<std::ops::Rang
     out
 }
 
+/// The error of a read given up after `limit` (see `ZarrStore::within`); `request`: the
+/// error of its request that timed out first, if one did.
+fn read_timed_out(limit: Duration, request: Option<&object_store::Error>) -> object_store::Error {
+    let request = request.map(|e| format!(": {e}")).unwrap_or_default();
+    generic(format!(
+        "timed out: the read took longer than its timeout of {limit:?} (every request and \
+         retry of one read included; the option `timeout`, ZARROW_TIMEOUT, sets it){request}"
+    ))
+}
+
 fn generic(message: String) -> object_store::Error {
     object_store::Error::Generic {
         store: "zarrow",
@@ -879,6 +964,26 @@ fn cut_short(e: &object_store::Error) -> bool {
         }
         source = err.source();
     }
+    false
+}
+
+/// Whether `e` is a request's timeout.
+#[cfg(feature = "cloud")]
+fn timed_out(e: &object_store::Error) -> bool {
+    use object_store::client::{HttpError, HttpErrorKind};
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(http) = err.downcast_ref::<HttpError>() {
+            return matches!(http.kind(), HttpErrorKind::Timeout);
+        }
+        source = err.source();
+    }
+    false
+}
+
+/// Without remote stores no request times out.
+#[cfg(not(feature = "cloud"))]
+fn timed_out(_: &object_store::Error) -> bool {
     false
 }
 
