@@ -13,6 +13,7 @@
 //! DataFusion session from `zarrow-datafusion`. Errors print `error: …` and the causes on stderr
 //! and exit with status 1.
 
+mod address_space;
 mod export;
 mod export_zarr;
 mod hints;
@@ -222,6 +223,8 @@ struct ExportArgs {
 }
 
 fn main() -> ExitCode {
+    // Before any thread starts (see `address_space`).
+    let room = address_space::fit();
     // Never show a panic as a panic: say it is a bug, on one line, and exit 1 like other errors.
     std::panic::set_hook(Box::new(|info| {
         let msg = info
@@ -248,7 +251,7 @@ fn main() -> ExitCode {
             };
         }
     };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli, room)));
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) if is_broken_pipe(&e) => ExitCode::SUCCESS,
@@ -260,14 +263,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
+/// Run a command; `room`: what is left under an address-space limit (see `address_space`).
+fn run(cli: Cli, room: Option<u64>) -> Result<()> {
     // The settings the environment gives are read here, at the edge, into the options of
     // every command: one that does not parse is an error naming its variable before anything
     // is read.
     zarrow::ReadLimits::from_env()?;
     zarrow::RemoteOptions::from_env()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
+    let runtime = address_space::runtime(room)
         .build()
         .map_err(|e| anyhow!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async move {
