@@ -226,7 +226,12 @@ fn main() -> ExitCode {
     // Before any thread starts (see `address_space`).
     let room = address_space::fit();
     // Never show a panic as a panic: say it is a bug, on one line, and exit 1 like other errors.
+    // A panic inside icechunk while it reads a repository is caught and reported as that
+    // read's error (naming the repository), so it is no internal error.
     std::panic::set_hook(Box::new(|info| {
+        if zarrow::panic_is_guarded() {
+            return;
+        }
         let msg = info
             .payload()
             .downcast_ref::<&str>()

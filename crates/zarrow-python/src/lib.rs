@@ -33,6 +33,15 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The native module.
 #[pymodule]
 fn _zarrow(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // A panic inside icechunk while it reads a repository is caught and raised as that read's
+    // error (naming the repository): the default hook would also print it, with a path into
+    // icechunk's sources, as if nothing had caught it.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !zarrow::panic_is_guarded() {
+            previous(info)
+        }
+    }));
     errors::register(m)?;
     usage::register(m)?;
     m.add_class::<table::PyZarrTable>()?;

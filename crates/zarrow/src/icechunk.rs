@@ -23,9 +23,13 @@
 //! A process opens a repository once (by root and options) and keeps it for later locations
 //! in it, so the streams of one scan share its caches: each manifest is downloaded once.
 //!
-//! Repositories are untrusted input, and icechunk can panic on some corrupt ones (an unknown
-//! node type in a snapshot): every call into it runs under `catch_unwind`, and a panic comes
-//! out as a [`RepositoryPanic`] naming the repository and the key being read.
+//! Repositories are untrusted input, and icechunk can panic on some corrupt ones. A snapshot
+//! naming a node type icechunk does not know (icechunk-format panics reading that node, also
+//! in tasks icechunk spawns itself, which no read awaits) is found before icechunk reads it:
+//! every read of the repository at that version is a [`RepositoryError`] naming the
+//! repository and the node. Every call into icechunk runs under `catch_unwind` too, and a
+//! panic comes out as a [`RepositoryPanic`] naming the repository and the key being read
+//! ([`panic_is_guarded`] tells a panic hook that it will).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -275,6 +279,21 @@ pub enum RepositoryErrorKind {
         /// icechunk's error kind, as it says it.
         kind: String,
     },
+    /// A node of the snapshot read has a type icechunk does not know (icechunk-format panics
+    /// reading it): found before icechunk reads the snapshot, so that every read of the
+    /// repository at that version is this error.
+    #[error(
+        "snapshot {snapshot}: the node '{node}' has node type {node_type}, which icechunk does \
+         not know (1 is an array, 2 a group): the snapshot is corrupt or from a newer Icechunk"
+    )]
+    UnknownNodeType {
+        /// The snapshot's id.
+        snapshot: String,
+        /// The node's path in the repository (`/obs/x`).
+        node: String,
+        /// The type it has.
+        node_type: u8,
+    },
     /// No branch, tag or snapshot of that name.
     #[error("no branch, tag or snapshot '{reference}' (branches: {}; tags: {})", names(.branches), names(.tags))]
     NoSuchVersion {
@@ -301,6 +320,41 @@ fn icechunk_failed(doing: impl Into<String>, kind: impl fmt::Display) -> Reposit
     RepositoryErrorKind::Icechunk {
         doing: doing.into(),
         kind: kind.to_string(),
+    }
+}
+
+thread_local! {
+    /// How many guarded reads ([`RepositoryObjectStore::guarded`]) this thread is polling.
+    static GUARDED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether a panic on this thread now happens inside a read of an Icechunk repository, where
+/// zarrow catches it and makes it the read's error (a [`RepositoryPanic`]): a panic hook
+/// (the `zarrow` command's, which reports a panic as an internal error) can stay silent.
+pub fn panic_is_guarded() -> bool {
+    GUARDED.with(|g| g.get() > 0)
+}
+
+/// A future whose polls count as guarded on the thread that runs them.
+struct Guarded<F>(std::pin::Pin<Box<F>>);
+
+impl<F: Future> Future for Guarded<F> {
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        /// Counts one guarded poll until dropped, also when the poll unwinds.
+        struct Polling;
+        impl Drop for Polling {
+            fn drop(&mut self) {
+                GUARDED.with(|g| g.set(g.get() - 1));
+            }
+        }
+        GUARDED.with(|g| g.set(g.get() + 1));
+        let _polling = Polling;
+        self.0.as_mut().poll(cx)
     }
 }
 
@@ -442,19 +496,24 @@ impl RepositoryObjectStore {
             store: self.options.store.clone(),
             virtual_chunks: self.options.virtual_chunks.clone(),
         };
-        let repo = match REPOSITORIES.get(&key) {
-            Some(repo) => repo,
+        let kept = match REPOSITORIES.get(&key) {
+            Some(kept) => kept,
             None => REPOSITORIES.keep(key, self.open_repository(storage).await?),
         };
+        let repo = &kept.repo;
         let reference = self
             .location
             .reference
             .clone()
             .or_else(|| self.options.reference.clone())
             .unwrap_or_else(|| "main".to_string());
-        let version = resolve(&repo, &reference).await?;
+        let snapshot = resolve(repo, &reference).await?;
+        // The snapshot's nodes are checked before icechunk reads them (it panics on a type it
+        // does not know, also in tasks of its own that no read awaits: its preloading of
+        // manifests), and the session is opened at that very snapshot.
+        kept.check_nodes(&snapshot).await?;
         let session = repo
-            .readonly_session(&version)
+            .readonly_session(&VersionInfo::SnapshotId(snapshot))
             .await
             .map_err(|e| icechunk_failed(format!("opening version '{reference}'"), e.kind()))?;
         let store = Store::from_session(Arc::new(RwLock::new(session))).await;
@@ -543,7 +602,13 @@ struct RepositoryKey {
 /// (immutable, by id), so the streams of a scan that each open the location (the partitions
 /// of a serialized scan on an executor, in tasks of their own) download a manifest once; the
 /// version is resolved again at each open, so a branch's new commits are seen.
-struct Repositories(std::sync::Mutex<Vec<(RepositoryKey, Arc<Repository>)>>);
+struct Repositories(std::sync::Mutex<Vec<(RepositoryKey, Arc<Kept>)>>);
+
+/// An open repository, and the snapshots whose nodes have been checked in it.
+struct Kept {
+    repo: Repository,
+    checked: std::sync::Mutex<std::collections::HashSet<SnapshotId>>,
+}
 
 static REPOSITORIES: Repositories = Repositories(std::sync::Mutex::new(Vec::new()));
 
@@ -551,15 +616,18 @@ impl Repositories {
     /// How many repositories are kept open (each holds its caches).
     const KEPT: usize = 8;
 
-    fn get(&self, key: &RepositoryKey) -> Option<Arc<Repository>> {
+    fn get(&self, key: &RepositoryKey) -> Option<Arc<Kept>> {
         let kept = self.0.lock().ok()?;
         kept.iter().find(|(k, _)| k == key).map(|(_, r)| r.clone())
     }
 
     /// Keep `repo` as the repository of `key` (one opened meanwhile by another stream wins,
     /// so all share its caches), dropping the oldest past [`Self::KEPT`].
-    fn keep(&self, key: RepositoryKey, repo: Repository) -> Arc<Repository> {
-        let repo = Arc::new(repo);
+    fn keep(&self, key: RepositoryKey, repo: Repository) -> Arc<Kept> {
+        let repo = Arc::new(Kept {
+            repo,
+            checked: Default::default(),
+        });
         let Ok(mut kept) = self.0.lock() else {
             return repo;
         };
@@ -572,6 +640,57 @@ impl Repositories {
         kept.push((key, repo.clone()));
         repo
     }
+}
+
+impl Kept {
+    /// An error if a node of the snapshot has a type icechunk does not know (reading it,
+    /// icechunk-format panics); each snapshot is checked once.
+    async fn check_nodes(&self, id: &SnapshotId) -> Result<(), RepositoryErrorKind> {
+        if self.checked.lock().is_ok_and(|c| c.contains(id)) {
+            return Ok(());
+        }
+        let snapshot = self
+            .repo
+            .asset_manager()
+            .fetch_snapshot(id)
+            .await
+            .map_err(|e| icechunk_failed(format!("reading snapshot {id}"), e.kind()))?;
+        let unknown = unknown_node(snapshot.bytes())
+            .map_err(|e| icechunk_failed(format!("reading snapshot {id}"), e))?;
+        if let Some((node, node_type)) = unknown {
+            return Err(RepositoryErrorKind::UnknownNodeType {
+                snapshot: id.to_string(),
+                node,
+                node_type,
+            });
+        }
+        if let Ok(mut checked) = self.checked.lock() {
+            checked.insert(id.clone());
+        }
+        Ok(())
+    }
+}
+
+/// The first node of a snapshot (its flatbuffer) whose type icechunk does not know, with that
+/// type: icechunk-format panics on a node whose type is neither array nor group.
+fn unknown_node(buffer: &[u8]) -> Result<Option<(String, u8)>, flatbuffers::InvalidFlatbuffer> {
+    use icechunk::format::flatbuffers::generated::{NodeData, Snapshot};
+    // icechunk's limits (icechunk-format's `ROOT_OPTIONS`), which the buffer passed already
+    let options = flatbuffers::VerifierOptions {
+        max_depth: 64,
+        max_tables: 50_000_000,
+        max_apparent_size: usize::MAX,
+        ignore_missing_null_terminator: true,
+    };
+    let snapshot = flatbuffers::root_with_opts::<Snapshot>(&options, buffer)?;
+    Ok(snapshot.nodes().iter().find_map(|node| {
+        let known = match node.node_data_type() {
+            NodeData::Array => node.node_data_as_array().is_some(),
+            NodeData::Group => node.node_data_as_group().is_some(),
+            _ => false,
+        };
+        (!known).then(|| (node.path().to_string(), node.node_data_type().0))
+    }))
 }
 
 /// Whether the entry `wanted` of the option `virtual_chunks` authorizes the container
@@ -591,17 +710,17 @@ fn authorizes(wanted: &str, url_prefix: &str) -> bool {
     }
 }
 
-/// A branch, else a tag, else a snapshot id.
-async fn resolve(repo: &Repository, reference: &str) -> Result<VersionInfo, RepositoryErrorKind> {
-    if repo.lookup_branch(reference).await.is_ok() {
-        return Ok(VersionInfo::BranchTipRef(reference.to_string()));
+/// A branch, else a tag, else a snapshot id: the snapshot it is at.
+async fn resolve(repo: &Repository, reference: &str) -> Result<SnapshotId, RepositoryErrorKind> {
+    if let Ok(id) = repo.lookup_branch(reference).await {
+        return Ok(id);
     }
-    if repo.lookup_tag(reference).await.is_ok() {
-        return Ok(VersionInfo::TagRef(reference.to_string()));
+    if let Ok(id) = repo.lookup_tag(reference).await {
+        return Ok(id);
     }
     if let Ok(id) = SnapshotId::try_from(reference) {
         if repo.lookup_snapshot(&id).await.is_ok() {
-            return Ok(VersionInfo::SnapshotId(id));
+            return Ok(id);
         }
     }
     let branches = repo.list_branches().await.unwrap_or_default();
@@ -759,7 +878,10 @@ impl RepositoryObjectStore {
         reading: impl FnOnce() -> String,
         read: impl Future<Output = object_store::Result<T>>,
     ) -> object_store::Result<T> {
-        match AssertUnwindSafe(read).catch_unwind().await {
+        match AssertUnwindSafe(Guarded(Box::pin(read)))
+            .catch_unwind()
+            .await
+        {
             Ok(result) => result,
             Err(payload) => Err(object_store::Error::Generic {
                 store: "icechunk",

@@ -97,7 +97,7 @@ pub use data_type::{DataTypeError, FillValueError};
 pub use error::{ChunkError, Error, MemoryError, MemoryExhausted, Result};
 pub use grid::{ChunkGrid, ChunkRanges, ChunkRangesIter, GridError};
 #[cfg(feature = "icechunk")]
-pub use icechunk::{RepositoryError, RepositoryErrorKind, RepositoryPanic};
+pub use icechunk::{panic_is_guarded, RepositoryError, RepositoryErrorKind, RepositoryPanic};
 pub use metadata::{
     ArrayMetadata, ChunkKeyEncoding, DataType, Endian, FillValue, GroupMetadata, NodeMetadata,
     NpTimeUnit, StructField,

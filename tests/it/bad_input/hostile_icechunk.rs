@@ -1,7 +1,10 @@
-//! Hostile icechunk inputs (issue 21): each test fails without its fix.
+//! Hostile icechunk inputs (issues 21 and 35): each test fails without its fix.
 //!
-//! - A snapshot naming a node type icechunk does not know makes icechunk-format panic: zarrow
-//!   turns the panic into an error naming the repository and the key it was reading.
+//! - A snapshot naming a node type icechunk does not know (0, none; 7 or 9, unknown) makes
+//!   icechunk-format panic, also in tasks icechunk spawns itself (its preloading of
+//!   manifests), which no read awaits: zarrow checks the snapshot's nodes first, and every
+//!   path that reads the repository (tables, nodes, the tree, the object store, DataFusion)
+//!   is a [`RepositoryError`] naming the repository and the node, and nothing panics.
 //! - A chunk never written (zarr-python writes none equal to the fill value) is the fill value
 //!   (`unwritten.icechunk`, written by icechunk with zarr-python's answers beside it), and
 //!   `NotFound` on every read path of the repository's object store.
@@ -9,144 +12,161 @@
 //!   chunk names that option.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bytes::Bytes;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use serde_json::Value;
-use zarrow::BytesToBytes;
-use zarrow::RepositoryPanic;
 use zarrow::{
     Node, RemoteOptions, StringType, TableModel, TableOptions, ZarrReadOptions, ZarrStore,
 };
+use zarrow::{RepositoryError, RepositoryErrorKind};
+use zarrow_testkit::hostile_icechunk::with_node_type;
 
-use crate::common::{copy_dir, data_dir};
+use crate::common::data_dir;
 use crate::fixtures::check_entries;
 
-/// The binary header of an Icechunk metadata file (magic, writer, spec version, file type,
-/// compression); the zstd frame of a flatbuffer follows.
-const HEADER_LEN: usize = 39;
-
-const ZSTD: BytesToBytes = BytesToBytes::Zstd {
-    level: 3,
-    checksum: false,
-};
-
-/// The flatbuffer inside a snapshot or manifest file, and the file's header.
-fn body_of(file: &[u8]) -> (&[u8], Bytes) {
-    let body = ZSTD
-        .decode(Bytes::copy_from_slice(&file[HEADER_LEN..]), 64 << 20)
-        .unwrap();
-    (&file[..HEADER_LEN], body)
-}
-
-/// A metadata file holding `body` behind `header` (as icechunk writes them).
-fn file_of(header: &[u8], body: &[u8]) -> Vec<u8> {
-    [header, &ZSTD.encode(body).unwrap()].concat()
-}
-
-/// The positions of the `node_data_type` byte (the type of the `NodeData` union: 1 array,
-/// 2 group) of every node in a snapshot's flatbuffer (icechunk's `snapshot.fbs`: field 2 of
-/// `Snapshot` is `nodes`, field 3 of `NodeSnapshot` is `node_data_type`).
-fn node_type_positions(buf: &[u8]) -> Vec<usize> {
-    let u32_at = |p: usize| u32::from_le_bytes(buf[p..p + 4].try_into().unwrap()) as usize;
-    let u16_at = |p: usize| u16::from_le_bytes(buf[p..p + 2].try_into().unwrap()) as usize;
-    // where a table's field is: the vtable (at the table minus the i32 the table starts with)
-    // gives the field's offset in the table, 0 if absent
-    let field = |table: usize, vt_offset: usize| {
-        let back = i32::from_le_bytes(buf[table..table + 4].try_into().unwrap());
-        let vtable = (table as i64 - back as i64) as usize;
-        let off = if vt_offset < u16_at(vtable) {
-            u16_at(vtable + vt_offset)
-        } else {
-            0
-        };
-        (off != 0).then_some(table + off)
-    };
-    let root = u32_at(0);
-    let nodes_field = field(root, 8).expect("Snapshot.nodes");
-    let nodes = nodes_field + u32_at(nodes_field);
-    (0..u32_at(nodes))
-        .map(|i| {
-            let slot = nodes + 4 + 4 * i;
-            let node = slot + u32_at(slot);
-            field(node, 10).expect("NodeSnapshot.node_data_type")
-        })
-        .collect()
-}
-
-/// A copy of the fixture repository `name` in a temporary directory.
-fn copy_of(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let copy = tmp.path().join(name);
-    copy_dir(&data_dir().join(name), &copy);
-    (tmp, copy)
-}
-
-/// Whether `e`'s chain of sources holds a [`RepositoryPanic`]; its text if so.
-fn repository_panic(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+/// The [`RepositoryError`] in `e`'s chain of sources.
+fn repository_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a RepositoryError> {
     let mut source = Some(e);
     while let Some(err) = source {
-        if let Some(p) = err.downcast_ref::<RepositoryPanic>() {
-            return Some(p.to_string());
+        if let Some(r) = err.downcast_ref::<RepositoryError>() {
+            return Some(r);
         }
         source = err.source();
     }
     None
 }
 
+/// `e` and its sources, one per line (what the CLI shows).
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut lines = vec![e.to_string()];
+    let mut source = e.source();
+    while let Some(err) = source {
+        lines.push(err.to_string());
+        source = err.source();
+    }
+    lines.join("\n")
+}
+
+/// The panics of this process whose message says icechunk met a node type it does not know:
+/// a panic in a task icechunk spawns reaches no read, only the panic hook sees it.
+static UNKNOWN_NODE_TYPE_PANICS: AtomicUsize = AtomicUsize::new(0);
+
+fn count_unknown_node_type_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let payload = info.payload();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            if message.contains("Invalid node data type") {
+                UNKNOWN_NODE_TYPE_PANICS.fetch_add(1, Ordering::SeqCst);
+            }
+            previous(info)
+        }));
+    });
+}
+
 #[tokio::test]
-async fn a_snapshot_with_an_unknown_node_type_is_an_error_not_a_panic() {
-    let (_tmp, copy) = copy_of("unwritten.icechunk");
-    // every node of every snapshot gets the union type 9, which no icechunk knows
-    let mut damaged = 0;
-    for entry in std::fs::read_dir(copy.join("snapshots")).unwrap() {
-        let path = entry.unwrap().path();
-        let file = std::fs::read(&path).unwrap();
-        let (header, body) = body_of(&file);
-        let mut body = body.to_vec();
-        for at in node_type_positions(&body) {
-            assert!(matches!(body[at], 1 | 2), "a node type byte: {}", body[at]);
-            body[at] = 9;
-            damaged += 1;
+async fn a_snapshot_with_an_unknown_node_type_is_a_repository_error_on_every_path() {
+    count_unknown_node_type_panics();
+    let tmp = tempfile::tempdir().unwrap();
+    // 0 is the union's NONE, 7 and 9 no type at all: icechunk-format panics on each
+    for node_type in [0u8, 7, 9] {
+        let copy = with_node_type(tmp.path(), "unwritten.icechunk", "/ints", node_type);
+        let repo = format!("icechunk+file://{}", copy.display());
+        let check = |what: &str, e: &(dyn std::error::Error + 'static)| {
+            let r = repository_error(e)
+                .unwrap_or_else(|| panic!("type {node_type}, {what}: no RepositoryError: {e}"));
+            assert!(
+                matches!(
+                    &r.cause,
+                    RepositoryErrorKind::UnknownNodeType { node, node_type: t, .. }
+                        if node == "/ints" && *t == node_type
+                ),
+                "type {node_type}, {what}: {r}"
+            );
+            let text = chain(e);
+            assert!(
+                text.contains(&repo)
+                    && text.contains("'/ints'")
+                    && text.contains(&format!("node type {node_type}"))
+                    && !text.contains(".rs:")
+                    && !text.contains("icechunk-format")
+                    && !text.contains("panicked"),
+                "type {node_type}, {what}: {text}"
+            );
+        };
+
+        // tables: the damaged array, one beside it, at a branch, a tag and without a version
+        for location in [
+            format!("{repo}@main/ints"),
+            format!("{repo}@main/labels"),
+            format!("{repo}@v1/grid"),
+            format!("{repo}/scalar_written"),
+        ] {
+            let e = TableModel::open(&location, TableOptions::default())
+                .await
+                .unwrap_err();
+            check(&location, &e);
         }
-        std::fs::write(&path, file_of(header, &body)).unwrap();
+        // nodes and the hierarchy
+        let e = Node::open(&format!("{repo}@main")).await.unwrap_err();
+        check("Node::open", &e);
+        let e = zarrow::tree::render(&format!("{repo}@main"))
+            .await
+            .unwrap_err();
+        check("tree", &e);
+        // the repository's object store, on every call into icechunk (listing too); a store
+        // that has failed once answers again, with the same error
+        let store = ZarrStore::open(&format!("{repo}@main")).unwrap();
+        let objects = store.object_store();
+        for _ in 0..2 {
+            let e = objects.get(&"ints/zarr.json".into()).await.unwrap_err();
+            check("get", &e);
+            let e = objects.head(&"labels/c/0".into()).await.unwrap_err();
+            check("head", &e);
+            let e = objects
+                .get_range(&"ints/c/2".into(), 0..4)
+                .await
+                .unwrap_err();
+            check("get_range", &e);
+            let e = objects.list_with_delimiter(None).await.unwrap_err();
+            check("list_with_delimiter", &e);
+            let e = objects
+                .list_with_delimiter(Some(&"labels".into()))
+                .await
+                .unwrap_err();
+            check("list_with_delimiter labels", &e);
+        }
+        // DataFusion: registering the table, and a query of a location
+        let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+        for sql in [
+            format!("CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{repo}@main/labels'"),
+            format!("SELECT count(*) FROM '{repo}@v1/ints'"),
+        ] {
+            let result = match ctx.sql(&sql).await {
+                Ok(df) => df.collect().await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            let e = result.expect_err(&sql);
+            let text = chain(&e);
+            assert!(
+                text.contains(&repo)
+                    && text.contains("'/ints'")
+                    && text.contains(&format!("node type {node_type}"))
+                    && !text.contains(".rs:"),
+                "type {node_type}, {sql}: {text}"
+            );
+        }
     }
-    assert!(damaged >= 8, "{damaged}");
-    let repo = format!("icechunk+file://{}", copy.display());
-
-    // opening an array: the read of its metadata is the error, naming repository and key
-    let err = TableModel::open(&format!("{repo}@main/ints"), TableOptions::default())
-        .await
-        .unwrap_err();
-    let panic = repository_panic(&err).unwrap_or_else(|| panic!("not a RepositoryPanic: {err}"));
-    assert!(panic.contains(&repo), "{panic}");
-    assert!(panic.contains("reading 'ints/zarr.json'"), "{panic}");
-    assert!(panic.contains("Invalid node data type"), "{panic}");
-    let msg = err.to_string();
-    assert!(
-        msg.contains("ints") && msg.contains("Invalid node data type"),
-        "{msg}"
-    );
-
-    // the same for the repository's object store on every call into icechunk, listing too;
-    // a store that has panicked once answers again (with the same error)
-    let store = ZarrStore::open(&format!("{repo}@main")).unwrap();
-    let objects = store.object_store();
-    for _ in 0..2 {
-        let e = objects.get(&"ints/zarr.json".into()).await.unwrap_err();
-        assert!(repository_panic(&e).is_some(), "{e}");
-        let e = objects.head(&"ints/c/2".into()).await.unwrap_err();
-        assert!(
-            repository_panic(&e).is_some_and(|p| p.contains("'ints/c/2'")),
-            "{e}"
-        );
-    }
-    let e = objects.list_with_delimiter(None).await.unwrap_err();
-    assert!(
-        repository_panic(&e).is_some_and(|p| p.contains("listing")),
-        "{e}"
-    );
-    assert!(zarrow::tree::render(&format!("{repo}@main")).await.is_err());
+    // icechunk's own tasks (its manifest preloading) had time to run: none met the node
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(UNKNOWN_NODE_TYPE_PANICS.load(Ordering::SeqCst), 0);
 }
 
 fn expected_unwritten() -> Value {
