@@ -1,7 +1,9 @@
 //! Whole hierarchies stay readable around a node zarrow cannot read: `tree` lists it with its
 //! reason, a group table leaves it out (and says why) unless it is asked for by name. The
 //! stores and the unreadable nodes come from `tests/fixtures/generate_structured.py`
-//! (`expected_structured_v{2,3}.json`, key `unreadable`).
+//! (`expected_structured_v{2,3}.json`, key `unreadable`). An AnnData dataframe whose
+//! attributes do not match what it holds is marked invalid in the tree and refused as a table
+//! (stores written by anndata, then edited: `zarrow_testkit::invalid_anndata`).
 
 use std::path::Path;
 
@@ -273,5 +275,73 @@ async fn anndata_obs_keeps_index_name_order_and_missing_values() {
             }
         }
         assert_eq!(rows, want["rows"].as_object().unwrap().len());
+    }
+}
+
+/// AnnData dataframes made invalid after anndata wrote them (issue 35): the table is refused
+/// (a typed metadata error naming the attribute), whether the dataframe is opened itself (its
+/// children declared by its attributes) or reached from the consolidated root; the walk goes
+/// on around it, and the tree lists the hierarchy with the dataframe marked invalid.
+#[tokio::test]
+async fn an_invalid_anndata_dataframe_is_marked_in_the_tree_and_refused_as_a_table() {
+    use zarrow::Node;
+    use zarrow_testkit::invalid_anndata::{cases, STORES};
+    let tmp = tempfile::tempdir().unwrap();
+    for case in cases() {
+        for name in STORES {
+            let store = case.apply(tmp.path(), name);
+            let root = store.to_str().unwrap();
+            let what = format!("{}, {name}", case.name);
+            let refused = |how: &str, e: Error| {
+                assert!(
+                    matches!(&e, Error::Metadata { key, message, .. }
+                        if key == case.attribute && message.starts_with(case.reason)),
+                    "{what}, {how}: {e}"
+                );
+            };
+            let obs = format!("{root}/obs");
+            let e = TableModel::open(&obs, TableOptions::default())
+                .await
+                .unwrap_err();
+            refused("opened itself", e);
+            let Node::Group(g) = Node::open(root).await.unwrap() else {
+                panic!("{what}: a group")
+            };
+            let Node::Group(obs_group) = g.child("obs").await.unwrap() else {
+                panic!("{what}: obs is a group")
+            };
+            assert!(obs_group.metadata().consolidated.is_some(), "{what}");
+            refused("children", obs_group.children().await.unwrap_err());
+            let e = TableModel::from_node(Node::Group(obs_group), TableOptions::default())
+                .await
+                .unwrap_err();
+            refused("from the consolidated root", e);
+
+            let walked: Vec<String> = g
+                .walk()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect();
+            for path in ["obs/cell_type/codes", "obs/barcode", "var/gene_symbol"] {
+                assert!(
+                    walked.iter().any(|p| p == path),
+                    "{what}: {path} not in {walked:?}"
+                );
+            }
+
+            let marked = format!("invalid ({}): {}", case.attribute, case.reason);
+            let tree = zarrow::tree::render(root).await.unwrap();
+            let line = tree.lines().find(|l| l.contains("── obs/")).unwrap();
+            assert!(
+                line.contains("dataframe, ") && line.contains(&marked),
+                "{what}: {line}"
+            );
+            let tree = zarrow::tree::render(&obs).await.unwrap();
+            let first = tree.lines().next().unwrap();
+            assert!(first.contains(&marked), "{what}: {first}");
+            assert!(tree.contains("── cell_type/"), "{what}:\n{tree}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Hints printed under an error where a common mistake is likely: a group of groups queried as a
 //! table, a column name that differs only in case, a zarr location given as a table name or
-//! without `STORED AS ZARR`.
+//! without `STORED AS ZARR`, an AnnData dataframe whose attributes do not match its members.
 
 /// Lines DataFusion puts under some messages that the hints say in one line instead.
 const DROPPED_LINES: &[&str] = &["Column names are case sensitive", "Valid fields are "];
@@ -38,6 +38,15 @@ pub(crate) fn hints(text: &str) -> Vec<String> {
     }
     if text.contains("No files found at ") && text.contains(".zarr") {
         out.push("for a zarr location use STORED AS ZARR".into());
+    }
+    if text.contains("which the group does not hold")
+        || text.contains("(the group says it is an AnnData dataframe)")
+    {
+        out.push(
+            "the dataframe's attributes do not match what it holds (anndata cannot read it \
+             either): zarrow tree on its location lists what it holds"
+                .into(),
+        );
     }
     out
 }
@@ -133,6 +142,15 @@ mod tests {
         assert!(hints("Error during planning: table 'datafusion.public.obs' not found").is_empty());
         let h = hints("Error during planning: table 'datafusion.pbmc.zarr' not found");
         assert!(h[0].starts_with("'pbmc.zarr' looks like"), "{h:?}");
+        for invalid in [
+            "invalid metadata for 'a.zarr/obs' (column-order): names the column 'gone', which \
+             the group does not hold",
+            "invalid metadata for 'a.zarr/obs' (_index): no such attribute, naming the index \
+             column (the group says it is an AnnData dataframe)",
+        ] {
+            let h = hints(invalid);
+            assert!(h.len() == 1 && h[0].contains("zarrow tree"), "{h:?}");
+        }
         assert_eq!(
             tidy("No field named a.\nColumn names are case sensitive. x\nValid fields are b."),
             "No field named a."

@@ -2,7 +2,8 @@
 //! stores are, the rule for tests whose tools may be missing (skip with a message locally,
 //! fail under `CI=true`), the loopback servers `tests/remote/start.sh` starts, and the walk
 //! over every fixture table (which fails listing every node that should open and does not),
-//! a store that records requests, a scan's memory budget and hostile Icechunk repositories.
+//! a store that records requests, a scan's memory budget, hostile Icechunk repositories and
+//! invalid AnnData stores.
 //!
 //! Tests that need the loopback servers are marked
 //! `#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]`, so a plain
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 
 pub mod budget;
 pub mod hostile_icechunk;
+pub mod invalid_anndata;
 pub mod recording;
 
 pub use budget::Budget;

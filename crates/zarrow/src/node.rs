@@ -10,6 +10,8 @@
 //! `values`/`mask`), as anndata itself reads them, else from listing the store. A walk of the
 //! tree takes it a level at a time, sibling groups at once ([`ZarrGroup::subtree`]).
 
+use std::collections::HashSet;
+
 use futures::{StreamExt, TryStreamExt};
 
 use crate::array::ZarrArray;
@@ -238,31 +240,101 @@ impl ZarrGroup {
     /// The immediate children, sorted by name, each opened or with the reason it cannot be
     /// (an unsupported data type or codec, bad metadata): one unreadable node does not make
     /// its siblings unreachable. The error is for the group itself (it cannot be listed, its
-    /// metadata names a hostile key).
+    /// metadata names a hostile key, or it says it is an AnnData dataframe and is not a valid
+    /// one: no `_index` or `column-order`, or a column they name is not there — anndata
+    /// cannot read it either).
     pub async fn children(&self) -> Result<Vec<(String, Result<Node>)>> {
+        match self.listing_of(false).await? {
+            (_, Some(invalid)) => Err(invalid),
+            (children, None) => Ok(children),
+        }
+    }
+
+    /// The immediate children as [`Self::children`] gives them and, apart, why the group is
+    /// not the AnnData dataframe it says it is: the children are then those the group holds
+    /// (listed from the store; where it cannot list, those found), so that `tree` shows what
+    /// is there and what is wrong.
+    pub(crate) async fn listing(&self) -> Result<Listing> {
+        self.listing_of(true).await
+    }
+
+    /// [`Self::listing`]; for an invalid dataframe, what the group holds is listed only if
+    /// `list_invalid` (else the children are those found before the error).
+    async fn listing_of(&self, list_invalid: bool) -> Result<Listing> {
+        let declared = declared_children(&self.path, &self.meta.attributes);
         if let Some(all) = &self.meta.consolidated {
             let mut out = Vec::new();
             for (p, m) in all.children() {
                 metadata::check_key(&self.path, p)?;
                 out.push((p.to_string(), self.node_from_meta(p, m)));
             }
-            return Ok(out);
+            let invalid = match declared {
+                Ok(Some(declared)) if declared.index.is_some() => {
+                    let held: HashSet<&str> = out.iter().map(|(name, _)| name.as_str()).collect();
+                    declared
+                        .names
+                        .iter()
+                        .find(|name| !held.contains(name.as_str()))
+                        .map(|name| declared.missing(&self.path, name))
+                }
+                Ok(_) => None,
+                Err(invalid) => Some(invalid),
+            };
+            return Ok((out, invalid));
         }
-        let mut out = Vec::new();
-        let (names, declared) = match anndata_children(&self.meta.attributes) {
-            Some(Declared {
-                mut names,
-                required,
-            }) => {
-                for name in &names {
+        let declared = match declared.and_then(|declared| {
+            if let Some(d) = &declared {
+                for name in &d.names {
                     metadata::check_key(&self.path, name)?;
                 }
-                names.sort_unstable();
-                (names, required)
             }
-            None => (self.store.list_children("").await?, None),
+            Ok(declared)
+        }) {
+            Ok(Some(declared)) => declared,
+            Ok(None) => return Ok((self.open_listed().await?, None)),
+            Err(invalid) if list_invalid => {
+                let held = self.open_listed().await.unwrap_or_default();
+                return Ok((held, Some(invalid)));
+            }
+            Err(invalid) => return Ok((Vec::new(), Some(invalid))),
         };
-        // Children are opened a few at a time (a store's round trips overlap), in order.
+        let mut names = declared.names.clone();
+        names.sort_unstable();
+        // A declared child that is not there: skipped, except a dataframe's column, which
+        // ends the opening (anndata fails to read it too): a hostile `column-order` of n
+        // names that are not members costs OPEN_CONCURRENCY store lookups at most, not n.
+        match self.open_children(names, declared.index.is_some()).await {
+            Ok(out) => Ok((out, None)),
+            Err((missing, found)) => {
+                let invalid = declared.missing(&self.path, &missing);
+                // What the group holds, for `tree` (a store that cannot list: what was found).
+                let held = match list_invalid {
+                    true => self.open_listed().await.unwrap_or(found),
+                    false => found,
+                };
+                Ok((held, Some(invalid)))
+            }
+        }
+    }
+
+    /// The children the store lists, opened (a directory that is not a zarr node is none).
+    async fn open_listed(&self) -> Result<Vec<(String, Result<Node>)>> {
+        let names = self.store.list_children("").await?;
+        Ok(self
+            .open_children(names, false)
+            .await
+            .unwrap_or_else(|(_, found)| found))
+    }
+
+    /// `names` opened a few at a time (a store's round trips overlap), in order; one that is
+    /// not there is skipped, or, if `required`, ends the opening: `Err` with its name and
+    /// those opened before it.
+    async fn open_children(
+        &self,
+        names: Vec<String>,
+        required: bool,
+    ) -> std::result::Result<Vec<(String, Result<Node>)>, (String, Vec<(String, Result<Node>)>)>
+    {
         let mut opened = futures::stream::iter(names)
             .map(|name| async move {
                 let path = metadata::join_path(&self.path, &name);
@@ -271,21 +343,11 @@ impl ZarrGroup {
                 (name, node)
             })
             .buffered(OPEN_CONCURRENCY);
+        let mut out = Vec::new();
         while let Some((name, node)) = opened.next().await {
             match node {
-                Err(Error::NodeNotFound { .. }) => {
-                    // The first column a dataframe names that is not there ends the listing
-                    // (anndata fails to read it too): a hostile `column-order` of n names that
-                    // are not members costs OPEN_CONCURRENCY store lookups at most, not n.
-                    // Elsewhere: a directory that is not a zarr node.
-                    if let Some(attribute) = declared {
-                        return Err(Error::metadata(
-                            &self.path,
-                            attribute,
-                            format!("names the column '{name}', which the group does not hold"),
-                        ));
-                    }
-                }
+                Err(Error::NodeNotFound { .. }) if required => return Err((name, out)),
+                Err(Error::NodeNotFound { .. }) => {}
                 opened => out.push((name, opened)),
             }
         }
@@ -331,13 +393,13 @@ impl ZarrGroup {
         let mut groups = vec![self.clone()];
         while !groups.is_empty() {
             let listed: Vec<Listing> = futures::stream::iter(&groups)
-                .map(ZarrGroup::children)
+                .map(ZarrGroup::listing)
                 .buffered(OPEN_CONCURRENCY)
                 .try_collect()
                 .await?;
             groups = listed
                 .iter()
-                .flatten()
+                .flat_map(|(children, _)| children)
                 .filter_map(|(_, node)| match node {
                     Ok(Node::Group(g)) => Some(g.clone()),
                     _ => None,
@@ -349,8 +411,9 @@ impl ZarrGroup {
     }
 }
 
-/// A group's children as [`ZarrGroup::children`] gives them.
-type Listing = Vec<(String, Result<Node>)>;
+/// A group's children as [`ZarrGroup::listing`] gives them, and why the group is not the
+/// AnnData dataframe it says it is.
+pub(crate) type Listing = (Vec<(String, Result<Node>)>, Option<Error>);
 
 /// A group's children ([`ZarrGroup::children`]), each child group with its own (see
 /// [`ZarrGroup::subtree`]).
@@ -358,6 +421,8 @@ type Listing = Vec<(String, Result<Node>)>;
 pub(crate) struct Subtree {
     /// Name, the node or why it cannot be opened, and below a group its subtree.
     pub(crate) children: Vec<(String, Result<Node>, Option<Subtree>)>,
+    /// Why the group is not the AnnData dataframe it says it is (queries refuse it).
+    pub(crate) invalid: Option<Error>,
 }
 
 impl Subtree {
@@ -365,7 +430,7 @@ impl Subtree {
     /// the level under it: the levels hold the groups' listings in the order a depth-first
     /// walk meets the groups (each level lists the groups of the one above, in its order).
     fn assemble(levels: &mut [std::vec::IntoIter<Listing>], depth: usize) -> Subtree {
-        let listing = levels
+        let (listing, invalid) = levels
             .get_mut(depth)
             .and_then(Iterator::next)
             .unwrap_or_default();
@@ -377,7 +442,7 @@ impl Subtree {
                 (name, node, below)
             })
             .collect();
-        Subtree { children }
+        Subtree { children, invalid }
     }
 
     /// [`ZarrGroup::walk`] below `prefix` into `out`: each path is built once (not again at
@@ -401,42 +466,89 @@ pub(crate) const OPEN_CONCURRENCY: usize = 16;
 struct Declared {
     /// Distinct names, in anndata's order.
     names: Vec<String>,
-    /// The attribute naming them when each must exist (a dataframe's columns), for the error.
-    required: Option<&'static str>,
+    /// A dataframe's index column (attribute `_index`): then each name must exist.
+    index: Option<String>,
+}
+
+impl Declared {
+    /// The error for a dataframe whose attributes name `name`, which it does not hold.
+    fn missing(&self, path: &str, name: &str) -> Error {
+        let shown = crate::tree::short(name, 120);
+        if self.index.as_deref() == Some(name) {
+            Error::metadata(
+                path,
+                "_index",
+                format!("names the index column '{shown}', which the group does not hold"),
+            )
+        } else {
+            Error::metadata(
+                path,
+                "column-order",
+                format!("names the column '{shown}', which the group does not hold"),
+            )
+        }
+    }
 }
 
 /// The children an AnnData element names in its attributes, in anndata's order, when it is one
 /// whose children are fixed by its encoding: a dataframe (`_index`, then `column-order`), a
-/// categorical or a nullable array. `None` for anything else (then the store is listed).
-fn anndata_children(attributes: &serde_json::Map<String, serde_json::Value>) -> Option<Declared> {
+/// categorical or a nullable array. `None` for anything else (then the store is listed); an
+/// error for a dataframe without those attributes (anndata cannot read it either).
+fn declared_children(
+    path: &str,
+    attributes: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<Declared>> {
     let names = |list: &[&str]| {
-        Some(Declared {
+        Ok(Some(Declared {
             names: list.iter().map(|s| s.to_string()).collect(),
-            required: None,
-        })
+            index: None,
+        }))
     };
-    match attributes.get("encoding-type")?.as_str()? {
+    let Some(encoding) = attributes.get("encoding-type").and_then(|e| e.as_str()) else {
+        return Ok(None);
+    };
+    match encoding {
         "dataframe" => {
-            let index = attributes.get("_index")?.as_str()?;
-            let columns = attributes.get("column-order")?.as_array()?;
-            let mut seen = std::collections::HashSet::with_capacity(columns.len() + 1);
-            seen.insert(index);
+            let invalid = |attribute: &str, message: &str| {
+                Err(Error::metadata(
+                    path,
+                    attribute,
+                    format!("{message} (the group says it is an AnnData dataframe)"),
+                ))
+            };
+            let index = match attributes.get("_index") {
+                Some(serde_json::Value::String(index)) => index,
+                Some(_) => return invalid("_index", "not the name of the index column"),
+                None => return invalid("_index", "no such attribute, naming the index column"),
+            };
+            let columns = match attributes.get("column-order") {
+                Some(serde_json::Value::Array(columns)) => columns,
+                Some(_) => return invalid("column-order", "not a list of column names"),
+                None => return invalid("column-order", "no such attribute, listing the columns"),
+            };
+            let mut seen = HashSet::with_capacity(columns.len() + 1);
+            seen.insert(index.as_str());
             let mut out = vec![index.to_string()];
-            for column in columns {
-                let column = column.as_str()?;
+            for (i, column) in columns.iter().enumerate() {
+                let Some(column) = column.as_str() else {
+                    return invalid(
+                        "column-order",
+                        &format!("entry {i} is not a column name (a string)"),
+                    );
+                };
                 if seen.insert(column) {
                     out.push(column.to_string());
                 }
             }
-            Some(Declared {
+            Ok(Some(Declared {
                 names: out,
-                required: Some("column-order"),
-            })
+                index: Some(index.to_string()),
+            }))
         }
         "categorical" => names(&["categories", "codes"]),
         "nullable-integer" | "nullable-boolean" | "nullable-string-array" => {
             names(&["mask", "values"])
         }
-        _ => None,
+        _ => Ok(None),
     }
 }

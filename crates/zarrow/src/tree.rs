@@ -9,7 +9,9 @@
 //! ```
 //!
 //! A node that cannot be opened (an unsupported data type, bad metadata) is a line of its own
-//! with the reason; the rest of the tree is printed around it. The tree is fetched a level at
+//! with the reason; the rest of the tree is printed around it. A group that says it is an
+//! AnnData dataframe and is not a valid one (no `_index`, a column `column-order` names is
+//! not there) is marked invalid with the reason, and what it holds is listed below it. The tree is fetched a level at
 //! a time, sibling groups at once (`ZarrGroup::subtree`).
 
 use crate::node::Subtree;
@@ -58,11 +60,16 @@ pub async fn render_node(location: &str, node: Node) -> Result<String> {
                 desc.push_str(", ");
                 desc.push_str(&kind);
             }
+            let subtree = g.subtree().await?;
+            if let Some(invalid) = &subtree.invalid {
+                desc.push_str(", ");
+                desc.push_str(&invalid_text(invalid));
+            }
             lines.push(Line {
                 name: format!("{root_name}/"),
                 columns: vec![desc],
             });
-            group_lines(g.subtree().await?, "", &mut lines);
+            group_lines(subtree, "", &mut lines);
         }
     }
     Ok(align(&lines))
@@ -97,9 +104,17 @@ fn group_lines(tree: Subtree, prefix: &str, lines: &mut Vec<Line>) {
                 columns: array_columns(&a),
             }),
             Ok(Node::Group(g)) => {
+                let invalid = below.as_ref().and_then(|b| b.invalid.as_ref());
+                let desc: Vec<String> = encoding_type(&g)
+                    .into_iter()
+                    .chain(invalid.map(invalid_text))
+                    .collect();
                 lines.push(Line {
                     name: format!("{prefix}{branch}{name}/"),
-                    columns: encoding_type(&g).into_iter().collect(),
+                    columns: (!desc.is_empty())
+                        .then(|| desc.join(", "))
+                        .into_iter()
+                        .collect(),
                 });
                 let deeper = format!("{prefix}{}", if last { "    " } else { "│   " });
                 if let Some(below) = below {
@@ -108,6 +123,16 @@ fn group_lines(tree: Subtree, prefix: &str, lines: &mut Vec<Line>) {
             }
         }
     }
+}
+
+/// Why a group is not the AnnData dataframe it says it is, as its line shows it: `invalid
+/// (column-order): names the column 'x', which the group does not hold; queries refuse it`.
+fn invalid_text(invalid: &crate::Error) -> String {
+    let reason = match invalid {
+        crate::Error::Metadata { key, message, .. } => format!(" ({key}): {message}"),
+        other => format!(": {other}"),
+    };
+    format!("invalid{}; queries refuse it", short(&reason, 4 * NAME_MAX))
 }
 
 /// The AnnData-style `encoding-type` attribute of a group (`dataframe`, `categorical`, …).
