@@ -47,7 +47,8 @@ fn option_value(value: &Bound<'_, PyAny>) -> PyResult<String> {
 /// Write `data` (anything with `__arrow_c_stream__`) as a zarr table at `location`: a group of
 /// 1-D arrays, one per column, over one dimension (or, with `layout="anndata"`, an AnnData
 /// dataframe). Options (keywords): chunk_rows, shard_rows, compression, string_encoding,
-/// zarr_format, layout, index, dimension, overwrite. Returns the number of rows written.
+/// zarr_format, layout, index, dimension, overwrite, break_stale_lock, stale_lock_seconds
+/// (docs/writing.md, "Write safety"). Returns the number of rows written.
 ///
 /// Example::
 ///

@@ -61,6 +61,9 @@ pub struct ZarrStore {
     metrics: ScanMetrics,
     /// A remote client's warm-up, started by the first metadata document read.
     warm_up: Option<Arc<WarmUp>>,
+    /// The root's path on the local file system, when the store is one (the writer stages
+    /// and renames there; see `write/publish.rs`).
+    local: Option<std::path::PathBuf>,
 }
 
 /// The process-wide store behind `memory://` locations.
@@ -82,6 +85,7 @@ impl ZarrStore {
             limits: ReadLimits::default(),
             metrics: ScanMetrics::default(),
             warm_up: None,
+            local: None,
         }
     }
 
@@ -119,13 +123,16 @@ impl ZarrStore {
         let mut body_retries = 0;
         let mut timeout = None;
         let mut warm_up = None;
+        let mut local_path = None;
         let (store, root): (Arc<dyn ObjectStore>, Path) = match Url::parse(trimmed) {
             Ok(url) if url.scheme().len() > 1 => match url.scheme() {
                 "file" => {
                     let path = url
                         .to_file_path()
                         .map_err(|_| err("not a local file path".into()))?;
-                    local(&path.to_string_lossy())?
+                    let path = path.to_string_lossy();
+                    local_path = Some(local_fs_path(&path)?);
+                    local(&path)?
                 }
                 "memory" => {
                     let path = format!("{}{}", url.host_str().unwrap_or(""), url.path());
@@ -141,7 +148,10 @@ impl ZarrStore {
                 }
             },
             // No scheme (or a Windows drive letter): a local path.
-            _ => local(trimmed)?,
+            _ => {
+                local_path = Some(local_fs_path(trimmed)?);
+                local(trimmed)?
+            }
         };
         Ok(ZarrStore {
             store,
@@ -152,6 +162,7 @@ impl ZarrStore {
             limits: ReadLimits::default(),
             metrics: ScanMetrics::default(),
             warm_up,
+            local: local_path,
         })
     }
 
@@ -186,6 +197,7 @@ impl ZarrStore {
             limits: ReadLimits::default(),
             metrics: ScanMetrics::default(),
             warm_up: None,
+            local: None,
         })
     }
 
@@ -253,7 +265,16 @@ impl ZarrStore {
             limits: self.limits,
             metrics: self.metrics.clone(),
             warm_up: self.warm_up.clone(),
+            local: self.local.as_ref().map(|p| {
+                (relative.split('/').filter(|p| !p.is_empty())).fold(p.clone(), |p, s| p.join(s))
+            }),
         }
+    }
+
+    /// The root's path on the local file system, for a local store (`None` for object stores,
+    /// `memory://` included).
+    pub fn local_path(&self) -> Option<&std::path::Path> {
+        self.local.as_deref()
     }
 
     /// The object path of `relative` below the root, its names as they are (see
@@ -1011,6 +1032,13 @@ pub(crate) fn local(path: &str) -> Result<(Arc<dyn ObjectStore>, Path)> {
     let fs = object_store::local::LocalFileSystem::new();
     let root = Path::from_absolute_path(&abs).map_err(|e| err(e.to_string()))?;
     Ok((Arc::new(fs), root))
+}
+
+/// A local path, absolute and normalized as [`local`] makes it.
+fn local_fs_path(path: &str) -> Result<std::path::PathBuf> {
+    std::path::absolute(path)
+        .map(|p| normalize(&p))
+        .map_err(|e| Error::bad_location(path, format!("cannot resolve path: {e}")))
 }
 
 fn normalize(path: &std::path::Path) -> std::path::PathBuf {

@@ -43,10 +43,12 @@ impl GroupDims {
     }
 }
 
-/// Where a member goes: over these table dimensions, or left out for the reason given.
+/// Where a member goes: over these table dimensions, or left out for the reason given; or
+/// it has another length along one of the table's dimensions (the reason).
 enum Placed {
     Over(Vec<usize>),
     LeftOut(String),
+    Disagrees(String),
 }
 
 /// The table of `group`.
@@ -66,7 +68,7 @@ pub(super) async fn group_table(group: ZarrGroup, options: &TableOptions) -> Res
         &mut left_out,
     );
     let coord_of = coordinate_members(&dims, &members, anndata_index.as_deref());
-    let mut data = data_members(&dims, &members, &coord_of, &mut left_out);
+    let mut data = data_members(&group, &dims, &members, &coord_of, &mut left_out)?;
     order_data(&mut data, &members, &anndata::column_order(attrs));
     let columns = table_columns(&dims, &members, &coord_of, &data, options)?;
     let chunk_shape = driver_chunk_shape(&dims, &columns);
@@ -316,14 +318,18 @@ fn coordinate_members(
 
 /// The data columns: the members (not coordinates) whose dimensions are a subset of the
 /// table's (by name), or, without names, of the table's shape, with the table dimension of each
-/// of theirs; the others are left out.
+/// of theirs; the others are left out. Arrays that disagree in length along a dimension are an
+/// error naming them: the table is neither cut nor padded (an append seen half done by a reader
+/// without the consolidated metadata looks like this; docs/writing.md).
 fn data_members(
+    group: &ZarrGroup,
     dims: &GroupDims,
     members: &[Member],
     coord_of: &[Option<usize>],
     left_out: &mut Vec<(String, String)>,
-) -> Vec<(usize, Vec<usize>)> {
+) -> Result<Vec<(usize, Vec<usize>)>> {
     let mut data = Vec::new();
+    let mut disagree = Vec::new();
     for (i, m) in members.iter().enumerate() {
         if coord_of.contains(&Some(i)) {
             continue;
@@ -331,9 +337,25 @@ fn data_members(
         match place(dims, m) {
             Placed::Over(map) => data.push((i, map)),
             Placed::LeftOut(why) => left_out.push((m.name.clone(), why)),
+            Placed::Disagrees(why) => disagree.push(format!("'{}' {why}", m.name)),
         }
     }
-    data
+    if !disagree.is_empty() {
+        let table: Vec<String> = (dims.dims.iter())
+            .map(|d| format!("{} {}", d.name, d.size))
+            .collect();
+        return Err(Error::table(
+            group.path(),
+            format!(
+                "group '{}': its arrays disagree in length: {} (the table's: {}); a write to it \
+                 may be under way or was interrupted",
+                group.path(),
+                disagree.join(", "),
+                table.join(", ")
+            ),
+        ));
+    }
+    Ok(data)
 }
 
 /// Where member `m` lies in the table: the table dimension of each of its dimensions.
@@ -368,10 +390,7 @@ fn place_by_name(dims: &[TableDimension], names: &[String], shape: &[u64]) -> Pl
                 ));
             }
             Some(p) if dims[p].size != *s => {
-                return Placed::LeftOut(format!(
-                    "dimension '{n}' has length {s} here but {} in the table",
-                    dims[p].size
-                ));
+                return Placed::Disagrees(format!("has length {s} along '{n}'"));
             }
             Some(p) => map.push(p),
         }

@@ -7,7 +7,10 @@
 //! encode are refused by name before anything is written. The rows of a partial last chunk
 //! (or shard) are read and written again merged with the first new rows; new chunks follow;
 //! the metadata documents, with the grown shape, are written last (each array's, then the
-//! root's consolidated metadata), so an interrupted append leaves the old table readable.
+//! root's consolidated metadata), so an interrupted append leaves the old table readable to
+//! readers of the consolidated metadata (docs/writing.md says what readers that skip it may
+//! see). The append holds the table's writer lock throughout, and the root document is
+//! replaced only if it is still the version read at the start, where the store can say.
 
 use std::sync::Arc;
 
@@ -15,11 +18,12 @@ use arrow_array::{make_array, Array, ArrayRef, RecordBatch};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{Field, Schema, SchemaRef};
 use bytes::Bytes;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, UpdateVersion};
 use serde_json::{json, Value};
 
 use super::column::ColumnWriter;
 use super::options::TableWriteOptions;
-use super::TableWriter;
+use super::{refuse_group_member, LockPolicy, Steps, TableWriter, WriterLock};
 use crate::codec::{ArrayToBytes, CodecChain};
 use crate::metadata::ArrayMetadata;
 use crate::node::Node;
@@ -91,6 +95,10 @@ pub struct TableAppender {
     targets: Vec<Target>,
     zarr_format: u8,
     old_rows: u64,
+    /// The root's consolidated document as read at the start, and its version.
+    root_doc: Option<(Value, UpdateVersion)>,
+    lock: Option<WriterLock>,
+    steps: Steps,
 }
 
 fn refuse(location: &str, message: String) -> Error {
@@ -176,12 +184,37 @@ impl TableAppender {
     /// Prepare appending batches of `schema` (the table's schema as it was opened) to the
     /// table at `store`'s root, read with `read` (the table's string types). Reads the
     /// metadata (and the rows of a partial last chunk); writes nothing.
+    /// Takes the table's writer lock (see [`WriterLock`]) first: another writer at work is an
+    /// error naming it.
     pub async fn try_new(
         store: ZarrStore,
         schema: SchemaRef,
         read: ZarrReadOptions,
     ) -> Result<Self> {
+        Self::try_new_with(store, schema, read, LockPolicy::default()).await
+    }
+
+    /// [`Self::try_new`], breaking a stale lock as `policy` says.
+    pub async fn try_new_with(
+        store: ZarrStore,
+        schema: SchemaRef,
+        read: ZarrReadOptions,
+        policy: LockPolicy,
+    ) -> Result<Self> {
+        Self::try_new_counted(store, schema, read, policy, Steps::default()).await
+    }
+
+    pub(crate) async fn try_new_counted(
+        store: ZarrStore,
+        schema: SchemaRef,
+        read: ZarrReadOptions,
+        policy: LockPolicy,
+        steps: Steps,
+    ) -> Result<Self> {
         let location = store.location().to_string();
+        let lock =
+            WriterLock::acquire_counted(&store, "INSERT (appending rows)", policy, steps.clone())
+                .await?;
         let options = TableOptions {
             read: read.clone(),
             ..Default::default()
@@ -226,6 +259,9 @@ impl TableAppender {
             }
         }
         let root = Node::open_store(store.clone(), &location).await?;
+        if let Node::Array(_) = root {
+            refuse_group_member(&store, "cannot append").await?;
+        }
         let mut inputs = Vec::new();
         let mut targets = Vec::new();
         let mut writers = Vec::new();
@@ -390,8 +426,16 @@ impl TableAppender {
             None
         };
         let zarr_format = options.zarr_format;
-        let writer =
-            TableWriter::resume(store.clone(), stored_schema, writers, options, units, tail);
+        let root_doc = read_root_doc(&store, zarr_format).await?;
+        let writer = TableWriter::resume(
+            store.clone(),
+            stored_schema,
+            writers,
+            options,
+            units,
+            tail,
+            steps.clone(),
+        );
         Ok(Self {
             writer,
             store,
@@ -400,6 +444,9 @@ impl TableAppender {
             targets,
             zarr_format,
             old_rows,
+            root_doc,
+            lock: Some(lock),
+            steps,
         })
     }
 
@@ -452,6 +499,9 @@ impl TableAppender {
     pub async fn finish(mut self) -> Result<u64> {
         let total = self.writer.rows();
         if total <= self.old_rows {
+            if let Some(lock) = self.lock.take() {
+                lock.release().await?;
+            }
             return Ok(0);
         }
         let total = self.writer.finish_chunks().await?;
@@ -467,6 +517,7 @@ impl TableAppender {
                 });
             }
         }
+        self.check_root_unchanged().await?;
         let limits = crate::writer::self_check_limits();
         let doc_name = if self.zarr_format == 2 {
             ".zarray"
@@ -482,22 +533,19 @@ impl TableAppender {
             } else {
                 crate::metadata::parse_v3(&t.path, &bytes, &limits)?;
             }
+            self.steps.hit(doc_name)?;
             self.store
                 .child(&t.path)
                 .put(doc_name, Bytes::from(bytes))
                 .await?;
         }
         // The root's consolidated metadata last: readers that use it see the new rows only now.
-        let (root_doc, key_of): (&str, fn(&str) -> String) = if self.zarr_format == 2 {
-            (".zmetadata", |p| format!("{p}/.zarray"))
+        let key_of: fn(&str) -> String = if self.zarr_format == 2 {
+            |p| format!("{p}/.zarray")
         } else {
-            ("zarr.json", |p| p.to_string())
+            |p| p.to_string()
         };
-        if let Some(bytes) = self.store.get_opt(root_doc).await? {
-            let mut root: Value = serde_json::from_slice(&bytes).map_err(|e| Error::Write {
-                path: root_doc.into(),
-                message: e.to_string(),
-            })?;
+        if let Some((mut root, version)) = self.root_doc.take() {
             let entries = if self.zarr_format == 2 {
                 root.get_mut("metadata")
             } else {
@@ -517,10 +565,113 @@ impl TableAppender {
                     if self.zarr_format == 3 {
                         crate::metadata::parse_v3("", &bytes, &limits)?;
                     }
-                    self.store.put(root_doc, Bytes::from(bytes)).await?;
+                    self.steps.hit(root_doc_name(self.zarr_format))?;
+                    self.put_root(bytes, version).await?;
                 }
             }
         }
+        if let Some(lock) = self.lock.take() {
+            lock.release().await?;
+        }
         Ok(total - self.old_rows)
     }
+
+    /// Before any metadata is written: the root's document is still the version read at the
+    /// start (where the store reports versions).
+    async fn check_root_unchanged(&self) -> Result<()> {
+        let Some((_, version)) = &self.root_doc else {
+            return Ok(());
+        };
+        if version.e_tag.is_none() && version.version.is_none() {
+            return Ok(());
+        }
+        let key = self.store.key(root_doc_name(self.zarr_format));
+        let now = self
+            .store
+            .object_store()
+            .head(&key)
+            .await
+            .map_err(|source| Error::Store {
+                path: key.to_string(),
+                source,
+            })?;
+        if now.e_tag != version.e_tag || now.version != version.version {
+            return Err(changed(self.store.location(), &key));
+        }
+        Ok(())
+    }
+
+    /// Replace the root's document if it is still the version read at the start (where the
+    /// store supports conditional writes; the writer lock covers the others).
+    async fn put_root(&self, bytes: Vec<u8>, version: UpdateVersion) -> Result<()> {
+        let os = self.store.object_store();
+        let key = self.store.key(root_doc_name(self.zarr_format));
+        let conditional = version.e_tag.is_some() || version.version.is_some();
+        let put = |mode: PutMode| os.put_opts(&key, bytes.clone().into(), mode.into());
+        let result = match conditional {
+            true => match put(PutMode::Update(version)).await {
+                Err(object_store::Error::NotImplemented { .. })
+                | Err(object_store::Error::NotSupported { .. }) => put(PutMode::Overwrite).await,
+                other => other,
+            },
+            false => put(PutMode::Overwrite).await,
+        };
+        match result {
+            Ok(_) => Ok(()),
+            Err(object_store::Error::Precondition { .. }) => {
+                Err(changed(self.store.location(), &key))
+            }
+            Err(source) => Err(Error::Store {
+                path: key.to_string(),
+                source,
+            }),
+        }
+    }
+}
+
+fn changed(location: &str, key: &object_store::path::Path) -> Error {
+    Error::Write {
+        path: location.to_string(),
+        message: format!(
+            "{key} changed while rows were appended (another writer?); this INSERT's rows \
+             were not added to the table"
+        ),
+    }
+}
+
+/// The root's document that carries the consolidated metadata.
+fn root_doc_name(zarr_format: u8) -> &'static str {
+    if zarr_format == 2 {
+        ".zmetadata"
+    } else {
+        "zarr.json"
+    }
+}
+
+/// The root's consolidated document and its version (`None` without one).
+async fn read_root_doc(
+    store: &ZarrStore,
+    zarr_format: u8,
+) -> Result<Option<(Value, UpdateVersion)>> {
+    let key = store.key(root_doc_name(zarr_format));
+    let os = store.object_store();
+    let store_err = |source| Error::Store {
+        path: key.to_string(),
+        source,
+    };
+    let got = match os.get(&key).await {
+        Ok(got) => got,
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(store_err(e)),
+    };
+    let version = UpdateVersion {
+        e_tag: got.meta.e_tag.clone(),
+        version: got.meta.version.clone(),
+    };
+    let bytes = got.bytes().await.map_err(store_err)?;
+    let doc = serde_json::from_slice(&bytes).map_err(|e| Error::Write {
+        path: key.to_string(),
+        message: e.to_string(),
+    })?;
+    Ok(Some((doc, version)))
 }

@@ -7,21 +7,26 @@
 //! Rows are buffered until a unit (a chunk, or a shard) of every column is full; each column's
 //! unit is then encoded on the blocking pool and stored through `object_store`, with a bounded
 //! number of units in flight, so memory is a few units per column whatever the input size.
-//! Metadata is written last (arrays, then the group), so an interrupted write leaves no group
-//! document: the location does not open as a table (see docs/writing.md).
+//! Metadata is written last (arrays, then the group). The table is written where
+//! `publish.rs` says (a staging directory beside a local target, renamed onto it at the end;
+//! on object stores in place with a create-only root document, or staged and copied over when
+//! replacing), under a writer lock: see docs/writing.md, "Write safety".
 
 mod anndata;
 pub mod append;
 mod column;
 pub mod options;
+mod publish;
+#[cfg(test)]
+mod safety_tests;
 
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 use bytes::Bytes;
-use futures::{Stream, StreamExt, TryStreamExt};
-use object_store::ObjectStoreExt;
+use futures::{Stream, StreamExt};
+use object_store::{ObjectStore, PutMode};
 use serde_json::{json, Map, Value};
 use tokio::task::JoinSet;
 
@@ -30,9 +35,13 @@ use crate::{Error, Result};
 use anndata::AnnDataFrame;
 use column::ColumnWriter;
 pub use options::{Layout, TableWriteOptions, WRITE_OPTION_KEYS};
+pub(crate) use publish::refuse_group_member;
+use publish::Publication;
+pub(crate) use publish::Steps;
+pub use publish::{LockPolicy, WriterLock, LOCK_SUFFIX};
 
-/// The metadata documents at a store's root, deleted first when overwriting so that a
-/// half-replaced store never opens.
+/// The metadata documents at a store's root: one of them makes a location a zarr store (what
+/// `overwrite` replaces); an object store's old table loses them first when replaced.
 const ROOT_DOCUMENTS: &[&str] = &["zarr.json", ".zmetadata", ".zgroup", ".zattrs", ".zarray"];
 
 /// Check that `name` can be a node name (of an array, or of the dimension).
@@ -104,6 +113,10 @@ pub struct TableWriter {
     tasks: JoinSet<Result<usize>>,
     in_flight_bytes: usize,
     max_in_flight: usize,
+    /// Where the table is written and how it becomes visible (none when appending).
+    publication: Option<Publication>,
+    /// The writes, counted (failpoints in tests).
+    steps: Steps,
 }
 
 impl std::fmt::Debug for TableWriter {
@@ -117,13 +130,23 @@ impl std::fmt::Debug for TableWriter {
 
 impl TableWriter {
     /// Start writing a table of `schema` at `store`'s root. Checks every column's type and
-    /// name, and the location: without `overwrite` anything already there is an error; with
-    /// it, the old metadata documents are deleted first, then the rest. Nothing is written
-    /// before these checks pass.
+    /// name, takes the writer lock and checks the location: without `overwrite` anything
+    /// already there is an error; with it, only a zarr store is replaced, and only once the
+    /// new table is complete ([`Self::finish`]). Nothing is written but the lock before these
+    /// checks pass.
     pub async fn try_new(
         store: ZarrStore,
         schema: SchemaRef,
         options: TableWriteOptions,
+    ) -> Result<Self> {
+        Self::try_new_counted(store, schema, options, Steps::default()).await
+    }
+
+    pub(crate) async fn try_new_counted(
+        store: ZarrStore,
+        schema: SchemaRef,
+        options: TableWriteOptions,
+        steps: Steps,
     ) -> Result<Self> {
         options.validate()?;
         for (i, field) in schema.fields().iter().enumerate() {
@@ -152,11 +175,14 @@ impl TableWriter {
                 (Some(frame), columns, Arc::new(Schema::new(fields)))
             }
         };
-        prepare_location(&store, options.overwrite).await?;
+        let publication =
+            Publication::prepare(&store, options.overwrite, options.lock, steps.clone()).await?;
         let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
         let max_in_flight = (2 * columns.len()).max(2 * parallel);
         Ok(Self {
-            store,
+            store: publication.store().clone(),
+            publication: Some(publication),
+            steps,
             options: Arc::new(options),
             schema,
             stored_schema,
@@ -182,6 +208,7 @@ impl TableWriter {
         options: TableWriteOptions,
         units: u64,
         tail: Option<RecordBatch>,
+        steps: Steps,
     ) -> Self {
         let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
         let max_in_flight = (2 * columns.len()).max(2 * parallel);
@@ -201,6 +228,8 @@ impl TableWriter {
             tasks: JoinSet::new(),
             in_flight_bytes: 0,
             max_in_flight,
+            publication: None,
+            steps,
         }
     }
 
@@ -289,6 +318,7 @@ impl TableWriter {
             let options = self.options.clone();
             let store = self.store.child(&columns[c].path);
             let values = values.clone();
+            let steps = self.steps.clone();
             self.tasks.spawn(async move {
                 let key = columns[c].key(index, &options);
                 let encode_key = key.clone();
@@ -300,6 +330,7 @@ impl TableWriter {
                     path: store.location().to_string(),
                     message: format!("encoding task failed: {e}"),
                 })??;
+                steps.hit("a chunk")?;
                 store.put(&key, Bytes::from(bytes)).await?;
                 Ok(size)
             });
@@ -328,8 +359,9 @@ impl TableWriter {
     }
 
     /// Write the last (partial) unit, wait for every chunk, then write the metadata: each
-    /// array's (and the AnnData layout's categories and encoded groups), then the root group's.
-    /// Returns the number of rows written.
+    /// array's (and the AnnData layout's categories and encoded groups), then the root group's;
+    /// then publish the table (see `publish.rs`) and release the lock. Returns the number of
+    /// rows written.
     pub async fn finish(mut self) -> Result<u64> {
         self.finish_chunks().await?;
         let opts = self.options.clone();
@@ -344,10 +376,7 @@ impl TableWriter {
                     if !values.is_empty() {
                         let key = writer.key(0, &one);
                         let bytes = writer.encode_unit(&values, &key, &one)?;
-                        self.store
-                            .child(&writer.path)
-                            .put(&key, Bytes::from(bytes))
-                            .await?;
+                        self.put_doc(&writer.path, &key, bytes, false).await?;
                     }
                     self.put_array_metadata(&writer, values.len() as u64, &one, &mut consolidated)
                         .await?;
@@ -380,8 +409,7 @@ impl TableWriter {
                 .await?;
             let zmetadata =
                 json!({"zarr_consolidated_format": 1, "metadata": in_path_order(consolidated)});
-            self.store
-                .put(".zmetadata", to_bytes("", &zmetadata)?.into())
+            self.put_doc("", ".zmetadata", to_bytes("", &zmetadata)?, true)
                 .await?;
         } else {
             let group = json!({
@@ -396,9 +424,41 @@ impl TableWriter {
             });
             let bytes = to_bytes("", &group)?;
             crate::metadata::parse_v3("", &bytes, &limits)?;
-            self.store.put("zarr.json", bytes.into()).await?;
+            self.put_doc("", "zarr.json", bytes, true).await?;
+        }
+        if let Some(publication) = self.publication.take() {
+            publication.publish().await?;
         }
         Ok(self.rows)
+    }
+
+    /// Put `name` below the node at `path`; the root's documents (`root`) create-only where
+    /// they publish the table (a new table on an object store).
+    async fn put_doc(&self, path: &str, name: &str, bytes: Vec<u8>, root: bool) -> Result<()> {
+        self.steps.hit(name)?;
+        let mode = match (&self.publication, root) {
+            (Some(p), true) => p.root_mode(),
+            _ => PutMode::Overwrite,
+        };
+        let create = mode == PutMode::Create;
+        let key = self.store.child(path).key(name);
+        match (self.store.object_store())
+            .put_opts(&key, bytes.into(), mode.into())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(object_store::Error::AlreadyExists { .. }) if create => Err(Error::Write {
+                path: self.store.location().to_string(),
+                message: format!(
+                    "another writer published a table here while this one wrote ({key} \
+                     exists); this one's metadata was not written"
+                ),
+            }),
+            Err(source) => Err(Error::Store {
+                path: key.to_string(),
+                source,
+            }),
+        }
     }
 
     /// Write the last (partial) unit and wait for every chunk; check each column (NULLs and
@@ -425,21 +485,22 @@ impl TableWriter {
         consolidated: &mut Map<String, Value>,
     ) -> Result<()> {
         let limits = crate::writer::self_check_limits();
-        let array = self.store.child(&c.path);
         if opts.zarr_format == 2 {
             let (zarray, zattrs) = c.v2_metadata(rows, opts)?;
             let zarray_bytes = to_bytes(&c.path, &zarray)?;
             let zattrs_bytes = to_bytes(&c.path, &zattrs)?;
             crate::metadata::parse_v2_array(&c.path, &zarray_bytes, Some(&zattrs_bytes), &limits)?;
-            array.put(".zarray", zarray_bytes.into()).await?;
-            array.put(".zattrs", zattrs_bytes.into()).await?;
+            self.put_doc(&c.path, ".zarray", zarray_bytes, false)
+                .await?;
+            self.put_doc(&c.path, ".zattrs", zattrs_bytes, false)
+                .await?;
             consolidated.insert(format!("{}/.zarray", c.path), zarray);
             consolidated.insert(format!("{}/.zattrs", c.path), zattrs);
         } else {
             let meta = c.v3_metadata(rows, opts);
             let bytes = to_bytes(&c.path, &meta)?;
             crate::metadata::parse_v3(&c.path, &bytes, &limits)?;
-            array.put("zarr.json", bytes.into()).await?;
+            self.put_doc(&c.path, "zarr.json", bytes, false).await?;
             consolidated.insert(c.path.clone(), meta);
         }
         Ok(())
@@ -453,24 +514,23 @@ impl TableWriter {
         attributes: Value,
         consolidated: &mut Map<String, Value>,
     ) -> Result<()> {
-        let group = self.store.child(path);
+        let root = path.is_empty();
         let prefix = |doc: &str| match path {
             "" => doc.to_string(),
             p => format!("{p}/{doc}"),
         };
         if self.options.zarr_format == 2 {
             let zgroup = json!({"zarr_format": 2});
-            group
-                .put(".zgroup", to_bytes(path, &zgroup)?.into())
+            self.put_doc(path, ".zgroup", to_bytes(path, &zgroup)?, root)
                 .await?;
-            group
-                .put(".zattrs", to_bytes(path, &attributes)?.into())
+            self.put_doc(path, ".zattrs", to_bytes(path, &attributes)?, root)
                 .await?;
             consolidated.insert(prefix(".zgroup"), zgroup);
             consolidated.insert(prefix(".zattrs"), attributes);
         } else {
             let doc = json!({"zarr_format": 3, "node_type": "group", "attributes": attributes});
-            group.put("zarr.json", to_bytes(path, &doc)?.into()).await?;
+            self.put_doc(path, "zarr.json", to_bytes(path, &doc)?, root)
+                .await?;
             consolidated.insert(path.to_string(), doc);
         }
         Ok(())
@@ -509,50 +569,6 @@ fn to_bytes(path: &str, value: &Value) -> Result<Vec<u8>> {
         path: path.to_string(),
         message: e.to_string(),
     })
-}
-
-/// Refuse an existing location unless `overwrite`; with it, delete the root documents first
-/// and then everything else below the root.
-async fn prepare_location(store: &ZarrStore, overwrite: bool) -> Result<()> {
-    let os = store.object_store();
-    let root = store.root().clone();
-    let store_err = |source| Error::Store {
-        path: root.to_string(),
-        source,
-    };
-    let prefix = (!root.as_ref().is_empty()).then_some(&root);
-    let first = os
-        .list(prefix)
-        .next()
-        .await
-        .transpose()
-        .map_err(store_err)?;
-    if first.is_none() {
-        return Ok(());
-    }
-    if !overwrite {
-        return Err(Error::Write {
-            path: store.location().to_string(),
-            message: "the location already exists; set overwrite to replace it".into(),
-        });
-    }
-    for doc in ROOT_DOCUMENTS {
-        match os.delete(&store.key(doc)).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(source) => {
-                return Err(Error::Store {
-                    path: store.key(doc).to_string(),
-                    source,
-                })
-            }
-        }
-    }
-    let objects = os.list(prefix).map_ok(|m| m.location).boxed();
-    os.delete_stream(objects)
-        .try_collect::<Vec<_>>()
-        .await
-        .map_err(store_err)?;
-    Ok(())
 }
 
 /// Write a whole stream of batches as a table at `store` (see [`TableWriter`]). Returns the

@@ -98,8 +98,12 @@ pub struct TableWriteOptions {
     /// The AnnData layout's index column (a string column; default: a generated `_index` of
     /// row numbers).
     pub index: Option<String>,
-    /// Replace whatever is at the location (default: an existing location is an error).
+    /// Replace the zarr store at the location (default: an existing location is an error;
+    /// anything but a zarr store is refused even with it).
     pub overwrite: bool,
+    /// When another writer's stale lock may be broken (`break_stale_lock`,
+    /// `stale_lock_seconds`; see docs/writing.md).
+    pub lock: crate::write::LockPolicy,
 }
 
 impl Default for TableWriteOptions {
@@ -117,6 +121,7 @@ impl Default for TableWriteOptions {
             dimension: "dim_0".into(),
             index: None,
             overwrite: false,
+            lock: crate::write::LockPolicy::default(),
         }
     }
 }
@@ -135,6 +140,8 @@ pub const WRITE_OPTION_KEYS: &[&str] = &[
     "dimension",
     "index",
     "overwrite",
+    "break_stale_lock",
+    "stale_lock_seconds",
 ];
 
 fn bad(key: &str, value: &str, expected: &str) -> Error {
@@ -256,6 +263,16 @@ impl TableWriteOptions {
                     "false" | "0" | "no" | "off" => false,
                     _ => return Err(bad(bare, value, "true or false")),
                 }
+            }
+            "break_stale_lock" => {
+                self.lock.break_stale = match v.to_ascii_lowercase().as_str() {
+                    "true" | "1" | "yes" | "on" => true,
+                    "false" | "0" | "no" | "off" => false,
+                    _ => return Err(bad(bare, value, "true or false")),
+                }
+            }
+            "stale_lock_seconds" => {
+                self.lock.stale_after = std::time::Duration::from_secs(positive(bare, v)?)
             }
             _ => {
                 return Err(Error::invalid_option(
