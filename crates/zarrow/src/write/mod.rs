@@ -26,7 +26,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use object_store::{ObjectStore, PutMode};
+use object_store::ObjectStoreExt;
 use serde_json::{json, Map, Value};
 use tokio::task::JoinSet;
 
@@ -436,16 +436,18 @@ impl TableWriter {
     /// they publish the table (a new table on an object store).
     async fn put_doc(&self, path: &str, name: &str, bytes: Vec<u8>, root: bool) -> Result<()> {
         self.steps.hit(name)?;
-        let mode = match (&self.publication, root) {
-            (Some(p), true) => p.root_mode(),
-            _ => PutMode::Overwrite,
-        };
-        let create = mode == PutMode::Create;
+        let create = root
+            && self
+                .publication
+                .as_ref()
+                .is_some_and(|p| p.root_create_only());
         let key = self.store.child(path).key(name);
-        match (self.store.object_store())
-            .put_opts(&key, bytes.into(), mode.into())
-            .await
-        {
+        let os = self.store.object_store();
+        let put = match create {
+            true => publish::put_create(os.as_ref(), &key, bytes.into()).await,
+            false => os.put(&key, bytes.into()).await.map(|_| ()),
+        };
+        match put {
             Ok(_) => Ok(()),
             Err(object_store::Error::AlreadyExists { .. }) if create => Err(Error::Write {
                 path: self.store.location().to_string(),

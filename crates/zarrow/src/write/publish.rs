@@ -131,6 +131,34 @@ fn sibling(store: &ZarrStore, suffix: &str) -> Path {
     Path::from(format!("{root}{suffix}"))
 }
 
+/// Put `bytes` at `key` unless something is there (`AlreadyExists`): a create-only PUT, or,
+/// on a store without one (S3 with conditional puts disabled), a check then a PUT (best
+/// effort).
+pub(crate) async fn put_create(
+    os: &dyn ObjectStore,
+    key: &Path,
+    bytes: Bytes,
+) -> object_store::Result<()> {
+    match os
+        .put_opts(key, bytes.clone().into(), PutMode::Create.into())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(object_store::Error::NotImplemented { .. })
+        | Err(object_store::Error::NotSupported { .. }) => match os.head(key).await {
+            Ok(_) => Err(object_store::Error::AlreadyExists {
+                path: key.to_string(),
+                source: "the object exists".into(),
+            }),
+            Err(object_store::Error::NotFound { .. }) => {
+                os.put(key, bytes.into()).await.map(|_| ())
+            }
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(e),
+    }
+}
+
 /// This host's name (for lock holders).
 pub(crate) fn host_name() -> String {
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
@@ -192,10 +220,7 @@ impl WriterLock {
         let mut broke = false;
         loop {
             steps.hit("the writer lock")?;
-            let put = os
-                .put_opts(&key, payload.clone().into(), PutMode::Create.into())
-                .await;
-            match put {
+            match put_create(os.as_ref(), &key, payload.clone()).await {
                 Ok(_) => break,
                 Err(object_store::Error::AlreadyExists { .. }) if !broke => {
                     let held = os.get(&key).await;
@@ -533,12 +558,9 @@ impl Publication {
         &self.store
     }
 
-    /// How the root documents are put: create-only where they publish the table.
-    pub(crate) fn root_mode(&self) -> PutMode {
-        match self.publish {
-            Publish::InPlace => PutMode::Create,
-            _ => PutMode::Overwrite,
-        }
+    /// Whether the root documents are put create-only (where they publish the table).
+    pub(crate) fn root_create_only(&self) -> bool {
+        matches!(self.publish, Publish::InPlace)
     }
 
     /// Make the written table visible at the target, then release the lock.
