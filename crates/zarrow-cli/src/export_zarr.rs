@@ -1,8 +1,8 @@
 //! `zarrow export --format zarr`: the query's batches streamed into a zarr table
 //! (`zarrow::TableWriter`) at a path or URL. Write options come as `--option key=value`
 //! with the keys of `COPY … STORED AS ZARR` (chunk_rows, shard_rows, compression,
-//! string_encoding, zarr_format, layout, dimension, overwrite); the other `--option`s stay
-//! table (read) options.
+//! string_encoding, zarr_format, layout, dimension, overwrite, break_stale_lock,
+//! stale_lock_seconds); the other `--option`s stay table (read) options.
 
 use anyhow::{Context, Result};
 use datafusion::physical_plan::SendableRecordBatchStream;
@@ -36,8 +36,8 @@ pub(crate) fn take_write_options(
     Ok(Some(options))
 }
 
-/// Write `stream` as a zarr table at `output`; metadata last, so an interrupted export leaves
-/// no table there (see docs/writing.md).
+/// Write `stream` as a zarr table at `output`: staged and published in one step, so an
+/// interrupted export leaves what was there (docs/writing.md, "Write safety").
 pub(crate) async fn write(
     mut stream: SendableRecordBatchStream,
     output: &str,

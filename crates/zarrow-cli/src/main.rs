@@ -207,7 +207,8 @@ struct ExportArgs {
     /// Output format; default from the file extension (.arrow/.feather/.ipc, .arrows,
     /// .parquet, .csv, .ndjson/.jsonl, .zarr). For zarr, `--option` also takes the write
     /// options chunk_rows, shard_rows, compression, string_encoding, zarr_format, layout,
-    /// dimension, overwrite (as `COPY … STORED AS ZARR OPTIONS`).
+    /// dimension, overwrite, break_stale_lock, stale_lock_seconds (as `COPY … STORED AS ZARR
+    /// OPTIONS`).
     #[arg(long, value_enum)]
     format: Option<export::ExportFormat>,
     /// Export this query's result instead of the whole table; the table at the location is `t`

@@ -7,3 +7,4 @@
 mod cli;
 mod export_zarr;
 mod hostile;
+mod write_safety;
