@@ -242,6 +242,13 @@ impl WriterLock {
                                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                                 Err(e) => return Err(store_err(&key, e)),
                             }
+                            let here = held["host"].as_str() == Some(host_name().as_str());
+                            match (store.local_path(), held["pid"].as_u64()) {
+                                (Some(path), Some(pid)) if here => {
+                                    remove_abandoned_staging(path, pid)
+                                }
+                                _ => {}
+                            }
                             broke = true;
                         }
                         _ => return Err(locked(store, &key, &held, stale)),
@@ -295,6 +302,28 @@ impl Drop for WriterLock {
             handle.spawn(async move {
                 let _ = store.delete(&key).await;
             });
+        }
+    }
+}
+
+/// Delete the staging directories that process `pid` of this host left beside the local
+/// `target` (a writer killed before publishing; its lock was stale and is broken).
+fn remove_abandoned_staging(target: &FsPath, pid: u64) {
+    let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
+        return;
+    };
+    let prefix = format!(".{}{STAGING_TAG}{pid}-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && entry.file_name().to_string_lossy().starts_with(&prefix) {
+            log::warn!(
+                "deleting {}, left by a writer that was stopped",
+                entry.path().display()
+            );
+            let _ = remove_tree(&entry.path());
         }
     }
 }

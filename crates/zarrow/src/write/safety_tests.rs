@@ -368,6 +368,12 @@ async fn a_stale_lock_is_broken_only_when_asked() {
             holder["host"] = "elsewhere".into();
         }
         std::fs::write(&lock_file, holder.to_string()).unwrap();
+        // What the stopped writer staged.
+        let staged = dir
+            .path()
+            .join(format!(".t.zarr.zarrow-staging-{}-7", u32::MAX - 1));
+        std::fs::create_dir_all(staged.join("a/c")).unwrap();
+        std::fs::write(staged.join("a/c/0"), "x").unwrap();
         let err = write(&loc, 0..5, options(3, false), Steps::default())
             .await
             .unwrap_err()
@@ -381,6 +387,9 @@ async fn a_stale_lock_is_broken_only_when_asked() {
         write(&loc, 0..5, o, Steps::default()).await.unwrap();
         assert_eq!(read(&loc).await, rows(0..5));
         assert!(!std::path::Path::new(&lock_file).exists());
+        // A process of this host: what it staged goes too (another host's is left).
+        assert_eq!(staged.exists(), since == std::time::UNIX_EPOCH);
+        let _ = std::fs::remove_dir_all(&staged);
     }
     // A live holder on another host, recent: not stale, even when breaking is allowed.
     let mut live = holder.clone();
