@@ -1,7 +1,8 @@
 //! `INSERT INTO t SELECT …` on a zarr table: [`ZarrTable`]'s `insert_into` plans a
 //! `DataSinkExec` over [`ZarrAppendSink`], which appends the query's rows along the table's
 //! dimension through `zarrow::write::append::TableAppender` (new chunks first, the partial
-//! last chunk rewritten merged, the grown metadata last; see docs/writing.md). Appending only:
+//! last chunk rewritten merged, the grown metadata last, under the table's writer lock; see
+//! docs/writing.md). Appending only:
 //! `INSERT OVERWRITE` and `REPLACE INTO` are not supported.
 
 use std::fmt;
@@ -20,6 +21,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
 use futures::StreamExt;
 use zarrow::table::{ColumnRole, TableModel};
 use zarrow::write::append::TableAppender;
+use zarrow::write::LockPolicy;
 use zarrow::ZarrStore;
 
 use crate::error::to_datafusion_error;
@@ -116,9 +118,14 @@ impl DataSink for ZarrAppendSink {
         let reservation = MemoryConsumer::new("ZarrAppendSink").register(context.memory_pool());
         let read = self.options.to_table_options().read;
         let store = self.store(context)?;
-        let mut appender = TableAppender::try_new(store.clone(), self.schema.clone(), read)
-            .await
-            .map_err(to_datafusion_error)?;
+        let lock = LockPolicy {
+            break_stale: self.options.break_stale_lock,
+            ..Default::default()
+        };
+        let mut appender =
+            TableAppender::try_new_with(store.clone(), self.schema.clone(), read, lock)
+                .await
+                .map_err(to_datafusion_error)?;
         while let Some(batch) = data.next().await {
             let batch = batch?;
             rows.add(batch.num_rows());

@@ -148,11 +148,20 @@ pub struct ZarrTableOptions {
     pub limits: ReadLimits,
     /// How chunk reads are split and merged (`range_split_bytes`, `coalesce_bytes`).
     pub fetch: FetchOptions,
+    /// `INSERT INTO` the table breaks another writer's stale lock (its process gone on this
+    /// host, or older than an hour; docs/writing.md, "Write safety").
+    pub break_stale_lock: bool,
 }
 
 /// The option keys, as written in `OPTIONS (…)` (also accepted with a `format.` or
 /// `zarrow.` prefix), besides the remote store's [`REMOTE_KEYS`].
-const KEYS: &[&str] = &["string_type", "fill_as_null", "decode_cf", "arrays"];
+const KEYS: &[&str] = &[
+    "string_type",
+    "fill_as_null",
+    "decode_cf",
+    "arrays",
+    "break_stale_lock",
+];
 
 fn set_remote(remote: &mut RemoteOptions, key: &str, value: &str) -> Result<()> {
     remote
@@ -216,6 +225,7 @@ impl ZarrTableOptions {
                 range_split_bytes: config.range_split_bytes,
                 coalesce_bytes: config.coalesce_bytes,
             },
+            break_stale_lock: false,
         })
     }
 
@@ -236,6 +246,7 @@ impl ZarrTableOptions {
                 }
                 "fill_as_null" => self.fill_as_null = parse_bool(bare, value)?,
                 "decode_cf" => self.decode_cf = parse_bool(bare, value)?,
+                "break_stale_lock" => self.break_stale_lock = parse_bool(bare, value)?,
                 "arrays" => {
                     let names: Vec<String> = value
                         .split(',')
