@@ -159,6 +159,25 @@ pub(crate) async fn put_create(
     }
 }
 
+/// A local `store` at its canonical path (links resolved: of the location if it exists, else
+/// of its parent); other stores as they are.
+fn canonical(store: &ZarrStore) -> Result<ZarrStore> {
+    let Some(path) = store.local_path() else {
+        return Ok(store.clone());
+    };
+    let resolved = match std::fs::canonicalize(path) {
+        Ok(p) => p,
+        Err(_) => match (path.parent().map(std::fs::canonicalize), path.file_name()) {
+            (Some(Ok(parent)), Some(name)) => parent.join(name),
+            _ => return Ok(store.clone()),
+        },
+    };
+    if resolved == path {
+        return Ok(store.clone());
+    }
+    ZarrStore::open(&resolved.to_string_lossy())
+}
+
 /// This host's name (for lock holders).
 pub(crate) fn host_name() -> String {
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
@@ -207,6 +226,8 @@ impl WriterLock {
         policy: LockPolicy,
         steps: Steps,
     ) -> Result<Self> {
+        // One lock whatever links the location was named through.
+        let store = &canonical(store)?;
         let os = store.object_store().clone();
         let key = sibling(store, LOCK_SUFFIX);
         let holder = json!({
@@ -483,20 +504,9 @@ impl Publication {
             path: location.clone(),
             message,
         };
-        // A local target that is a link is the directory it points to.
-        let local = match target.local_path() {
-            Some(p) if p.is_symlink() => {
-                Some(std::fs::canonicalize(p).map_err(|e| io_err(p, "resolving the link", e))?)
-            }
-            Some(p) => Some(p.to_path_buf()),
-            None => None,
-        };
-        let target = match &local {
-            Some(p) if Some(p.as_path()) != target.local_path() => {
-                ZarrStore::open(&p.to_string_lossy())?
-            }
-            _ => target.clone(),
-        };
+        // A local target through links is the directory they lead to.
+        let target = canonical(target)?;
+        let local = target.local_path().map(FsPath::to_path_buf);
         if let Some(p) = &local {
             if p.exists() && !p.is_dir() {
                 return Err(refuse(

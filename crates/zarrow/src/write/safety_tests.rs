@@ -301,6 +301,20 @@ async fn overwrite_never_follows_links_out_of_the_store() {
         .unwrap();
     assert!(linked.is_symlink());
     assert_eq!(read(&location).await, rows(20..23));
+    // One lock, whichever name the table is written through.
+    let lock = WriterLock::acquire(
+        &ZarrStore::open(&linked_loc).unwrap(),
+        "test",
+        LockPolicy::default(),
+    )
+    .await
+    .unwrap();
+    let err = write(&location, 0..1, options(3, true), Steps::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("another writer holds the lock"), "{err}");
+    lock.release().await.unwrap();
 }
 
 #[tokio::test]
