@@ -149,6 +149,18 @@ pub enum Error {
         #[source]
         source: object_store::Error,
     },
+    /// The object store failed to write an object (`detail`: what is known of why, e.g. a
+    /// full disk and the bytes that did not fit, or empty).
+    #[error("store error writing '{path}'{detail}: {source}")]
+    StoreWrite {
+        /// The store path that was written.
+        path: String,
+        /// `: the disk is full (N bytes to write)` and the like, or empty.
+        detail: String,
+        /// The store's error.
+        #[source]
+        source: object_store::Error,
+    },
     /// An option or setting (a table option, a session setting, an environment variable the
     /// CLI or Python reads) whose value is not valid.
     #[error("option '{key}': {message}")]
@@ -313,7 +325,7 @@ impl Error {
     /// document, or the location given; `None` when the error names no place.
     pub fn location(&self) -> Option<&str> {
         match self {
-            Error::Store { path, .. } => Some(path),
+            Error::Store { path, .. } | Error::StoreWrite { path, .. } => Some(path),
             Error::Metadata { key, .. } => Some(key),
             Error::CodecConfig { document, .. } => Some(document),
             Error::Location { location, .. } => Some(location),

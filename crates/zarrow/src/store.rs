@@ -758,10 +758,11 @@ impl ZarrStore {
     /// Put an object (used by the writer).
     pub async fn put(&self, relative: &str, bytes: Bytes) -> Result<()> {
         let path = self.key(relative);
+        let len = bytes.len();
         self.within(self.store.put(&path, bytes.into()))
             .await
             .map(|_| ())
-            .map_err(|source| store_err(&path, source))
+            .map_err(|source| write_err(&path, len, source))
     }
 
     /// Immediate child names (common prefixes) below `relative`.
@@ -1012,6 +1013,39 @@ fn timed_out(_: &object_store::Error) -> bool {
 #[cfg(not(feature = "cloud"))]
 fn cut_short(_: &object_store::Error) -> bool {
     false
+}
+
+/// The error of writing `bytes` bytes to `path`: says "writing", and for a full disk (or
+/// quota) the bytes that did not fit.
+pub(crate) fn write_err(path: &Path, bytes: usize, source: object_store::Error) -> Error {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&source);
+    let mut detail = String::new();
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind;
+            detail = match io.kind() {
+                ErrorKind::StorageFull | ErrorKind::QuotaExceeded => {
+                    format!(" ({bytes} bytes): no space left (the disk is full)")
+                }
+                ErrorKind::NotADirectory => {
+                    " (a file is in the way: a parent of the path is not a directory)".into()
+                }
+                _ if io.raw_os_error() == Some(28) => {
+                    format!(" ({bytes} bytes): no space left (the disk is full)")
+                }
+                _ => String::new(),
+            };
+            if !detail.is_empty() {
+                break;
+            }
+        }
+        cause = e.source();
+    }
+    Error::StoreWrite {
+        path: path.to_string(),
+        detail,
+        source,
+    }
 }
 
 fn store_err(path: &Path, source: object_store::Error) -> Error {
