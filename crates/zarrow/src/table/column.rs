@@ -11,6 +11,22 @@ use crate::array::ZarrArray;
 use crate::decode::fill_array;
 use crate::{Error, Result};
 
+/// The time zone an array's attributes give its timestamps ([`super::TIMEZONE_ATTRIBUTE`]).
+pub(crate) fn timezone_of(array: &ZarrArray) -> Option<std::sync::Arc<str>> {
+    match array.metadata().attributes.get(super::TIMEZONE_ATTRIBUTE) {
+        Some(serde_json::Value::String(tz)) if !tz.is_empty() => Some(tz.as_str().into()),
+        _ => None,
+    }
+}
+
+/// `dt`, a naive timestamp, with the time zone of `array` (other types unchanged).
+pub(crate) fn with_timezone(dt: ArrowType, array: &ZarrArray) -> ArrowType {
+    match (dt, timezone_of(array)) {
+        (ArrowType::Timestamp(unit, None), Some(tz)) => ArrowType::Timestamp(unit, Some(tz)),
+        (dt, _) => dt,
+    }
+}
+
 /// One column of a table.
 #[derive(Debug, Clone)]
 pub struct TableColumn {
@@ -190,6 +206,19 @@ impl TableColumn {
         })
     }
 
+    /// The AnnData `encoding-type` of a column read from a plain array that has one.
+    pub(super) fn plain_encoding(&self) -> Option<String> {
+        match &self.kind {
+            ColumnSource::Plain { array, .. } => {
+                match array.metadata().attributes.get("encoding-type") {
+                    Some(serde_json::Value::String(e)) => Some(e.clone()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// What the column is read from.
     pub(crate) fn source_kind(&self) -> &ColumnSource {
         &self.kind
@@ -203,7 +232,10 @@ impl TableColumn {
             | ColumnSource::SparseMajor { .. }
             | ColumnSource::SparseMinor { .. } => (ArrowType::Int64, false),
             ColumnSource::Plain { array, cf, .. } => {
-                let stored = array.arrow_field(&self.name, opts).data_type().clone();
+                let stored = with_timezone(
+                    array.arrow_field(&self.name, opts).data_type().clone(),
+                    array,
+                );
                 (
                     cf.as_ref()
                         .map_or(stored.clone(), |cf| cf.output_type(&stored)),

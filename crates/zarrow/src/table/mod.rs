@@ -98,6 +98,33 @@ impl TableOptions {
     }
 }
 
+/// The Arrow field metadata key that says what a column is to the table it was read from, so
+/// that writing the rows back (`COPY`, `write_table`) gives the same table: `position` (the
+/// row position along a one-dimensional table's dimension, which is not stored: the writer
+/// leaves it out) or `index` (an AnnData dataframe's index, which `layout 'anndata'` makes the
+/// index again).
+pub const ROLE_KEY: &str = "zarrow.role";
+/// The field metadata key naming a `position` column's dimension (the xarray layout writes
+/// over it unless the `dimension` option says otherwise).
+pub const DIMENSION_KEY: &str = "zarrow.dimension";
+/// The field metadata key with the AnnData `encoding-type` of a column read from a plain
+/// array that has one (`array`, `string-array`): `layout 'anndata'` writes it as such an array
+/// again, not as a nullable (masked) one.
+pub const ENCODING_KEY: &str = "zarrow.encoding-type";
+/// The array attribute with a timestamp column's time zone (the elements are UTC instants):
+/// the column reads as `Timestamp(unit, zone)`.
+pub const TIMEZONE_ATTRIBUTE: &str = "zarrow.timezone";
+
+/// Whether `field` is a row position column zarrow's reader made ([`ROLE_KEY`] `position`).
+pub fn is_position(field: &arrow_schema::Field) -> bool {
+    field.metadata().get(ROLE_KEY).map(String::as_str) == Some("position")
+}
+
+/// Whether `field` is an AnnData dataframe's index as zarrow's reader gives it.
+pub fn is_anndata_index(field: &arrow_schema::Field) -> bool {
+    field.metadata().get(ROLE_KEY).map(String::as_str) == Some("index")
+}
+
 /// The value column's name for a node named `name`: the name, or `value` for a store's root
 /// (`x.zarr`, or no name at all).
 fn value_column_name(name: &str) -> String {

@@ -139,7 +139,7 @@ impl TableModel {
         let grid = ChunkGrid::new(shape, chunk_shape).map_err(|e| e.in_array(&location))?;
         Ok(TableModel {
             location,
-            schema: Self::schema_of(&columns, &options),
+            schema: Self::schema_of(&columns, &dims, &options),
             dims,
             grid,
             columns,
@@ -149,8 +149,48 @@ impl TableModel {
         })
     }
 
-    fn schema_of(columns: &[TableColumn], options: &TableOptions) -> SchemaRef {
-        let fields: Vec<Field> = columns.iter().map(|c| c.field(options)).collect();
+    /// The schema of `columns`, each field marked with what the column is (see
+    /// [`super::ROLE_KEY`]) where writing it back must know.
+    fn schema_of(
+        columns: &[TableColumn],
+        dims: &[TableDimension],
+        options: &TableOptions,
+    ) -> SchemaRef {
+        use super::{ColumnRole, DIMENSION_KEY, ENCODING_KEY, ROLE_KEY};
+        let one_dim = dims.len() == 1;
+        // A one-dimensional group table with both a coordinate and the row position is an
+        // AnnData dataframe: the coordinate is its index.
+        let frame = one_dim
+            && columns
+                .iter()
+                .any(|c| matches!(c.role, ColumnRole::Index(_)))
+            && columns
+                .iter()
+                .any(|c| matches!(c.role, ColumnRole::Coordinate(_)));
+        let fields: Vec<Field> = columns
+            .iter()
+            .map(|c| {
+                let field = c.field(options);
+                let mut marks = std::collections::HashMap::new();
+                match c.role {
+                    ColumnRole::Index(d) if one_dim => {
+                        marks.insert(ROLE_KEY.to_string(), "position".to_string());
+                        marks.insert(DIMENSION_KEY.to_string(), dims[d].name.clone());
+                    }
+                    ColumnRole::Coordinate(_) if frame => {
+                        marks.insert(ROLE_KEY.to_string(), "index".to_string());
+                    }
+                    _ => {}
+                }
+                if let Some(encoding) = c.plain_encoding() {
+                    marks.insert(ENCODING_KEY.to_string(), encoding);
+                }
+                match marks.is_empty() {
+                    true => field,
+                    false => field.with_metadata(marks),
+                }
+            })
+            .collect();
         Arc::new(Schema::new(fields))
     }
 
@@ -265,7 +305,7 @@ impl TableModel {
             ..self.options.clone()
         };
         Ok(TableModel {
-            schema: Self::schema_of(&self.columns, &options),
+            schema: Self::schema_of(&self.columns, &self.dims, &options),
             options,
             ..self.clone()
         })

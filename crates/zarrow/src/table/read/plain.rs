@@ -24,6 +24,8 @@ struct PlainValues {
     array: ZarrArray,
     fill: Option<ArrayRef>,
     cf: Option<CfDecode>,
+    /// The timestamps' type with the array's time zone (`zarrow.timezone`).
+    zoned: Option<arrow_schema::DataType>,
 }
 
 impl PlainValues {
@@ -36,12 +38,23 @@ impl PlainValues {
         if let Some(cf) = &self.cf {
             v = cf.apply(self.array.path(), v)?;
         }
+        if let Some(zoned) = &self.zoned {
+            if matches!(v.data_type(), arrow_schema::DataType::Timestamp(_, None)) {
+                // The same instants, labelled with their zone (the buffers are shared).
+                let data = v
+                    .to_data()
+                    .into_builder()
+                    .data_type(zoned.clone())
+                    .build()?;
+                v = arrow_array::make_array(data);
+            }
+        }
         Ok(v)
     }
 
     /// Whether [`Self::apply`] changes anything.
     fn maps(&self) -> bool {
-        self.fill.is_some() || self.cf.is_some()
+        self.fill.is_some() || self.cf.is_some() || self.zoned.is_some()
     }
 }
 
@@ -52,7 +65,21 @@ impl PlainReader {
         cf: Option<CfDecode>,
         at: Placement,
     ) -> Self {
-        let values = Arc::new(PlainValues { array, fill, cf });
+        let strings = crate::options::StringType::default();
+        let stored = array
+            .metadata()
+            .data_type
+            .arrow_type(strings, strings.binary());
+        let zoned = match crate::table::column::with_timezone(stored, &array) {
+            dt @ arrow_schema::DataType::Timestamp(_, Some(_)) => Some(dt),
+            _ => None,
+        };
+        let values = Arc::new(PlainValues {
+            array,
+            fill,
+            cf,
+            zoned,
+        });
         PlainReader { values, at }
     }
 }
