@@ -23,7 +23,7 @@ use datafusion::datasource::sink::{DataSink, DataSinkExec};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
@@ -60,10 +60,17 @@ impl FileFormatFactory for ZarrFormatFactory {
         let mut options = TableWriteOptions::default();
         let mut keys: Vec<_> = format_options.iter().collect();
         keys.sort();
+        let mut seen = std::collections::HashSet::new();
         for (key, value) in keys {
             // DataFusion's own sink options (`execution.keep_partition_by_columns`).
             if key.starts_with("execution.") {
                 continue;
+            }
+            // `chunk_rows` and `format.chunk_rows` are one option given twice.
+            if !seen.insert(zarrow::write::options::option_key(key)) {
+                return Err(DataFusionError::Plan(
+                    zarrow::write::options::duplicate_key(key).to_string(),
+                ));
             }
             options
                 .set(key, value)
@@ -264,7 +271,13 @@ impl DataSink for ZarrSink {
         let rows = MetricBuilder::new(&self.metrics).output_rows(0);
         let reservation = MemoryConsumer::new("ZarrSink").register(context.memory_pool());
         let store = self.store(context)?;
-        let mut writer = TableWriter::try_new(store, data.schema(), self.options.clone())
+        let mut options = self.options.clone();
+        // A unit of rows larger than the session's memory limit is refused before anything
+        // is written (it could never be reserved).
+        if let MemoryLimit::Finite(limit) = context.memory_pool().memory_limit() {
+            options.memory_budget = Some(limit as u64);
+        }
+        let mut writer = TableWriter::try_new(store, data.schema(), options)
             .await
             .map_err(to_datafusion_error)?;
         while let Some(batch) = data.next().await {

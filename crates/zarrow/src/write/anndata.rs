@@ -41,6 +41,8 @@ struct Categories {
     parts: Vec<ArrayRef>,
     /// Codes are Int64 (64-bit dictionary keys), else Int32.
     wide: bool,
+    /// The categories are ordered (the dictionary field's `dict_is_ordered`).
+    ordered: bool,
 }
 
 #[derive(Debug)]
@@ -67,6 +69,17 @@ pub(crate) struct AnnDataFrame {
     index: Option<usize>,
     index_name: String,
     columns: Vec<Column>,
+}
+
+/// Whether `field` was read from a plain AnnData array (`array`, `string-array`).
+fn read_as_plain(field: &Field) -> bool {
+    matches!(
+        field
+            .metadata()
+            .get(crate::table::ENCODING_KEY)
+            .map(String::as_str),
+        Some("array" | "string-array")
+    )
 }
 
 /// The bytes of each element of `values` (`None` for NULLs): what tells categories apart.
@@ -97,7 +110,15 @@ impl AnnDataFrame {
         schema: &Schema,
         options: &TableWriteOptions,
     ) -> Result<(Self, Vec<ColumnWriter>, Vec<Field>)> {
-        let index = match &options.index {
+        // Without the option, the column zarrow's reader marks as a dataframe's index (read
+        // from an AnnData dataframe) is the index again.
+        let marked = schema
+            .fields()
+            .iter()
+            .find(|f| crate::table::is_anndata_index(f) && is_string(f.data_type()))
+            .map(|f| f.name().clone());
+        let index_option = options.index.clone().or(marked);
+        let index = match &index_option {
             Some(name) => {
                 let invalid = |message: String| Error::invalid_option("index", message);
                 let (at, field) = schema
@@ -114,10 +135,7 @@ impl AnnDataFrame {
             }
             None => None,
         };
-        let index_name = options
-            .index
-            .clone()
-            .unwrap_or_else(|| GENERATED_INDEX.to_string());
+        let index_name = index_option.unwrap_or_else(|| GENERATED_INDEX.to_string());
         let mut writers = Vec::new();
         let mut fields = Vec::new();
         let mut add = |field: Field, path: String, encoding| -> Result<()> {
@@ -185,9 +203,13 @@ impl AnnDataFrame {
                         codes: HashMap::new(),
                         parts: Vec::new(),
                         wide,
+                        ordered: field.dict_is_ordered().unwrap_or(false),
                     })
                 }
+                // Read from a plain AnnData array (`zarrow.encoding-type` says so): a plain
+                // array again, as the source had it.
                 dt if field.is_nullable()
+                    && !read_as_plain(field)
                     && (dt.is_integer() || *dt == ArrowType::Boolean || is_string(dt)) =>
                 {
                     let encoding = if dt.is_integer() {
@@ -283,9 +305,9 @@ impl AnnDataFrame {
                 Kind::Masked(encoding) => {
                     Some((c.name.clone(), encoding_attributes(encoding, "0.1.0")))
                 }
-                Kind::Categorical(_) => {
+                Kind::Categorical(categories) => {
                     let mut attrs = encoding_attributes("categorical", "0.2.0");
-                    attrs.insert("ordered".into(), json!(false));
+                    attrs.insert("ordered".into(), json!(categories.ordered));
                     Some((c.name.clone(), attrs))
                 }
             })

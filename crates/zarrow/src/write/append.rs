@@ -490,6 +490,13 @@ impl TableAppender {
             .iter()
             .map(|&i| batch.column(i).clone())
             .collect();
+        // A value equal to a column's NULL marker would read back as NULL: refused, as the
+        // table writer refuses it next to NULLs.
+        for ((c, t), values) in self.writer.columns.iter().zip(&self.targets).zip(&columns) {
+            if t.null_marker && c.holds_sentinel(values)? {
+                return Err(c.sentinel_refused(self.store.location()));
+            }
+        }
         let stored = RecordBatch::try_new(self.writer.stored_schema.clone(), columns)?;
         self.writer.write(&stored).await
     }

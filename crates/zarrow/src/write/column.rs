@@ -83,6 +83,28 @@ fn nan_bytes(dt: &ArrowType) -> Vec<u8> {
     }
 }
 
+/// A field name that a struct (at any depth) of `dt` has twice.
+fn repeated_field(dt: &ArrowType) -> Option<String> {
+    let ArrowType::Struct(fields) = dt else {
+        return None;
+    };
+    let mut seen = std::collections::HashSet::new();
+    for f in fields {
+        if !seen.insert(f.name().as_str()) {
+            return Some(f.name().clone());
+        }
+        if let Some(inner) = repeated_field(f.data_type()) {
+            return Some(inner);
+        }
+    }
+    None
+}
+
+/// The attribute that keeps a timestamp column's time zone (the values are UTC instants, as
+/// Arrow has them; numpy and xarray see them as naive UTC): zarrow reads the column back as
+/// `Timestamp(unit, zone)`.
+pub(crate) const TIMEZONE_ATTRIBUTE: &str = crate::table::TIMEZONE_ATTRIBUTE;
+
 /// The numpy dtype string of a zarr v2 array of `dt`.
 fn v2_dtype(dt: &ArrowType) -> Result<Value> {
     let unit = |u: &TimeUnit| match u {
@@ -173,6 +195,11 @@ impl ColumnWriter {
             _ => unmappable(String::new()),
         })?;
         v2_dtype(&write_type).map_err(|_| unmappable(String::new()))?;
+        if let Some(twice) = repeated_field(&write_type) {
+            return Err(unmappable(format!(
+                ": its struct has two fields named '{twice}'"
+            )));
+        }
         let (null_bytes, sentinel) = match (&write_type, fixed) {
             (t, Some(n)) if is_int(t) && encoding.is_none() => (int_sentinel(t, n), true),
             (ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64, _) => {
@@ -286,6 +313,20 @@ impl ColumnWriter {
         Ok(data)
     }
 
+    /// The bytes one element takes while a unit is encoded (fixed-size types: their size;
+    /// strings and bytes: the slice per element, whatever their values).
+    pub fn element_bytes(&self) -> u64 {
+        self.fixed.map_or(16, |n| n as u64)
+    }
+
+    /// The time zone of a timestamp column, kept in [`TIMEZONE_ATTRIBUTE`].
+    fn timezone(&self) -> Option<&str> {
+        match &self.write_type {
+            ArrowType::Timestamp(_, Some(tz)) => Some(tz),
+            _ => None,
+        }
+    }
+
     /// NULLs were written as the integer sentinel.
     fn masked_int(&self) -> bool {
         self.sentinel && self.saw_null.load(Ordering::Relaxed)
@@ -301,6 +342,59 @@ impl ColumnWriter {
     pub fn int_sentinel(&self) -> Option<(&[u8], Value)> {
         self.sentinel
             .then(|| (&self.null_bytes[..], int_sentinel_json(&self.write_type)))
+    }
+
+    /// Whether `values` (of this column) hold a valid value equal to the integer sentinel.
+    pub fn holds_sentinel(&self, values: &ArrayRef) -> Result<bool> {
+        use arrow_array::types::*;
+        if !self.sentinel {
+            return Ok(false);
+        }
+        let values = unpack(values)?;
+        macro_rules! any_equal {
+            ($t:ty, $v:expr) => {
+                values.as_primitive::<$t>().iter().any(|x| x == Some($v))
+            };
+        }
+        Ok(match values.data_type() {
+            ArrowType::Int8 => any_equal!(Int8Type, i8::MIN),
+            ArrowType::Int16 => any_equal!(Int16Type, i16::MIN),
+            ArrowType::Int32 => any_equal!(Int32Type, i32::MIN),
+            ArrowType::Int64 => any_equal!(Int64Type, i64::MIN),
+            ArrowType::UInt8 => any_equal!(UInt8Type, u8::MAX),
+            ArrowType::UInt16 => any_equal!(UInt16Type, u16::MAX),
+            ArrowType::UInt32 => any_equal!(UInt32Type, u32::MAX),
+            ArrowType::UInt64 => any_equal!(UInt64Type, u64::MAX),
+            _ => false,
+        })
+    }
+
+    /// Note the NULLs and sentinel values of a batch's `values` as they come, so that a column
+    /// holding both is refused at the batch that makes it so, before its unit is written.
+    pub fn note(&self, values: &ArrayRef) -> Result<()> {
+        if !self.sentinel {
+            return Ok(());
+        }
+        if values.logical_null_count() > 0 {
+            self.saw_null.store(true, Ordering::Relaxed);
+        }
+        if !self.saw_sentinel.load(Ordering::Relaxed) && self.holds_sentinel(values)? {
+            self.saw_sentinel.store(true, Ordering::Relaxed);
+        }
+        self.check()
+    }
+
+    /// The error of a value equal to the NULL marker appended to a column that has one.
+    pub fn sentinel_refused(&self, location: &str) -> Error {
+        Error::Write {
+            path: location.to_string(),
+            message: format!(
+                "column '{}' gets the value {}, which marks its NULLs (_FillValue): it would \
+                 read back as NULL; nothing was appended",
+                self.name,
+                int_sentinel_json(&self.write_type)
+            ),
+        }
     }
 
     /// The error when a column holds NULLs and also the value that stands for them.
@@ -322,8 +416,12 @@ impl ColumnWriter {
     /// (zarr v3 only: on v2 the array's fill value is xarray's `_FillValue`).
     fn v3_attributes(&self) -> Map<String, Value> {
         let mut attrs = Map::new();
+        if let Some(tz) = self.timezone() {
+            attrs.insert(TIMEZONE_ATTRIBUTE.into(), json!(tz));
+        }
         if let Some(encoding) = self.encoding {
-            return encoding_attributes(encoding, "0.2.0");
+            attrs.extend(encoding_attributes(encoding, "0.2.0"));
+            return attrs;
         }
         match &self.write_type {
             ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64 => {
@@ -364,6 +462,9 @@ impl ColumnWriter {
         };
         let fill = match &self.write_type {
             ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64 => json!("NaN"),
+            // With NULLs, the sentinel that marks them (`_FillValue`): zarr-python, xarray
+            // and `fill_as_null` then agree on which elements are missing.
+            t if self.masked_int() => int_sentinel_json(t),
             t if self.fixed.is_some() && is_int(t) => json!(0),
             _ => zarr_type(&self.write_type)
                 .map(|t| t.1)
@@ -408,10 +509,13 @@ impl ColumnWriter {
             "filters": filters,
             "dimension_separator": ".",
         });
-        let zattrs = match self.encoding {
+        let mut zattrs = match self.encoding {
             Some(encoding) => Value::Object(encoding_attributes(encoding, "0.2.0")),
             None => json!({"_ARRAY_DIMENSIONS": [opts.dimension]}),
         };
+        if let Some(tz) = self.timezone() {
+            zattrs[TIMEZONE_ATTRIBUTE] = json!(tz);
+        }
         Ok((zarray, zattrs))
     }
 

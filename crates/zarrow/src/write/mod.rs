@@ -19,6 +19,8 @@ pub mod options;
 mod publish;
 #[cfg(test)]
 mod safety_tests;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
@@ -44,6 +46,82 @@ pub use publish::{LockPolicy, WriterLock, LOCK_SUFFIX};
 /// `overwrite` replaces); an object store's old table loses them first when replaced.
 const ROOT_DOCUMENTS: &[&str] = &["zarr.json", ".zmetadata", ".zgroup", ".zattrs", ".zarray"];
 
+/// The longest node name, in bytes (what most file systems allow of a file name).
+pub(crate) const MAX_NAME_BYTES: usize = 255;
+
+/// The columns written of `schema`: all but the row position columns zarrow's reader adds
+/// (field metadata [`crate::table::ROLE_KEY`] = `position`, regenerated when the table is
+/// read), and at least one. The xarray layout's dimension is the position column's when the
+/// `dimension` option is left at its default.
+fn written_schema(
+    schema: &SchemaRef,
+    options: &mut TableWriteOptions,
+) -> Result<(SchemaRef, Option<Vec<usize>>)> {
+    let kept: Vec<usize> = (0..schema.fields().len())
+        .filter(|&i| !crate::table::is_position(schema.field(i)))
+        .collect();
+    if kept.is_empty() {
+        let message = match schema.fields().len() {
+            0 => "the input has no columns: a table needs at least one".to_string(),
+            _ => format!(
+                "the input has only row position columns ({}), which zarrow's reader makes \
+                 and does not store: a table needs at least one other column",
+                schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        return Err(Error::InvalidArgument(message));
+    }
+    if options.layout == Layout::Xarray && options.dimension == options::DEFAULT_DIMENSION {
+        let mut dims = schema
+            .fields()
+            .iter()
+            .filter_map(|f| f.metadata().get(crate::table::DIMENSION_KEY));
+        if let (Some(dim), None) = (dims.next(), dims.next()) {
+            if check_name("dimension", dim).is_ok() {
+                options.dimension = dim.clone();
+            }
+        }
+    }
+    Ok(match kept.len() == schema.fields().len() {
+        true => (schema.clone(), None),
+        false => (Arc::new(schema.project(&kept)?), Some(kept)),
+    })
+}
+
+/// Refuse a unit of rows (a chunk, or a shard, of every stored array: what is buffered and
+/// encoded at once, the last one padded to full size) larger than `options.memory_budget`.
+fn check_unit_memory(columns: &[ColumnWriter], options: &TableWriteOptions) -> Result<()> {
+    let Some(budget) = options.memory_budget else {
+        return Ok(());
+    };
+    let rows = options.unit_rows();
+    let bytes = columns
+        .iter()
+        .map(|c| c.element_bytes().saturating_mul(rows))
+        .fold(0u64, u64::saturating_add);
+    if bytes > budget {
+        let key = if options.shard_rows.is_some() {
+            "shard_rows"
+        } else {
+            "chunk_rows"
+        };
+        return Err(Error::invalid_option(
+            key,
+            format!(
+                "a unit of {rows} rows of these {} arrays takes about {bytes} bytes in memory, \
+                 more than the memory limit of {budget} bytes: use fewer rows per chunk",
+                columns.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Check that `name` can be a node name (of an array, or of the dimension).
 pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
     let bad = name.is_empty()
@@ -53,6 +131,13 @@ pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
         || name.starts_with('.')
         || name.chars().any(char::is_control)
         || name == "zarr.json";
+    if name.len() > MAX_NAME_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "{what} name '{name}' is {} bytes long: a zarr node name (a file name on a local \
+             store) has at most {MAX_NAME_BYTES}",
+            name.len()
+        )));
+    }
     if bad {
         return Err(Error::InvalidArgument(format!(
             "{what} name '{}' cannot be a zarr node name (empty, has '/', '\\' or a \
@@ -100,6 +185,11 @@ pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
 pub struct TableWriter {
     store: ZarrStore,
     options: Arc<TableWriteOptions>,
+    /// The schema of the batches given to [`Self::write`].
+    input_schema: SchemaRef,
+    /// The input columns written (`None`: all): not the reader's row position columns.
+    projection: Option<Vec<usize>>,
+    /// The schema of the columns written.
     schema: SchemaRef,
     /// The schema of the stored arrays' values (the input's, but for the AnnData layout).
     stored_schema: SchemaRef,
@@ -137,7 +227,7 @@ impl TableWriter {
     pub async fn try_new(
         store: ZarrStore,
         schema: SchemaRef,
-        options: TableWriteOptions,
+        mut options: TableWriteOptions,
     ) -> Result<Self> {
         Self::try_new_counted(store, schema, options, Steps::default()).await
     }
@@ -149,6 +239,8 @@ impl TableWriter {
         steps: Steps,
     ) -> Result<Self> {
         options.validate()?;
+        let input_schema = schema;
+        let (schema, projection) = written_schema(&input_schema, &mut options)?;
         for (i, field) in schema.fields().iter().enumerate() {
             check_name("column", field.name())?;
             if schema.fields()[..i]
@@ -175,6 +267,7 @@ impl TableWriter {
                 (Some(frame), columns, Arc::new(Schema::new(fields)))
             }
         };
+        check_unit_memory(&columns, &options)?;
         let publication =
             Publication::prepare(&store, options.overwrite, options.lock, steps.clone()).await?;
         let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -184,6 +277,8 @@ impl TableWriter {
             publication: Some(publication),
             steps,
             options: Arc::new(options),
+            input_schema,
+            projection,
             schema,
             stored_schema,
             anndata,
@@ -217,6 +312,8 @@ impl TableWriter {
         Self {
             store,
             options: Arc::new(options),
+            input_schema: schema.clone(),
+            projection: None,
             schema: schema.clone(),
             stored_schema: schema,
             anndata: None,
@@ -233,9 +330,10 @@ impl TableWriter {
         }
     }
 
-    /// The schema being written.
+    /// The schema of the batches [`Self::write`] takes (row position columns in it are not
+    /// stored).
     pub fn schema(&self) -> &SchemaRef {
-        &self.schema
+        &self.input_schema
     }
 
     /// Bytes held by the writer now: buffered rows and units being encoded or stored (an
@@ -256,16 +354,24 @@ impl TableWriter {
     /// Add a batch (of the writer's schema). Full units are handed to the encoders; this waits
     /// while too many are in flight.
     pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        if batch.schema().fields() != self.schema.fields() {
+        if batch.schema().fields() != self.input_schema.fields() {
             return Err(Error::InvalidArgument(format!(
                 "batch schema {:?} differs from the table's {:?}",
                 batch.schema(),
-                self.schema
+                self.input_schema
             )));
         }
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        let projected;
+        let batch = match &self.projection {
+            Some(columns) => {
+                projected = batch.project(columns)?;
+                &projected
+            }
+            None => batch,
+        };
         let batch = &compact_views(batch)?;
         let stored = match &mut self.anndata {
             Some(frame) => {
@@ -274,6 +380,9 @@ impl TableWriter {
             }
             None => batch.clone(),
         };
+        for (c, values) in self.columns.iter().zip(stored.columns()) {
+            c.note(values)?;
+        }
         self.pending_rows += stored.num_rows();
         self.pending.push(stored);
         let unit = self.options.unit_rows() as usize;

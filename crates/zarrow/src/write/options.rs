@@ -104,6 +104,10 @@ pub struct TableWriteOptions {
     /// When another writer's stale lock may be broken (`break_stale_lock`,
     /// `stale_lock_seconds`; see docs/writing.md).
     pub lock: crate::write::LockPolicy,
+    /// The memory one unit of rows (a chunk, or a shard, of every column) may take, in bytes
+    /// (`COPY` sets it to its session's memory limit): a larger unit is refused before
+    /// anything is written. `None`: only [`MAX_UNIT_ELEMENTS`] bounds it. Not a string option.
+    pub memory_budget: Option<u64>,
 }
 
 impl Default for TableWriteOptions {
@@ -118,16 +122,44 @@ impl Default for TableWriteOptions {
             string_encoding: VlenEncoding::Numcodecs,
             zarr_format: 3,
             layout: Layout::Xarray,
-            dimension: "dim_0".into(),
+            dimension: DEFAULT_DIMENSION.into(),
             index: None,
             overwrite: false,
             lock: crate::write::LockPolicy::default(),
+            memory_budget: None,
         }
     }
 }
 
+/// The default name of the xarray layout's dimension.
+pub const DEFAULT_DIMENSION: &str = "dim_0";
+
 /// The default rows per chunk.
 pub const DEFAULT_CHUNK_ROWS: u64 = 1 << 18;
+
+/// The most rows of a chunk or a shard (2^31): a unit is buffered, encoded and padded in
+/// memory whole.
+pub const MAX_UNIT_ELEMENTS: u64 = 1 << 31;
+
+/// An option key as compared: trimmed, lower case, without a `format.` prefix.
+pub fn option_key(key: &str) -> String {
+    let lower = key.trim().to_ascii_lowercase();
+    match lower.strip_prefix("format.") {
+        Some(bare) => bare.to_string(),
+        None => lower,
+    }
+}
+
+/// The error of an option given twice.
+pub fn duplicate_key(key: &str) -> Error {
+    Error::invalid_option(
+        key,
+        format!(
+            "'{}' is given twice; give each option once",
+            option_key(key)
+        ),
+    )
+}
 
 /// The option keys [`TableWriteOptions::from_pairs`] accepts.
 pub const WRITE_OPTION_KEYS: &[&str] = &[
@@ -203,9 +235,16 @@ fn compression(value: &str) -> Result<Option<BytesToBytes>> {
 impl TableWriteOptions {
     /// Options from `key = value` pairs (keys are case-insensitive; a `format.` prefix, as
     /// DataFusion's `COPY` may pass, is ignored). Unknown keys and bad values are errors.
+    ///
+    /// A key given twice (`chunk_rows` and `format.chunk_rows` included) is an error: which
+    /// one was meant is not known.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
         let mut o = Self::default();
+        let mut seen = std::collections::HashSet::new();
         for (key, value) in pairs {
+            if !seen.insert(option_key(key)) {
+                return Err(duplicate_key(key));
+            }
             o.set(key, value)?;
         }
         o.validate()?;
@@ -214,8 +253,8 @@ impl TableWriteOptions {
 
     /// Set one option from its string form.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let lower = key.trim().to_ascii_lowercase();
-        let bare = lower.strip_prefix("format.").unwrap_or(&lower);
+        let lower = option_key(key);
+        let bare = lower.as_str();
         let v = value.trim();
         match bare {
             "chunk_rows" => self.chunk_rows = positive(bare, v)?,
@@ -289,7 +328,25 @@ impl TableWriteOptions {
 
     /// Check the options together (shards are a multiple of chunks and need zarr v3; the
     /// Arrow layout of strings needs zarr v3).
+    ///
+    /// A chunk or a shard of more than [`MAX_UNIT_ELEMENTS`] rows is refused: a unit is
+    /// buffered and encoded whole, so its size is memory (whether it fits a given memory
+    /// budget is [`Self::check_unit_memory`]).
     pub fn validate(&self) -> Result<()> {
+        for (key, rows) in [
+            ("chunk_rows", Some(self.chunk_rows)),
+            ("shard_rows", self.shard_rows),
+        ] {
+            if let Some(rows) = rows.filter(|r| *r > MAX_UNIT_ELEMENTS) {
+                return Err(Error::invalid_option(
+                    key,
+                    format!(
+                        "{rows} rows: a chunk or shard is held in memory whole; at most \
+                         {MAX_UNIT_ELEMENTS} (2^31) rows"
+                    ),
+                ));
+            }
+        }
         if let Some(shard) = self.shard_rows {
             if shard % self.chunk_rows != 0 {
                 return Err(Error::invalid_option(
