@@ -308,6 +308,26 @@ impl BytesToBytes {
         }
     }
 
+    /// Encode `head` followed by `pad` (one element) `count` times, without making the
+    /// padded input in memory: what the table writer does with the last, partial chunk of an
+    /// array (zarr chunks are full size). `None` for the codecs that cannot encode a stream
+    /// (the caller pads in memory); gzip and zstd can (zstd writes the content size, as the
+    /// one-shot encoder does, so every reader can size its buffer).
+    pub(crate) fn encode_padded(
+        &self,
+        head: &[u8],
+        pad: &[u8],
+        count: usize,
+    ) -> Option<Result<Vec<u8>, ChunkError>> {
+        match *self {
+            BytesToBytes::Gzip { level } => Some(gzip::encode_padded(level, head, pad, count)),
+            BytesToBytes::Zstd { level, checksum } => {
+                Some(zstd::encode_padded(level, checksum, head, pad, count))
+            }
+            _ => None,
+        }
+    }
+
     /// Encode (used by the writer and tests).
     pub fn encode(&self, input: &[u8]) -> Result<Vec<u8>, ChunkError> {
         match *self {

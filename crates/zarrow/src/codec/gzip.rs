@@ -58,6 +58,21 @@ pub(super) fn encode(level: u32, input: &[u8]) -> Result<Vec<u8>, ChunkError> {
     encoder.finish().map_err(io_err)
 }
 
+/// [`encode`] of `head` then `pad` `count` times, padded as it is compressed.
+pub(super) fn encode_padded(
+    level: u32,
+    head: &[u8],
+    pad: &[u8],
+    count: usize,
+) -> Result<Vec<u8>, ChunkError> {
+    let io_err = |e: std::io::Error| ChunkError::codec(NAME, e);
+    let level = deflate_compression(level, NAME)?;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(head.len() / 2 + 64), level);
+    encoder.write_all(head).map_err(io_err)?;
+    super::support::write_padding(&mut encoder, pad, count).map_err(io_err)?;
+    encoder.finish().map_err(io_err)
+}
+
 /// The decoded size a single-member gzip stream announces in its trailer (ISIZE, the size
 /// modulo 2^32) — only a first-allocation guess, never trusted: ignored when more than deflate's
 /// maximum ratio (1032:1) allows, and bounded by the caller's limit in `read_bounded`.

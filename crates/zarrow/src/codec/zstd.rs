@@ -73,6 +73,27 @@ pub(super) fn encode(level: i32, checksum: bool, input: &[u8]) -> Result<Vec<u8>
     compressor.compress(input).map_err(io_err)
 }
 
+/// [`encode`] of `head` then `pad` `count` times, padded as it is compressed; the frame
+/// announces its content size, as the one-shot encoder's does.
+pub(super) fn encode_padded(
+    level: i32,
+    checksum: bool,
+    head: &[u8],
+    pad: &[u8],
+    count: usize,
+) -> Result<Vec<u8>, ChunkError> {
+    use std::io::Write;
+    let io_err = |e: std::io::Error| ChunkError::codec("zstd", e);
+    let total = (head.len() as u64).saturating_add((pad.len() as u64).saturating_mul(count as u64));
+    let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), level).map_err(io_err)?;
+    encoder.include_checksum(checksum).map_err(io_err)?;
+    encoder.include_contentsize(true).map_err(io_err)?;
+    encoder.set_pledged_src_size(Some(total)).map_err(io_err)?;
+    encoder.write_all(head).map_err(io_err)?;
+    super::support::write_padding(&mut encoder, pad, count).map_err(io_err)?;
+    encoder.finish().map_err(io_err)
+}
+
 fn zstd_decode(input: &[u8], max_size: usize) -> Result<Vec<u8>, ChunkError> {
     const NAME: &str = "zstd";
     let content_size = zstd::zstd_safe::get_frame_content_size(input)

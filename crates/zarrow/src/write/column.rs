@@ -225,6 +225,26 @@ impl ColumnWriter {
         })
     }
 
+    /// The stored chunk of `values` (at most `chunk_rows` of them), padded to `chunk_rows`
+    /// elements with the NULL value and compressed. A partial chunk of a fixed-size type is
+    /// padded as it is compressed (gzip, zstd): the padding is never whole in memory.
+    fn stored_chunk(
+        &self,
+        values: &ArrayRef,
+        chunk_rows: usize,
+        key: &str,
+        opts: &TableWriteOptions,
+    ) -> Result<Vec<u8>> {
+        let missing = chunk_rows.saturating_sub(values.len());
+        if let (Some(_), Some(c), true) = (self.fixed, &opts.compression, missing > 0) {
+            let head = self.chunk(values, values.len(), opts)?;
+            if let Some(stored) = c.encode_padded(&head, &self.null_bytes, missing) {
+                return stored.map_err(|e| Error::chunk(self.path.clone(), key.to_string(), e));
+            }
+        }
+        self.compress(self.chunk(values, chunk_rows, opts)?, key, opts)
+    }
+
     /// The uncompressed chunk of `values` (at most `chunk_rows` of them), padded to
     /// `chunk_rows` elements with the NULL value.
     fn chunk(
@@ -287,8 +307,7 @@ impl ColumnWriter {
     ) -> Result<Vec<u8>> {
         let chunk_rows = opts.chunk_rows as usize;
         let Some(shard_rows) = opts.shard_rows else {
-            let raw = self.chunk(values, chunk_rows, opts)?;
-            return self.compress(raw, key, opts);
+            return self.stored_chunk(values, chunk_rows, key, opts);
         };
         let inner = (shard_rows / opts.chunk_rows) as usize;
         let mut data = Vec::new();
@@ -301,7 +320,7 @@ impl ColumnWriter {
                 continue;
             }
             let part = values.slice(start, chunk_rows.min(values.len() - start));
-            let stored = self.compress(self.chunk(&part, chunk_rows, opts)?, key, opts)?;
+            let stored = self.stored_chunk(&part, chunk_rows, key, opts)?;
             index.extend_from_slice(&(data.len() as u64).to_le_bytes());
             index.extend_from_slice(&(stored.len() as u64).to_le_bytes());
             data.extend_from_slice(&stored);

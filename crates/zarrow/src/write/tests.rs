@@ -350,3 +350,45 @@ async fn only_position_columns_are_refused() {
     .to_string();
     assert!(e.contains("row position"), "{e}");
 }
+
+#[tokio::test]
+async fn a_partial_last_chunk_is_padded_as_it_is_compressed() {
+    // One row in a chunk of 2^20: the stored chunk decodes to the full chunk (what every
+    // reader expects), its padding the NULL value; zarrow reads the one row back.
+    for compression in ["zstd", "gzip(1)", "none"] {
+        let location = format!("memory:///padded_{compression}.zarr");
+        let values: ArrayRef = Arc::new(Int64Array::from(vec![Some(42), None]));
+        write(
+            &location,
+            &one_column("n", values),
+            opts(&[("chunk_rows", "1048576"), ("compression", compression)]),
+        )
+        .await
+        .unwrap();
+        let batches = read(&location, TableOptions::default()).await;
+        let n = batches[0].column_by_name("n").unwrap();
+        assert_eq!(n.len(), 2);
+        assert_eq!(n.as_primitive::<Int64Type>().value(0), 42);
+        let stored = ZarrStore::open(&location)
+            .unwrap()
+            .get_opt("n/c/0")
+            .await
+            .unwrap()
+            .unwrap();
+        let raw = match compression {
+            "none" => stored.to_vec(),
+            c => {
+                let codec = opts(&[("compression", c)]).compression.unwrap();
+                codec
+                    .decode(stored.clone(), usize::MAX)
+                    .unwrap_or_else(|e| panic!("{c}: {e}"))
+                    .to_vec()
+            }
+        };
+        assert_eq!(raw.len(), 8 << 20, "{compression}");
+        assert_eq!(&raw[..8], &42i64.to_le_bytes());
+        assert!(raw[8..]
+            .chunks_exact(8)
+            .all(|e| e == i64::MIN.to_le_bytes()));
+    }
+}
