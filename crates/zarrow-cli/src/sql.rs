@@ -199,6 +199,8 @@ impl Runner {
                 None => e,
             }
         };
+        // An option given twice to COPY … STORED AS ZARR (DataFusion keeps the last).
+        zarrow_datafusion::check_statement(&statement).map_err(context)?;
         let plan = self
             .ctx
             .state()

@@ -87,6 +87,40 @@ impl FileFormatFactory for ZarrFormatFactory {
     }
 }
 
+/// Refuse a `COPY … STORED AS ZARR` statement that gives an option twice. DataFusion's
+/// planner keeps the last of two equal keys (and folds `chunk_rows` into `format.chunk_rows`),
+/// so [`ZarrFormatFactory`] cannot see the duplicate: front ends that parse statements
+/// themselves (the `zarrow sql` CLI) call this before planning. Other statements pass.
+///
+/// ```
+/// use datafusion::sql::parser::DFParser;
+/// use zarrow_datafusion::check_statement;
+///
+/// let sql = "COPY (SELECT 1 AS x) TO 'x.zarr' STORED AS ZARR \
+///            OPTIONS (chunk_rows 10, 'format.chunk_rows' 20)";
+/// let statement = DFParser::parse_sql(sql).unwrap().pop_front().unwrap();
+/// assert!(check_statement(&statement).unwrap_err().to_string().contains("twice"));
+/// ```
+pub fn check_statement(statement: &datafusion::sql::parser::Statement) -> Result<()> {
+    let datafusion::sql::parser::Statement::CopyTo(copy) = statement else {
+        return Ok(());
+    };
+    if !copy
+        .stored_as
+        .as_deref()
+        .is_some_and(|s| s.eq_ignore_ascii_case(EXTENSION))
+    {
+        return Ok(());
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (key, _) in &copy.options {
+        if !seen.insert(zarrow::write::options::option_key(key)) {
+            return plan_err!("{}", zarrow::write::options::duplicate_key(key));
+        }
+    }
+    Ok(())
+}
+
 /// The zarr file format: `CREATE EXTERNAL TABLE … STORED AS ZARR` reads a node, and
 /// `COPY … TO '…' STORED AS ZARR` writes a table (its `OPTIONS` are
 /// [`zarrow::write::WRITE_OPTION_KEYS`]). [`crate::zarr_session_context`] registers it.

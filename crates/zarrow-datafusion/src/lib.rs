@@ -55,7 +55,7 @@ mod table;
 
 pub use error::{from_datafusion_error, to_datafusion_error};
 pub use factory::{StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
-pub use format::{ZarrFormat, ZarrFormatFactory, ZarrSink};
+pub use format::{check_statement, ZarrFormat, ZarrFormatFactory, ZarrSink};
 pub use insert::ZarrAppendSink;
 pub use options::{ZarrConfig, ZarrTableOptions};
 pub use predicate::{missing_column, BatchFilter, PrunedChunks, ZarrPredicate};

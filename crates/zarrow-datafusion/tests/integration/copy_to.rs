@@ -323,3 +323,241 @@ async fn a_failing_store_write_names_the_key_and_writes_no_metadata() {
         .await
         .unwrap_err();
 }
+
+/// Whether anything exists at `path`.
+fn exists(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+#[tokio::test]
+async fn oversized_units_and_duplicate_options_are_refused_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let loc = dir.path().join("one.zarr");
+    let ctx = ctx();
+    // One row with a chunk of 2^40 rows (padded in memory it was 8 TB) or 2^64 - 1.
+    for rows in ["1099511627776", "18446744073709551615"] {
+        let e = run(
+            &ctx,
+            &format!(
+                "COPY (SELECT 1 AS x) TO '{}' STORED AS ZARR OPTIONS (chunk_rows {rows})",
+                loc.display()
+            ),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("chunk_rows") && e.contains("2^31"), "{e}");
+        assert!(!exists(&loc), "{rows}");
+    }
+    // Larger than the session's memory limit: refused, not waited for.
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(16 << 20, 1.0)
+        .build_arc()
+        .unwrap();
+    let limited = zarr_session_context_with_runtime(SessionConfig::new(), runtime);
+    let e = run(
+        &limited,
+        &format!(
+            "COPY (SELECT 1 AS x) TO '{}' STORED AS ZARR OPTIONS (chunk_rows 16777216)",
+            loc.display()
+        ),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("memory limit"), "{e}");
+    assert!(!exists(&loc));
+    // The same option twice, with and without DataFusion's `format.` prefix: DataFusion's
+    // planner keeps one of them, so the statement is checked as parsed (the CLI does).
+    for options in [
+        "chunk_rows 10, 'format.chunk_rows' 20",
+        "chunk_rows 10, CHUNK_ROWS 10",
+    ] {
+        let sql = format!(
+            "COPY (SELECT 1 AS x) TO '{}' STORED AS ZARR OPTIONS ({options})",
+            loc.display()
+        );
+        let statement = datafusion::sql::parser::DFParser::parse_sql(&sql)
+            .unwrap()
+            .pop_front()
+            .unwrap();
+        let e = zarrow_datafusion::check_statement(&statement)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("twice"), "{e}");
+    }
+    let once = datafusion::sql::parser::DFParser::parse_sql(
+        "COPY (SELECT 1 AS x) TO 'x.zarr' STORED AS ZARR OPTIONS (chunk_rows 10)",
+    )
+    .unwrap();
+    zarrow_datafusion::check_statement(&once[0]).unwrap();
+}
+
+#[tokio::test]
+async fn failed_checks_leave_the_location_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let loc = dir.path().join("t.zarr");
+    let ctx = ctx();
+    let long = "x".repeat(300);
+    for (query, says) in [
+        // NULL and the value that marks NULLs, in one integer column.
+        (
+            "SELECT * FROM (VALUES (CAST(NULL AS BIGINT)), (-9223372036854775808)) AS t(n)"
+                .to_string(),
+            "holds NULLs and the value",
+        ),
+        (format!("SELECT 1 AS \"{long}\""), "300 bytes long"),
+    ] {
+        let e = run(
+            &ctx,
+            &format!(
+                "COPY ({query}) TO '{}' STORED AS ZARR OPTIONS (chunk_rows 1)",
+                loc.display()
+            ),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(says), "{e}");
+        assert!(!exists(&loc), "{says}: the location was created");
+    }
+    // So a retry with valid rows is not told that the location exists.
+    run(
+        &ctx,
+        &format!(
+            "COPY (SELECT 1 AS n) TO '{}' STORED AS ZARR OPTIONS (chunk_rows 1)",
+            loc.display()
+        ),
+    )
+    .await
+    .unwrap();
+    // No columns at all: refused (DataFusion or the writer), nothing written.
+    let empty = dir.path().join("empty.zarr");
+    let e = run(
+        &ctx,
+        &format!(
+            "COPY (SELECT * EXCLUDE (a) FROM (SELECT 1 AS a)) TO '{}' STORED AS ZARR",
+            empty.display()
+        ),
+    )
+    .await;
+    assert!(e.is_err(), "{e:?}");
+    assert!(!exists(&empty));
+}
+
+#[tokio::test]
+async fn write_errors_say_writing_and_name_the_path() {
+    let ctx = ctx();
+    // A full disk: the error says so, with the path and the bytes (one uncompressed chunk
+    // of 262144 BIGINTs).
+    use object_store::memory::InMemory;
+    let mut store = common::CountingStore::new(Arc::new(InMemory::new()));
+    store.disk_full = true;
+    ctx.runtime_env()
+        .register_object_store(&url::Url::parse("full://bucket").unwrap(), Arc::new(store));
+    let e = run(
+        &ctx,
+        "COPY (SELECT 1 AS n) TO 'full://bucket/out.zarr' STORED AS ZARR OPTIONS \
+         (compression none)",
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("writing 'out.zarr/n/c/0' (2097152 bytes)") && e.contains("disk is full"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn time_zones_and_integer_nulls_read_back_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    for format in [3, 2] {
+        let loc = dir.path().join(format!("v{format}.zarr"));
+        run(
+            &ctx,
+            &format!(
+                "COPY (SELECT arrow_cast(arrow_cast(t, 'Timestamp(Millisecond, None)'), \
+                 'Timestamp(Millisecond, Some(\"Europe/Berlin\"))') AS t, n FROM (VALUES \
+                 ('2024-03-31T00:30:00', 0), ('2024-07-01T12:00:00', CAST(NULL AS BIGINT)), \
+                 ('2024-12-24T18:00:00', 7)) AS v(t, n)) TO '{}' STORED AS ZARR \
+                 OPTIONS (zarr_format {format})",
+                loc.display()
+            ),
+        )
+        .await
+        .unwrap();
+        let t = text(
+            &ctx,
+            &format!(
+                "SELECT arrow_typeof(t) AS ty, CAST(t AS VARCHAR) AS t FROM '{}' ORDER BY t",
+                loc.display()
+            ),
+        )
+        .await;
+        assert!(
+            t.contains("Timestamp(ms, \"Europe/Berlin\")")
+                || t.contains("Timestamp(Millisecond, Some(\"Europe/Berlin\"))"),
+            "v{format}: {t}"
+        );
+        assert!(t.contains("2024-03-31T00:30:00+01:00"), "v{format}: {t}");
+        // fill_as_null: the real 0 is 0, the NULL is NULL.
+        run(&ctx, "SET zarrow.fill_as_null = true").await.unwrap();
+        let n = text(
+            &ctx,
+            &format!("SELECT n FROM '{}' ORDER BY dim_0", loc.display()),
+        )
+        .await;
+        run(&ctx, "SET zarrow.fill_as_null = false").await.unwrap();
+        assert_eq!(
+            n.lines().filter(|l| l.starts_with('|')).collect::<Vec<_>>(),
+            ["| n |", "| 0 |", "|   |", "| 7 |"],
+            "v{format}: {n}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_anndata_dataframe_round_trips_through_copy() {
+    let sample = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/pbmc_sample.zarr/obs"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let loc = dir.path().join("obs.zarr");
+    let loc = loc.to_str().unwrap();
+    let ctx = ctx();
+    run(
+        &ctx,
+        &format!(
+            "COPY (SELECT * FROM '{sample}') TO '{loc}' STORED AS ZARR \
+             OPTIONS ('layout' 'anndata')"
+        ),
+    )
+    .await
+    .unwrap();
+    // zarrow reads the same table (the categorical's dictionary keys may be wider).
+    let same = |from: &str| {
+        format!(
+            "SELECT barcode, dim_0, CAST(cell_type AS VARCHAR) AS cell_type, batch, n_genes, \
+             total_counts, pct_mito FROM '{from}' ORDER BY dim_0"
+        )
+    };
+    assert_eq!(
+        text(&ctx, &same(loc)).await,
+        text(&ctx, &same(sample)).await
+    );
+    // anndata reads the same DataFrame: columns, dtypes, categories, index.
+    let Some(got) = zarrow_testkit::python_reads(".venv-zarr3", "anndata", loc) else {
+        return;
+    };
+    let want = zarrow_testkit::python_reads(".venv-zarr3", "anndata", sample).unwrap();
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    for (key, value) in &want {
+        assert_eq!(&got[key], value, "anndata: {key}");
+    }
+}

@@ -323,3 +323,45 @@ async fn an_interrupted_insert_leaves_the_old_table_readable() {
     .await;
     assert!(rows.contains("| 8 | 36 |"), "{rows}");
 }
+
+#[tokio::test]
+async fn a_value_equal_to_the_null_marker_is_refused_as_copy_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    let loc = dir.path().join("marked.zarr");
+    let loc = loc.to_str().unwrap();
+    // `n` has NULLs, so its arrays declare i64::MIN as their NULL marker.
+    run(
+        &ctx,
+        &format!("COPY ({SOURCE}) TO '{loc}' STORED AS ZARR OPTIONS (chunk_rows 2)"),
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE marked STORED AS ZARR LOCATION '{loc}'"),
+    )
+    .await
+    .unwrap();
+    let before = text(&ctx, "SELECT * FROM marked ORDER BY id").await;
+    let e = run(
+        &ctx,
+        "INSERT INTO marked (id, name, score, flag, n) \
+         VALUES (6, 'six', 6.5, true, -9223372036854775808)",
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("marks its NULLs") && e.contains("'n'"), "{e}");
+    assert_eq!(text(&ctx, "SELECT * FROM marked ORDER BY id").await, before);
+    // Other values are appended.
+    run(
+        &ctx,
+        "INSERT INTO marked (id, name, score, flag, n) VALUES (6, 'six', 6.5, true, 0)",
+    )
+    .await
+    .unwrap();
+    assert!(text(&ctx, "SELECT n FROM marked WHERE id = 6")
+        .await
+        .contains("| 0 |"));
+}

@@ -30,6 +30,9 @@ pub struct CountingStore {
     pub in_flight: Arc<AtomicUsize>,
     /// PUTs of the paths this picks fail (as a store refusing the write).
     pub fail_put: Option<fn(&Path) -> bool>,
+    /// PUTs fail as a local file system's do when the disk is full (an `io::Error` of kind
+    /// `StorageFull` inside the store's error).
+    pub disk_full: bool,
     /// A value the test sets as it goes (e.g. rows received so far)...
     pub mark: AtomicUsize,
     /// ...and each GET's path with the mark when it was sent.
@@ -44,6 +47,7 @@ impl CountingStore {
             hang: None,
             in_flight: Arc::new(AtomicUsize::new(0)),
             fail_put: None,
+            disk_full: false,
             mark: AtomicUsize::new(0),
             log: Mutex::new(Vec::new()),
         }
@@ -92,6 +96,15 @@ impl ObjectStore for CountingStore {
             return Err(object_store::Error::Generic {
                 store: "CountingStore",
                 source: "injected PUT failure".into(),
+            });
+        }
+        if self.disk_full {
+            return Err(object_store::Error::Generic {
+                store: "CountingStore",
+                source: Box::new(std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    "No space left on device (os error 28)",
+                )),
             });
         }
         self.inner.put_opts(location, payload, opts).await
