@@ -81,6 +81,27 @@ pub(crate) fn read_bounded<R: Read>(
 /// The least a bounded read's buffer grows by.
 const MIN_GROWTH: usize = 64 * 1024;
 
+/// Write `pad` (one element) `count` times to `out`, a block of at most about 64 KiB at a
+/// time: padding that is never whole in memory.
+pub(super) fn write_padding(
+    out: &mut impl std::io::Write,
+    pad: &[u8],
+    count: usize,
+) -> std::io::Result<()> {
+    if pad.is_empty() || count == 0 {
+        return Ok(());
+    }
+    let per_block = (64 * 1024 / pad.len()).clamp(1, count);
+    let block = pad.repeat(per_block);
+    let mut left = count;
+    while left > 0 {
+        let n = left.min(per_block);
+        out.write_all(&block[..n * pad.len()])?;
+        left -= n;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,25 +126,4 @@ mod tests {
         assert!(read_bounded(&b""[..], 0, 0, "t").unwrap().is_empty());
         assert!(read_bounded(&b"a"[..], 0, 0, "t").is_err());
     }
-}
-
-/// Write `pad` (one element) `count` times to `out`, a block of at most about 64 KiB at a
-/// time: padding that is never whole in memory.
-pub(super) fn write_padding(
-    out: &mut impl std::io::Write,
-    pad: &[u8],
-    count: usize,
-) -> std::io::Result<()> {
-    if pad.is_empty() || count == 0 {
-        return Ok(());
-    }
-    let per_block = (64 * 1024 / pad.len()).clamp(1, count);
-    let block = pad.repeat(per_block);
-    let mut left = count;
-    while left > 0 {
-        let n = left.min(per_block);
-        out.write_all(&block[..n * pad.len()])?;
-        left -= n;
-    }
-    Ok(())
 }

@@ -332,6 +332,8 @@ impl TableWriter {
 
     /// The schema of the batches [`Self::write`] takes (row position columns in it are not
     /// stored).
+    // The input's schema on purpose: `self.schema` is what is stored, without those columns.
+    #[allow(clippy::misnamed_getters)]
     pub fn schema(&self) -> &SchemaRef {
         &self.input_schema
     }
