@@ -13,7 +13,7 @@ use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::common::not_impl_err;
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
 use datafusion::error::Result;
-use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
@@ -126,6 +126,15 @@ impl DataSink for ZarrAppendSink {
             TableAppender::try_new_with(store.clone(), self.schema.clone(), read, lock)
                 .await
                 .map_err(to_datafusion_error)?;
+        // A unit of the table's rows larger than the session's memory limit could never be
+        // reserved: refused before anything is written.
+        let budget = match context.memory_pool().memory_limit() {
+            MemoryLimit::Finite(limit) => Some(limit as u64),
+            _ => None,
+        };
+        appender
+            .check_memory_budget(budget)
+            .map_err(to_datafusion_error)?;
         while let Some(batch) = data.next().await {
             let batch = batch?;
             rows.add(batch.num_rows());

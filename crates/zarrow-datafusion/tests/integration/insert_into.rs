@@ -365,3 +365,55 @@ async fn a_value_equal_to_the_null_marker_is_refused_as_copy_refuses_it() {
         .await
         .contains("| 0 |"));
 }
+
+#[tokio::test]
+async fn a_table_whose_chunks_exceed_the_memory_limit_is_refused_before_writing() {
+    use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+    use datafusion::prelude::SessionConfig;
+    let dir = tempfile::tempdir().unwrap();
+    let loc = dir.path().join("big_chunks.zarr");
+    let loc = loc.to_str().unwrap();
+    // One BIGINT column in chunks of 2^22 rows: 32 MB a chunk.
+    run(
+        &ctx(),
+        &format!("COPY (SELECT 1 AS x) TO '{loc}' STORED AS ZARR OPTIONS (chunk_rows 4194304)"),
+    )
+    .await
+    .unwrap();
+    let files = |dir: &std::path::Path| walk(dir);
+    let before = files(dir.path());
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(16 << 20, 1.0)
+        .build_arc()
+        .unwrap();
+    let limited =
+        zarrow_datafusion::zarr_session_context_with_runtime(SessionConfig::new(), runtime);
+    run(
+        &limited,
+        &format!("CREATE EXTERNAL TABLE big STORED AS ZARR LOCATION '{loc}'"),
+    )
+    .await
+    .unwrap();
+    let e = run(&limited, "INSERT INTO big (x) VALUES (2)")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("memory limit"), "{e}");
+    assert_eq!(files(dir.path()), before);
+}
+
+/// Every file below `dir`, with its size.
+fn walk(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = entry.metadata().unwrap();
+        if meta.is_dir() {
+            out.extend(walk(&entry.path()));
+        } else {
+            out.push((entry.path(), meta.len()));
+        }
+    }
+    out.sort();
+    out
+}

@@ -450,6 +450,22 @@ impl TableAppender {
         })
     }
 
+    /// Refuse appending when one unit of the table's rows (a chunk, or a shard, of every
+    /// array: what is buffered and encoded at once) takes more than `budget` bytes, or has
+    /// more than 2^31 rows. Nothing has been written yet.
+    pub fn check_memory_budget(&self, budget: Option<u64>) -> Result<()> {
+        let mut options = (*self.writer.options).clone();
+        options.memory_budget = budget;
+        let unit = options.unit_rows();
+        if unit > super::options::MAX_UNIT_ELEMENTS {
+            return Err(refuse(
+                self.store.location(),
+                format!("its chunks (or shards) hold {unit} rows, more than 2^31"),
+            ));
+        }
+        super::check_unit_memory(&self.writer.columns, &options)
+    }
+
     /// Rows the table had.
     pub fn old_rows(&self) -> u64 {
         self.old_rows
