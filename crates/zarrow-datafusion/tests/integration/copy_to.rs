@@ -515,6 +515,20 @@ async fn time_zones_and_integer_nulls_read_back_as_written() {
             ["| n |", "| 0 |", "|   |", "| 7 |"],
             "v{format}: {n}"
         );
+        // zarr-python (with the declared marker) and xarray see the same missing cell.
+        for mode in ["zarr", "xarray"] {
+            let Some(got) = zarrow_testkit::python_reads(".venv-zarr3", mode, &loc) else {
+                continue;
+            };
+            // (xarray gives floats, NaN for the missing cell.)
+            let n: Vec<Option<f64>> = got["n"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{mode}: {:?}", got.get("n")))
+                .iter()
+                .map(serde_json::Value::as_f64)
+                .collect();
+            assert_eq!(n, [Some(0.0), None, Some(7.0)], "{mode}, v{format}");
+        }
     }
 }
 
