@@ -562,6 +562,19 @@ async fn an_anndata_dataframe_round_trips_through_copy() {
         text(&ctx, &same(loc)).await,
         text(&ctx, &same(sample)).await
     );
+    // Rows with and without the reader's marks in one statement.
+    let mixed = dir.path().join("mixed.zarr");
+    let out = run(
+        &ctx,
+        &format!(
+            "COPY (SELECT barcode, n_genes FROM '{sample}' UNION ALL \
+             SELECT 'x' AS barcode, CAST(1 AS BIGINT) AS n_genes) TO '{}' STORED AS ZARR",
+            mixed.display()
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(count(&out), 2001);
     // anndata reads the same DataFrame: columns, dtypes, categories, index.
     let Some(got) = zarrow_testkit::python_reads(".venv-zarr3", "anndata", loc) else {
         return;

@@ -356,7 +356,16 @@ impl TableWriter {
     /// Add a batch (of the writer's schema). Full units are handed to the encoders; this waits
     /// while too many are in flight.
     pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        if batch.schema().fields() != self.input_schema.fields() {
+        // Names and types: field metadata (the reader's marks) may differ between a plan's
+        // schema and its batches' (a union of tables with and without them).
+        let (have, want) = (batch.schema(), &self.input_schema);
+        let same = have.fields().len() == want.fields().len()
+            && have
+                .fields()
+                .iter()
+                .zip(want.fields())
+                .all(|(h, w)| h.name() == w.name() && h.data_type() == w.data_type());
+        if !same {
             return Err(Error::InvalidArgument(format!(
                 "batch schema {:?} differs from the table's {:?}",
                 batch.schema(),
