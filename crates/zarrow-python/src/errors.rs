@@ -102,7 +102,7 @@ fn exception(e: zarrow::Error) -> PyErr {
         }
         E::Metadata { .. } | E::CodecConfig { .. } => MetadataError::new_err(message),
         E::Chunk { .. } => CorruptChunkError::new_err(message),
-        E::Store { .. } => StoreError::new_err(message),
+        E::Store { .. } | E::StoreWrite { .. } => StoreError::new_err(message),
         _ => ZarrowError::new_err(message),
     }
 }
