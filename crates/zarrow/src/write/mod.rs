@@ -227,7 +227,7 @@ impl TableWriter {
     pub async fn try_new(
         store: ZarrStore,
         schema: SchemaRef,
-        mut options: TableWriteOptions,
+        options: TableWriteOptions,
     ) -> Result<Self> {
         Self::try_new_counted(store, schema, options, Steps::default()).await
     }
@@ -235,7 +235,7 @@ impl TableWriter {
     pub(crate) async fn try_new_counted(
         store: ZarrStore,
         schema: SchemaRef,
-        options: TableWriteOptions,
+        mut options: TableWriteOptions,
         steps: Steps,
     ) -> Result<Self> {
         options.validate()?;
