@@ -448,8 +448,8 @@ async fn failed_checks_leave_the_location_as_it_was() {
 #[tokio::test]
 async fn write_errors_say_writing_and_name_the_path() {
     let ctx = ctx();
-    // A full disk: the error says so, with the path and the bytes (one uncompressed chunk
-    // of 262144 BIGINTs).
+    // A full disk: the error says so, with the path and the bytes (the first object written is
+    // the writer lock, a JSON document of its holder).
     use object_store::memory::InMemory;
     let mut store = common::CountingStore::new(Arc::new(InMemory::new()));
     store.disk_full = true;
@@ -464,7 +464,8 @@ async fn write_errors_say_writing_and_name_the_path() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("writing 'out.zarr/n/c/0' (2097152 bytes)") && e.contains("disk is full"),
+        e.contains("store error writing 'out.zarr.zarrow-lock' (")
+            && e.contains(" bytes): no space left (the disk is full)"),
         "{e}"
     );
 }

@@ -283,7 +283,7 @@ impl WriterLock {
                         ),
                     })
                 }
-                Err(e) => return Err(store_err(&key, e)),
+                Err(e) => return Err(crate::store::write_err(&key, payload.len(), e)),
             }
         }
         let local = store.local_path().map(|p| {
@@ -679,7 +679,9 @@ impl Publication {
         for from in &staged {
             let to = self.target.key(&relative(from).join("/"));
             self.steps.hit("copying a staged object")?;
-            os.copy(from, &to).await.map_err(|e| store_err(&to, e))?;
+            os.copy(from, &to)
+                .await
+                .map_err(|e| crate::store::write_err(&to, 0, e))?;
         }
         Ok(())
     }
