@@ -331,7 +331,7 @@ impl TableWriteOptions {
     ///
     /// A chunk or a shard of more than [`MAX_UNIT_ELEMENTS`] rows is refused: a unit is
     /// buffered and encoded whole, so its size is memory (whether it fits a given memory
-    /// budget is [`Self::check_unit_memory`]).
+    /// budget is checked when the writer is made, against its `memory_budget`).
     pub fn validate(&self) -> Result<()> {
         for (key, rows) in [
             ("chunk_rows", Some(self.chunk_rows)),
