@@ -308,3 +308,21 @@ pub fn run_scan_with(mut command: std::process::Command, json: &str) -> std::pro
         .unwrap();
     child.wait_with_output().unwrap()
 }
+
+/// The whole table at `location` (`SELECT *`) with `options`, as one batch.
+pub async fn read_table(
+    location: &str,
+    options: zarrow::TableOptions,
+) -> arrow::array::RecordBatch {
+    use futures::TryStreamExt;
+
+    let model = std::sync::Arc::new(zarrow::TableModel::open(location, options).await.unwrap());
+    let schema = model.schema();
+    let batches: Vec<arrow::array::RecordBatch> = zarrow::ZarrScan::new(&model)
+        .stream(model, zarrow::ScanContext::default())
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    arrow::compute::concat_batches(&schema, &batches).unwrap()
+}

@@ -11,32 +11,17 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, Int32Array, RecordBatch};
-use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Int64Type, Schema};
-use futures::TryStreamExt;
 use serde_json::Value;
-use zarrow::{ScanContext, TableModel, TableOptions, ZarrScan, ZarrStore};
+use zarrow::{TableOptions, ZarrStore};
 use zarrow_datafusion::SessionContextZarrExt;
 use zarrow_testkit::loopback;
 
-use crate::common::{copy_dir, data_dir, location};
+use crate::common::{copy_dir, data_dir, location, read_table};
 
 fn expected(which: &str) -> Value {
     let file = data_dir().join(format!("expected_holdouts_{which}.json"));
     serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap()
-}
-
-/// The whole table at `location` (`SELECT *`), with `options`.
-async fn read_table(location: &str, options: TableOptions) -> RecordBatch {
-    let model = Arc::new(TableModel::open(location, options).await.unwrap());
-    let schema = model.schema();
-    let batches: Vec<RecordBatch> = ZarrScan::new(&model)
-        .stream(model, ScanContext::default())
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    concat_batches(&schema, &batches).unwrap()
 }
 
 fn ints(values: &Value) -> Vec<i32> {

@@ -3,16 +3,13 @@
 //! as `xr.open_zarr` reads it (NaT → NULL, every other time exact to the nanosecond); without
 //! it the stored counts come back as zarr-python reads them.
 
-use std::sync::Arc;
-
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::compute::{cast, concat_batches};
+use arrow::compute::cast;
 use arrow::datatypes::{DataType, Int64Type, TimeUnit};
-use futures::TryStreamExt;
 use serde_json::Value;
-use zarrow::{Node, ScanContext, TableModel, TableOptions, ZarrScan};
+use zarrow::TableOptions;
 
-use crate::common::{data_dir, location};
+use crate::common::{data_dir, location, read_table};
 
 fn expected() -> Value {
     serde_json::from_slice(&std::fs::read(data_dir().join("expected_xarray_nat.json")).unwrap())
@@ -21,20 +18,11 @@ fn expected() -> Value {
 
 /// The whole group as one table (`SELECT *`).
 async fn read_all(store: &str, decode_cf: bool) -> RecordBatch {
-    let node = Node::open(&location(store, "")).await.unwrap();
     let options = TableOptions {
         decode_cf,
         ..Default::default()
     };
-    let model = Arc::new(TableModel::from_node(node, options).await.unwrap());
-    let schema = model.schema();
-    let batches: Vec<RecordBatch> = ZarrScan::new(&model)
-        .stream(model, ScanContext::default())
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    concat_batches(&schema, &batches).unwrap()
+    read_table(&location(store, ""), options).await
 }
 
 /// A column as int64 nanoseconds (times and durations) or int64 counts, NULL → `None`.

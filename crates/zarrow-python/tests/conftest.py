@@ -36,7 +36,10 @@ def sorted_by_all(table: pa.Table) -> pa.Table:
 
 def ipc_bytes(table: pa.Table) -> bytes:
     """The table's values as IPC bytes: equal tables give equal bytes, NaN included (which
-    `Table.equals` counts as different from itself)."""
+    `Table.equals` counts as different from itself). Field and schema metadata (what a column
+    is: `zarrow.role`, …) are left out: values are compared, the schemas apart."""
+    table = table.replace_schema_metadata(None)
+    table = table.cast(pa.schema([f.remove_metadata() for f in table.schema]))
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table.combine_chunks())

@@ -69,7 +69,9 @@ def test_reader_is_streamed_not_collected(tmp_path):
     def batches():
         for i in range(60):
             if i == 40:
-                seen.append(len(os.listdir(out / "v" / "c")))
+                # the table is staged beside `out` until it is complete (docs/writing.md)
+                (staged,) = tmp_path.glob(".s.zarr.zarrow-staging-*")
+                seen.append(len(os.listdir(staged / "v" / "c")))
             yield pa.record_batch([pa.array(range(i * 100, i * 100 + 100), pa.int64())], schema=schema)
 
     reader = pa.RecordBatchReader.from_batches(schema, batches())

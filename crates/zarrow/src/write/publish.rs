@@ -26,7 +26,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use object_store::path::{Path, PathPart};
+use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode};
 use serde_json::{json, Value};
 
@@ -571,9 +571,12 @@ impl Publication {
             None => {
                 let mut parts: Vec<_> = root.parts().collect();
                 parts.pop();
-                parts.push(PathPart::from(staging_name(&name)));
+                let parent = Path::from_iter(parts);
                 Publish::Copy {
-                    staging: ZarrStore::new(os.clone(), Path::from_iter(parts)),
+                    staging: ZarrStore::new(
+                        os.clone(),
+                        crate::key::join(&parent, &staging_name(&name)),
+                    ),
                 }
             }
         };
