@@ -41,18 +41,7 @@ pub fn expected_entries() -> Vec<Value> {
 }
 
 /// Copy a directory tree (a fixture store to a temporary directory, to damage or change it).
-pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
+pub use zarrow_testkit::copy_dir;
 
 /// The location of an array of a fixture store.
 pub fn location(store: &str, path: &str) -> String {

@@ -66,20 +66,6 @@ pub fn nodes_of(buf: &[u8]) -> Vec<(String, usize)> {
         .collect()
 }
 
-/// A copy of the directory `from` at `to`.
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 /// Give the node `node` (`/ints`; every node if `None`) the type `node_type` in every
 /// snapshot of the repository at `repo` that has it; how many nodes were changed.
 pub fn set_node_type(repo: &Path, node: Option<&str>, node_type: u8) -> usize {
@@ -105,7 +91,7 @@ pub fn set_node_type(repo: &Path, node: Option<&str>, node_type: u8) -> usize {
 /// `node` has the type `node_type` in every snapshot that has it: its path.
 pub fn with_node_type(dir: &Path, name: &str, node: &str, node_type: u8) -> PathBuf {
     let copy = dir.join(format!("type{node_type}_{name}"));
-    copy_dir(&crate::fixtures_dir().join(name), &copy);
+    crate::copy_dir(&crate::fixtures_dir().join(name), &copy);
     let changed = set_node_type(&copy, Some(node), node_type);
     assert!(changed > 0, "no node {node} in {name}");
     copy

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use crate::hostile_icechunk::copy_dir;
+use crate::copy_dir;
 
 /// One way of making `obs` invalid.
 pub struct Case {

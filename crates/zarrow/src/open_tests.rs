@@ -66,7 +66,7 @@ async fn open_fixture(what: &str, table: bool) -> Opened {
 async fn opening_takes_the_requests_the_format_needs() {
     let v2_plain = tempfile::tempdir().unwrap();
     let source = std::path::PathBuf::from(fixture("xarray_v2.zarr"));
-    copy_dir(&source, &v2_plain.path().join("x.zarr"));
+    zarrow_testkit::copy_dir(&source, &v2_plain.path().join("x.zarr"));
     std::fs::remove_file(v2_plain.path().join("x.zarr/.zmetadata")).unwrap();
     // (what, requests, round trips): before, v2 stores asked every child for `zarr.json`
     // (404) and then `.zarray`, `.zattrs` one after another (v2 unconsolidated 21 requests in
@@ -180,17 +180,4 @@ async fn a_tree_fetched_a_level_at_a_time_keeps_its_order() {
     assert_eq!(walks[0].len(), 10, "{:?}", walks[0]);
     assert_eq!(walks[0], walks[1]);
     assert_eq!(trees[0], trees[1]);
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
