@@ -29,16 +29,20 @@ cargo test --workspace -- --include-ignored --skip copy_10m_rows_under_a_200m_me
 step "core without optional features"
 cargo test -p zarrow --lib
 
-step "examples"
+step "examples, and the binaries the benchmark harness runs"
+# Built in one invocation with the tests, so with the same features as `cargo test --workspace`
+# resolved them (dev-dependencies included): everything but the harness's binaries is already
+# built. `cargo run -p zarrow-examples` would resolve the features of that one package and build
+# DataFusion a second time.
+cargo build -q --workspace --bins --tests --examples
 for ex in examples/examples/*.rs; do
-    cargo run -q -p zarrow-examples --example "$(basename "$ex" .rs)"
+    "target/debug/examples/$(basename "$ex" .rs)"
 done
 
 step "Python package: the wheel built by maturin, installed in a fresh venv, pytest against it"
 bash crates/zarrow-python/ci.sh
 
 step "benchmark harness, tiny data (debug build; checks it runs and both sides agree)"
-cargo build -q -p zarrow-cli -p zarrow-benches --bin zarrow --bin read_column --bin delay_proxy
 .venv-zarr3/bin/python benches/sql_compare.py --rows 300000 --chunk 100000 --repeat 1 \
     --zarrow target/debug/zarrow --read-column target/debug/read_column \
     --data-dir target/bench-data-smoke >/dev/null

@@ -51,12 +51,12 @@ impl ExportFormat {
             "zarr" => ExportFormat::Zarr,
             "" => bail!(
                 "cannot tell the format of '{}' without an extension; pass --format \
-                 (arrow, arrow-stream, parquet, csv, ndjson)",
+                 (arrow, arrow-stream, parquet, csv, ndjson, zarr)",
                 path.display()
             ),
             other => bail!(
                 "unknown output extension '.{other}'; pass --format (arrow, arrow-stream, parquet, \
-                 csv, ndjson) or use .arrow, .arrows, .parquet, .csv, .ndjson"
+                 csv, ndjson, zarr) or use .arrow, .arrows, .parquet, .csv, .ndjson, .zarr"
             ),
         })
     }
