@@ -11,7 +11,7 @@ use arrow_schema::{DataType as ArrowType, Field, Fields, TimeUnit};
 use base64::Engine;
 use serde_json::Value;
 
-use crate::options::{BinaryType, StringType};
+use crate::options::{BinaryType, StringType, MAX_ITEM_BYTES};
 
 /// Time units of numpy `datetime64` / `timedelta64`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -578,18 +578,6 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
         _ => return Err(DataTypeError::Unsupported),
     })
 }
-
-/// The largest element zarrow can read, in bytes: numpy's own limit on an item size (a C
-/// `int`).
-pub const MAX_ITEM_BYTES: usize = i32::MAX as usize;
-
-/// The largest element zarrow reads unless told otherwise: 16 MiB (`<U4194304`). A fixed-size
-/// element is allocated whole for the fill value and per chunk element, so this bounds what a
-/// data type in hostile metadata can make zarrow allocate; a variable-length item (string,
-/// bytes) longer than this is a chunk error on every decode path, and a chunk of `n` of them
-/// decodes to at most `n` × (4 + this) bytes (the bound every decompressor of the chunk stops
-/// at). [`crate::ReadLimits::max_item_bytes`] raises it up to [`MAX_ITEM_BYTES`].
-pub const DEFAULT_MAX_ITEM_BYTES: usize = 16 << 20;
 
 /// An element size no numpy dtype has is malformed metadata. The item limit of the read
 /// options is held to by the metadata parser ([`check_item_limit`]), before the fill value
@@ -1258,7 +1246,7 @@ mod tests {
             DataTypeError::OverItemLimit {
                 data_type: "fixed_length_utf32[2147483644]".into(),
                 bytes: 2147483644,
-                limit: crate::data_type::DEFAULT_MAX_ITEM_BYTES,
+                limit: crate::options::DEFAULT_MAX_ITEM_BYTES,
             }
         );
         assert!(e.to_string().contains("max_item_bytes"), "{e}");

@@ -87,6 +87,7 @@ mod scan;
 mod store;
 pub mod table;
 mod task;
+mod text;
 pub mod tree;
 pub mod write;
 mod writer;

@@ -473,7 +473,7 @@ struct Declared {
 impl Declared {
     /// The error for a dataframe whose attributes name `name`, which it does not hold.
     fn missing(&self, path: &str, name: &str) -> Error {
-        let shown = crate::tree::short(name, 120);
+        let shown = crate::text::short(name, 120);
         if self.index.as_deref() == Some(name) {
             Error::metadata(
                 path,

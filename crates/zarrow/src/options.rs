@@ -6,12 +6,26 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
-pub use crate::data_type::{DEFAULT_MAX_ITEM_BYTES, MAX_ITEM_BYTES};
 pub use crate::remote::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_TIMEOUT, DEFAULT_TIMEOUT,
     REMOTE_ENV, REMOTE_KEYS,
 };
-pub use crate::store::DEFAULT_MAX_METADATA_BYTES;
+
+/// The largest element zarrow can read, in bytes: numpy's own limit on an item size (a C
+/// `int`).
+pub const MAX_ITEM_BYTES: usize = i32::MAX as usize;
+
+/// The largest element zarrow reads unless told otherwise: 16 MiB (`<U4194304`). A fixed-size
+/// element is allocated whole for the fill value and per chunk element, so this bounds what a
+/// data type in hostile metadata can make zarrow allocate; a variable-length item (string,
+/// bytes) longer than this is a chunk error on every decode path, and a chunk of `n` of them
+/// decodes to at most `n` × (4 + this) bytes (the bound every decompressor of the chunk stops
+/// at). [`crate::ReadLimits::max_item_bytes`] raises it up to [`MAX_ITEM_BYTES`].
+pub const DEFAULT_MAX_ITEM_BYTES: usize = 16 << 20;
+
+/// The largest metadata document read by default (256 MiB: consolidated metadata of hierarchies
+/// with hundreds of thousands of arrays fits).
+pub const DEFAULT_MAX_METADATA_BYTES: u64 = 256 << 20;
 
 /// The Arrow type string arrays are read as.
 ///
@@ -255,23 +269,23 @@ impl FetchOptions {
 #[serde(default)]
 pub struct ReadLimits {
     /// The largest element (string, bytes, fixed-size item) read, in bytes (default
-    /// [`crate::data_type::DEFAULT_MAX_ITEM_BYTES`], 16 MiB; at most
-    /// [`crate::data_type::MAX_ITEM_BYTES`], numpy's own limit).
+    /// [`DEFAULT_MAX_ITEM_BYTES`], 16 MiB; at most
+    /// [`MAX_ITEM_BYTES`], numpy's own limit).
     pub max_item_bytes: usize,
     /// The largest decoded variable-length chunk, in bytes (default 2 GiB): a chunk whose
     /// headers claim more is an error, not an allocation.
     pub max_chunk_bytes: usize,
     /// The largest metadata document (`zarr.json`, `.zmetadata`, …) read, in bytes (default
-    /// [`crate::store::DEFAULT_MAX_METADATA_BYTES`], 256 MiB).
+    /// [`DEFAULT_MAX_METADATA_BYTES`], 256 MiB).
     pub max_metadata_bytes: u64,
 }
 
 impl Default for ReadLimits {
     fn default() -> Self {
         ReadLimits {
-            max_item_bytes: crate::data_type::DEFAULT_MAX_ITEM_BYTES,
+            max_item_bytes: DEFAULT_MAX_ITEM_BYTES,
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
-            max_metadata_bytes: crate::store::DEFAULT_MAX_METADATA_BYTES,
+            max_metadata_bytes: DEFAULT_MAX_METADATA_BYTES,
         }
     }
 }
@@ -286,9 +300,9 @@ pub const LIMIT_KEYS: &[(&str, &str)] = &[
 
 impl ReadLimits {
     /// The item limit in force: [`Self::max_item_bytes`], never past numpy's
-    /// [`crate::data_type::MAX_ITEM_BYTES`].
+    /// [`MAX_ITEM_BYTES`].
     pub fn item_bytes(&self) -> usize {
-        self.max_item_bytes.min(crate::data_type::MAX_ITEM_BYTES)
+        self.max_item_bytes.min(MAX_ITEM_BYTES)
     }
 
     /// Set the limit named `key` (one of [`LIMIT_KEYS`]) to `value`, a number of bytes; an

@@ -784,10 +784,6 @@ impl ZarrStore {
     }
 }
 
-/// The largest metadata document read by default (256 MiB: consolidated metadata of hierarchies
-/// with hundreds of thousands of arrays fits).
-pub const DEFAULT_MAX_METADATA_BYTES: u64 = 256 << 20;
-
 /// The most bytes zarrow reads of one response, carried by its request (`GetOptions`'
 /// extensions) to the connector of remote stores (see [`crate::remote`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

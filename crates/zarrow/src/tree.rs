@@ -15,6 +15,7 @@
 //! a time, sibling groups at once (`ZarrGroup::subtree`).
 
 use crate::node::Subtree;
+pub use crate::text::{push_padded, short};
 use crate::{Node, Result, ZarrArray, ZarrGroup};
 
 /// One printed line before alignment: tree prefix + name, then the columns.
@@ -178,25 +179,6 @@ fn array_columns(a: &ZarrArray) -> Vec<String> {
 
 /// The most characters of a name (a child key, a dimension or field name) a line shows.
 const NAME_MAX: usize = 120;
-
-/// `text` cut to `max` characters, `…` marking the cut (a record's base64 fill value, a
-/// hostile 100,000-character name).
-pub fn short(text: &str, max: usize) -> String {
-    if text.chars().nth(max).is_none() {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
-/// `text` followed by spaces up to `width` characters (the formatter's `{:<w$}` panics for
-/// widths over 65,535).
-pub fn push_padded(out: &mut String, text: &str, width: usize) {
-    out.push_str(text);
-    let n = text.chars().count();
-    out.extend(std::iter::repeat_n(' ', width.saturating_sub(n)));
-}
 
 /// The data type as the tree shows it: a struct of many fields by its first field and a count
 /// (`schema` shows them all), so that one wide record array does not widen every line.

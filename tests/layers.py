@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Imports between a crate's modules only go one way: a check that fails on a new circle.
+
+For each crate, the graph of its top-level modules (`src/x.rs` or `src/x/`) is read from the
+`crate::x` paths of the code (comments, strings and test code left out: `tests.rs`,
+`*_tests.rs` and `#[cfg(test)] mod … { … }` may import anything). A circle — modules that import
+each other, directly or around a loop — means neither can be read, tested or replaced without
+the other.
+
+The circles the code had when this check was written are listed in KNOWN below, to be broken;
+the check fails when a circle appears that is not inside one of them, and reports a known one
+that is gone so that its entry is deleted (the list only shrinks).
+
+    python3 tests/layers.py            # exit 1 on a new circle or a stale entry
+    python3 tests/layers.py --graph    # print each crate's module graph
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CRATES = ["crates/zarrow", "crates/zarrow-datafusion", "crates/zarrow-cli", "crates/zarrow-python"]
+
+# crate -> circles (sets of modules) present when the check was added; each is to be broken.
+KNOWN = {
+    "crates/zarrow": [
+        {"codec", "error"},
+    ],
+    "crates/zarrow-datafusion": [
+        {"insert", "source", "table"},
+    ],
+    "crates/zarrow-python": [
+        {"errors", "runtime", "usage"},
+    ],
+}
+
+
+def strip(src):
+    """The code without comments, string literals and inline test modules."""
+    src = re.sub(r"//[^\n]*", "", src)
+    src = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
+    src = re.sub(r'r#*"(?:.|\n)*?"#*', '""', src)
+    src = re.sub(r'"(?:\\.|[^"\\])*"', '""', src)
+    out, i = [], 0
+    for m in re.finditer(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{", src):
+        if m.start() < i:
+            continue
+        out.append(src[i : m.start()])
+        depth, j = 1, m.end()
+        while j < len(src) and depth:
+            depth += {"{": 1, "}": -1}.get(src[j], 0)
+            j += 1
+        i = j
+    out.append(src[i:])
+    return "".join(out)
+
+
+def modules(src_dir):
+    """Top-level module name -> its files (test files left out)."""
+    mods = {}
+    for dirpath, _, files in os.walk(src_dir):
+        for name in files:
+            if not name.endswith(".rs") or name == "tests.rs" or name.endswith("_tests.rs"):
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, name), src_dir)[:-3].split(os.sep)
+            if rel[-1] in ("mod", "lib", "main"):
+                rel = rel[:-1]
+            if rel and rel[0] != "bin":
+                mods.setdefault(rel[0], []).append(os.path.join(dirpath, name))
+    return mods
+
+
+def imports(mods):
+    """Module -> the modules of the same crate it names (`crate::m`, `use crate::{m, …}`)."""
+    edges = {m: set() for m in mods}
+    for mod, files in mods.items():
+        for path in files:
+            code = strip(open(path, encoding="utf-8").read())
+            names = set(re.findall(r"\bcrate::(\w+)", code))
+            for group in re.findall(r"\bcrate::\{([^;]*?)\}\s*;", code, flags=re.S):
+                names.update(re.findall(r"(?:^|[,{])\s*(\w+)", group))
+            edges[mod].update(n for n in names if n in mods and n != mod)
+    return edges
+
+
+def circles(edges):
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def main():
+    failed = False
+    for crate in CRATES:
+        edges = imports(modules(os.path.join(ROOT, crate, "src")))
+        if "--graph" in sys.argv:
+            print(f"{crate}:")
+            for m in sorted(edges):
+                print(f"  {m} -> {', '.join(sorted(edges[m])) or '-'}")
+        known = KNOWN.get(crate, [])
+        found = circles(edges)
+        for c in found:
+            detail = "; ".join(f"{m} -> {', '.join(sorted(edges[m] & c))}" for m in sorted(c))
+            if any(c <= k for k in known):
+                print(f"{crate}: known circle, to be broken: {detail}")
+            else:
+                print(f"{crate}: NEW circle between {sorted(c)}: {detail}")
+                failed = True
+        for k in known:
+            if not any(c & k for c in found):
+                print(f"{crate}: the circle {sorted(k)} is gone: delete it from KNOWN")
+                failed = True
+    if failed:
+        sys.exit(1)
+    print("layers: no new circle")
+
+
+if __name__ == "__main__":
+    main()
