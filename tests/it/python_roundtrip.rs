@@ -14,7 +14,7 @@ use arrow::array::{
 };
 use serde_json::{json, Value};
 use zarrow::ZarrStore;
-use zarrow::{Compression, VlenEncoding, ZarrWriteOptions};
+use zarrow::{BytesToBytes, VlenEncoding, ZarrWriteOptions};
 
 use crate::common::{json_value, values_equal};
 
@@ -50,7 +50,10 @@ fn cases() -> Vec<Case> {
             shape: vec![23],
             values: Arc::new(StringArray::from_iter_values(labels.iter())),
             opts: ZarrWriteOptions {
-                compression: Compression::Zstd(3),
+                compression: Some(BytesToBytes::Zstd {
+                    level: 3,
+                    checksum: false,
+                }),
                 dimension_names: Some(vec!["obs".into()]),
                 ..chunked(10)
             },
@@ -80,7 +83,7 @@ fn cases() -> Vec<Case> {
             )),
             opts: ZarrWriteOptions {
                 chunk_shape: Some(vec![2, 3]),
-                compression: Compression::Gzip(5),
+                compression: Some(BytesToBytes::Gzip { level: 5 }),
                 ..Default::default()
             },
             kind: "utf8",
@@ -102,7 +105,10 @@ fn cases() -> Vec<Case> {
             shape: vec![7],
             values: Arc::new(Int32Array::from(vec![1, -2, 3, i32::MAX, i32::MIN, 0, 42])),
             opts: ZarrWriteOptions {
-                compression: Compression::Zstd(1),
+                compression: Some(BytesToBytes::Zstd {
+                    level: 1,
+                    checksum: false,
+                }),
                 ..chunked(3)
             },
             kind: "int32",
@@ -214,7 +220,7 @@ fn zarrow_reads_what_it_writes() {
         for c in cases() {
             let path = format!("{i}_{}", c.path);
             let opts = ZarrWriteOptions {
-                vlen_encoding: enc,
+                string_encoding: enc,
                 ..c.opts.clone()
             };
             rt.block_on(zarrow::write_array(

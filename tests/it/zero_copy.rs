@@ -38,7 +38,7 @@ async fn arrow_vlen_from_store_copies_nothing() {
         let path = if large { "large" } else { "small" };
         let opts = ZarrWriteOptions {
             chunk_shape: Some(vec![400]),
-            vlen_encoding: VlenEncoding::ArrowVlen { large },
+            string_encoding: VlenEncoding::ArrowVlen { large },
             ..Default::default()
         };
         zarrow::write_array(&store, path, &labels(), &[1000], &opts)
@@ -203,7 +203,7 @@ async fn runs_of_rows_copy_nothing() {
     ] {
         let opts = ZarrWriteOptions {
             chunk_shape: Some(vec![600]),
-            vlen_encoding: encoding,
+            string_encoding: encoding,
             ..Default::default()
         };
         zarrow::write_array(&store, path, values.as_ref(), &[1000], &opts)

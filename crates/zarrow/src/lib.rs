@@ -14,7 +14,10 @@
 //!  array/: ZarrArray — fetch (GET │ shard index + ranged GET), region reads, chunk cache
 //!        │ decode/: codec chain, then fixed.rs (numbers, fixed strings) or vlen.rs (strings,
 //!        ▼          bytes: Arrow buffers are slices of the chunk where the layout allows)
-//!  RecordBatch                                   writer.rs: Arrow arrays → zarr v3
+//!  RecordBatch
+//!
+//!  write/: RecordBatches (write_table, COPY, INSERT) and n-d arrays (write_array) → zarr;
+//!        write/chunk/: the one chunk encoder; write/publish.rs: staging, lock, publish
 //! ```
 //!
 //! Start with [`ZarrRecordBatchReaderBuilder`] (sync) or [`ZarrRecordBatchStreamBuilder`]
@@ -90,7 +93,6 @@ mod task;
 mod text;
 pub mod tree;
 pub mod write;
-mod writer;
 
 pub use array::{ChunkCache, ChunkLocation, ChunkReader, ReadContext, ZarrArray};
 pub use codec::{BytesToBytes, ChainError, ConfigError};
@@ -113,8 +115,10 @@ pub use remote::RemoteOptions;
 pub use scan::{ScanContext, ScanMemory, ZarrRecordBatchStream, ZarrScan};
 pub use store::ZarrStore;
 pub use table::{TableModel, TableOptions};
-pub use write::{write_table, TableWriteOptions, TableWriter};
-pub use writer::{write_array, write_group, Compression, VlenEncoding, ZarrWriteOptions};
+pub use write::{
+    write_array, write_group, write_table, TableWriteOptions, TableWriter, VlenEncoding,
+    ZarrWriteOptions,
+};
 
 /// Not a public API: the decoder's parts, for zarrow's own benches, fuzz targets and tests,
 /// which drive one codec chain or one chunk without a store. Anything here may change in any
@@ -126,7 +130,7 @@ pub mod internals {
     pub use crate::data_type::{parse_v2_dtype, parse_v2_structured};
     pub use crate::decode::{decode_chunk, fill_array, ChunkRows, ChunkSelection};
     pub use crate::metadata::{parse_v2_array, parse_v2_consolidated, parse_v2_group, parse_v3};
-    pub use crate::writer::encode;
+    pub use crate::write::chunk::encode;
 }
 
 /// The scheme prefix of Icechunk repository locations (`icechunk+file://…`), known with or

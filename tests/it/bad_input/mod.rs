@@ -16,7 +16,7 @@ use serde_json::json;
 use zarrow::internals::encode;
 use zarrow::BytesToBytes;
 use zarrow::{ChunkError, Error, Node, ZarrArray, ZarrReadOptions, ZarrStore};
-use zarrow::{Compression, VlenEncoding, ZarrWriteOptions};
+use zarrow::{VlenEncoding, ZarrWriteOptions};
 
 struct Fixture {
     mem: Arc<InMemory>,
@@ -105,10 +105,10 @@ fn words() -> StringArray {
     StringArray::from(vec!["a", "bb", "ccc", "dddd"])
 }
 
-async fn write(f: &Fixture, path: &str, enc: VlenEncoding, compression: Compression) {
+async fn write(f: &Fixture, path: &str, enc: VlenEncoding, compression: Option<BytesToBytes>) {
     let opts = ZarrWriteOptions {
         chunk_shape: Some(vec![4]),
-        vlen_encoding: enc,
+        string_encoding: enc,
         compression,
         write_empty_chunks: true,
         ..Default::default()
@@ -121,7 +121,7 @@ async fn write(f: &Fixture, path: &str, enc: VlenEncoding, compression: Compress
 #[tokio::test]
 async fn corrupt_vlen_utf8_chunks() {
     let f = Fixture::new();
-    write(&f, "s", VlenEncoding::Numcodecs, Compression::None).await;
+    write(&f, "s", VlenEncoding::Numcodecs, None).await;
     let good = encode::vlen_numcodecs(&words()).unwrap();
 
     f.put("s/c/0", good[..good.len() - 2].to_vec()).await;
@@ -163,13 +163,7 @@ async fn corrupt_vlen_utf8_chunks() {
 #[tokio::test]
 async fn corrupt_arrow_vlen_offsets() {
     let f = Fixture::new();
-    write(
-        &f,
-        "a",
-        VlenEncoding::ArrowVlen { large: false },
-        Compression::None,
-    )
-    .await;
+    write(&f, "a", VlenEncoding::ArrowVlen { large: false }, None).await;
     let good = encode::arrow_vlen(&words(), false).unwrap();
 
     let mut decreasing = good.clone();
@@ -192,7 +186,16 @@ async fn corrupt_arrow_vlen_offsets() {
 #[tokio::test]
 async fn broken_compression_stream() {
     let f = Fixture::new();
-    write(&f, "z", VlenEncoding::Numcodecs, Compression::Zstd(3)).await;
+    write(
+        &f,
+        "z",
+        VlenEncoding::Numcodecs,
+        Some(BytesToBytes::Zstd {
+            level: 3,
+            checksum: false,
+        }),
+    )
+    .await;
     let stored = f
         .mem
         .get(&"bad/z/c/0".into())
@@ -409,7 +412,10 @@ async fn corrupt_chunks_read_batch_by_batch() {
     let strings: Vec<String> = (0..5000).map(|i| format!("item-{i}-é")).collect();
     let opts = ZarrWriteOptions {
         chunk_shape: Some(vec![5000]),
-        compression: Compression::Zstd(3),
+        compression: Some(BytesToBytes::Zstd {
+            level: 3,
+            checksum: false,
+        }),
         ..Default::default()
     };
     let values = StringArray::from(strings.clone());

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use super::*;
 use crate::codec::{ArrayToBytes, BytesToBytes, CodecChain, IndexLocation, ZarrsVlen};
 use crate::options::StringType;
-use crate::writer::encode;
+use crate::write::chunk::encode;
 
 fn chain(a2b: ArrayToBytes) -> CodecChain {
     CodecChain {

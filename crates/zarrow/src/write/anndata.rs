@@ -22,9 +22,9 @@ use arrow_array::{
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 use serde_json::{json, Map, Value};
 
+use super::chunk::encode;
 use super::column::{encoding_attributes, is_string, ColumnWriter};
 use super::options::TableWriteOptions;
-use crate::writer::encode;
 use crate::{Error, Result};
 
 /// The name of a generated index, which no column may have.
@@ -86,7 +86,7 @@ fn read_as_plain(field: &Field) -> bool {
 fn element_bytes(values: &dyn Array) -> Result<Vec<Option<Vec<u8>>>> {
     let nulls = values.logical_nulls();
     let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
-    match crate::writer::zarr_type(values.data_type())?.2 {
+    match super::chunk::zarr_type(values.data_type())?.2 {
         Some(size) => {
             let bytes = encode::fixed_values(values, &vec![0; size])?;
             Ok(bytes

@@ -21,6 +21,7 @@ use bytes::Bytes;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, UpdateVersion};
 use serde_json::{json, Value};
 
+use super::chunk::VlenEncoding;
 use super::column::ColumnWriter;
 use super::options::TableWriteOptions;
 use super::{refuse_group_member, LockPolicy, Steps, TableWriter, WriterLock};
@@ -30,7 +31,6 @@ use crate::node::Node;
 use crate::options::ZarrReadOptions;
 use crate::store::ZarrStore;
 use crate::table::{ColumnRole, TableModel, TableOptions, TableReader};
-use crate::writer::VlenEncoding;
 use crate::{Error, Result};
 
 /// One stored array being appended to.
@@ -170,7 +170,7 @@ fn layout_of(doc: &Value, zarr_format: u8) -> Vec<Value> {
 
 /// `values` with the elements equal to `sentinel` (bytes of one element) as NULLs.
 fn sentinel_as_null(values: &ArrayRef, sentinel: &[u8]) -> Result<ArrayRef> {
-    let bytes = crate::writer::encode::fixed_values(values.as_ref(), sentinel)?;
+    let bytes = super::chunk::encode::fixed_values(values.as_ref(), sentinel)?;
     let valid: BooleanBuffer = bytes
         .chunks_exact(sentinel.len())
         .map(|e| e != sentinel)
@@ -541,7 +541,7 @@ impl TableAppender {
             }
         }
         self.check_root_unchanged().await?;
-        let limits = crate::writer::self_check_limits();
+        let limits = super::chunk::self_check_limits();
         let doc_name = if self.zarr_format == 2 {
             ".zarray"
         } else {

@@ -16,9 +16,9 @@ use arrow_schema::{DataType as ArrowType, Field, TimeUnit};
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
+use super::chunk::{array_to_bytes_json, v3_array_json, zarr_type, ChunkEncoder, V3Array};
 use super::options::TableWriteOptions;
 use crate::codec::compression::BytesToBytes;
-use crate::writer::{array_to_bytes_json, encode, v3_array_json, zarr_type, V3Array, VlenEncoding};
 use crate::{Error, Result};
 
 /// A column being written.
@@ -226,8 +226,8 @@ impl ColumnWriter {
     }
 
     /// The stored chunk of `values` (at most `chunk_rows` of them), padded to `chunk_rows`
-    /// elements with the NULL value and compressed. A partial chunk of a fixed-size type is
-    /// padded as it is compressed (gzip, zstd): the padding is never whole in memory.
+    /// elements with the NULL value and compressed, by the writers' one chunk encoder. Notes
+    /// the NULLs and sentinel values it holds.
     fn stored_chunk(
         &self,
         values: &ArrayRef,
@@ -235,65 +235,20 @@ impl ColumnWriter {
         key: &str,
         opts: &TableWriteOptions,
     ) -> Result<Vec<u8>> {
-        let missing = chunk_rows.saturating_sub(values.len());
-        if let (Some(_), Some(c), true) = (self.fixed, &opts.compression, missing > 0) {
-            let head = self.chunk(values, values.len(), opts)?;
-            if let Some(stored) = c.encode_padded(&head, &self.null_bytes, missing) {
-                return stored.map_err(|e| Error::chunk(self.path.clone(), key.to_string(), e));
-            }
-        }
-        self.compress(self.chunk(values, chunk_rows, opts)?, key, opts)
-    }
-
-    /// The uncompressed chunk of `values` (at most `chunk_rows` of them), padded to
-    /// `chunk_rows` elements with the NULL value.
-    fn chunk(
-        &self,
-        values: &ArrayRef,
-        chunk_rows: usize,
-        opts: &TableWriteOptions,
-    ) -> Result<Vec<u8>> {
         let values = unpack(values)?;
         if values.null_count() > 0 {
             self.saw_null.store(true, Ordering::Relaxed);
         }
-        match self.fixed {
-            Some(size) => {
-                let mut out = encode::fixed_values(values.as_ref(), &self.null_bytes)?;
-                if self.sentinel {
-                    let equal = out
-                        .chunks_exact(size)
-                        .filter(|e| *e == &self.null_bytes[..])
-                        .count();
-                    if equal > values.null_count() {
-                        self.saw_sentinel.store(true, Ordering::Relaxed);
-                    }
-                }
-                for _ in values.len()..chunk_rows {
-                    out.extend_from_slice(&self.null_bytes);
-                }
-                Ok(out)
-            }
-            None => {
-                let mut items = encode::byte_items(values.as_ref())?;
-                items.resize(chunk_rows.max(items.len()), None);
-                match opts.string_encoding {
-                    VlenEncoding::Numcodecs => encode::vlen_numcodecs_items(&items, b""),
-                    VlenEncoding::ArrowVlen { large } => {
-                        encode::arrow_vlen_items(&items, b"", large)
-                    }
-                }
-            }
+        if !self.saw_sentinel.load(Ordering::Relaxed) && self.holds_sentinel(&values)? {
+            self.saw_sentinel.store(true, Ordering::Relaxed);
         }
-    }
-
-    fn compress(&self, raw: Vec<u8>, key: &str, opts: &TableWriteOptions) -> Result<Vec<u8>> {
-        match &opts.compression {
-            Some(c) => c
-                .encode(&raw)
-                .map_err(|e| Error::chunk(self.path.clone(), key.to_string(), e)),
-            None => Ok(raw),
-        }
+        let encoder = ChunkEncoder {
+            fixed: self.fixed,
+            null_bytes: &self.null_bytes,
+            string_encoding: opts.string_encoding,
+            compression: opts.compression.as_ref(),
+        };
+        encoder.stored(values.as_ref(), chunk_rows, &self.path, key)
     }
 
     /// The stored object of one unit (`values`: its rows, at most `opts.unit_rows()`): one

@@ -14,6 +14,8 @@
 
 mod anndata;
 pub mod append;
+mod array;
+pub(crate) mod chunk;
 mod column;
 pub mod options;
 mod publish;
@@ -28,13 +30,14 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use object_store::ObjectStoreExt;
 use serde_json::{json, Map, Value};
 use tokio::task::JoinSet;
 
 use crate::store::ZarrStore;
 use crate::{Error, Result};
 use anndata::AnnDataFrame;
+pub use array::{write_array, write_group, ZarrWriteOptions};
+pub use chunk::VlenEncoding;
 use column::ColumnWriter;
 pub use options::{Layout, TableWriteOptions, WRITE_OPTION_KEYS};
 pub(crate) use publish::refuse_group_member;
@@ -268,8 +271,14 @@ impl TableWriter {
             }
         };
         check_unit_memory(&columns, &options)?;
-        let publication =
-            Publication::prepare(&store, options.overwrite, options.lock, steps.clone()).await?;
+        let publication = Publication::prepare(
+            &store,
+            "COPY (writing a table)",
+            options.overwrite,
+            options.lock,
+            steps.clone(),
+        )
+        .await?;
         let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
         let max_in_flight = (2 * columns.len()).max(2 * parallel);
         Ok(Self {
@@ -523,7 +532,7 @@ impl TableWriter {
             self.put_group_metadata(&path, Value::Object(attributes), &mut consolidated)
                 .await?;
         }
-        let limits = crate::writer::self_check_limits();
+        let limits = chunk::self_check_limits();
         if opts.zarr_format == 2 {
             self.put_group_metadata("", root_attributes, &mut consolidated)
                 .await?;
@@ -561,26 +570,7 @@ impl TableWriter {
                 .publication
                 .as_ref()
                 .is_some_and(|p| p.root_create_only());
-        let key = self.store.child(path).key(name);
-        let os = self.store.object_store();
-        let put = match create {
-            true => publish::put_create(os.as_ref(), &key, bytes.into()).await,
-            false => os.put(&key, bytes.into()).await.map(|_| ()),
-        };
-        match put {
-            Ok(_) => Ok(()),
-            Err(object_store::Error::AlreadyExists { .. }) if create => Err(Error::Write {
-                path: self.store.location().to_string(),
-                message: format!(
-                    "another writer published a table here while this one wrote ({key} \
-                     exists); this one's metadata was not written"
-                ),
-            }),
-            Err(source) => Err(Error::Store {
-                path: key.to_string(),
-                source,
-            }),
-        }
+        publish::put_doc(&self.store, path, name, bytes, create).await
     }
 
     /// Write the last (partial) unit and wait for every chunk; check each column (NULLs and
@@ -606,7 +596,7 @@ impl TableWriter {
         opts: &TableWriteOptions,
         consolidated: &mut Map<String, Value>,
     ) -> Result<()> {
-        let limits = crate::writer::self_check_limits();
+        let limits = chunk::self_check_limits();
         if opts.zarr_format == 2 {
             let (zarray, zattrs) = c.v2_metadata(rows, opts)?;
             let zarray_bytes = to_bytes(&c.path, &zarray)?;

@@ -2,8 +2,8 @@
 //! `key = value` strings that SQL (`COPY … OPTIONS (…)`), the CLI (`--option k=v`) and Python
 //! (`**options`) pass: unknown keys and bad values are errors that list what is valid.
 
+use super::chunk::VlenEncoding;
 use crate::codec::compression::BytesToBytes;
-use crate::writer::VlenEncoding;
 use crate::{Error, Result};
 
 /// How a table is laid out in the store.
@@ -262,8 +262,8 @@ impl TableWriteOptions {
             "compression" => self.compression = compression(v)?,
             "string_encoding" => {
                 self.string_encoding = match v.to_ascii_lowercase().replace('_', "-").as_str() {
-                    "vlen-utf8" | "vlen" | "numcodecs" => VlenEncoding::Numcodecs,
-                    "arrow-vlen" => VlenEncoding::ArrowVlen { large: false },
+                    "vlen-utf8" | "vlen-bytes" | "vlen" | "numcodecs" => VlenEncoding::Numcodecs,
+                    "arrow-vlen" | "zarrow.arrow-vlen" => VlenEncoding::ArrowVlen { large: false },
                     "arrow-vlen-large" => VlenEncoding::ArrowVlen { large: true },
                     _ => {
                         return Err(bad(

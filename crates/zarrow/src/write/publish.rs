@@ -495,6 +495,7 @@ impl Publication {
     /// written but the lock.
     pub(crate) async fn prepare(
         target: &ZarrStore,
+        operation: &str,
         overwrite: bool,
         policy: LockPolicy,
         steps: Steps,
@@ -514,9 +515,7 @@ impl Publication {
                 ));
             }
         }
-        let lock =
-            WriterLock::acquire_counted(&target, "COPY (writing a table)", policy, steps.clone())
-                .await?;
+        let lock = WriterLock::acquire_counted(&target, operation, policy, steps.clone()).await?;
         let os = target.object_store();
         let root = target.root();
         let prefix = (!root.as_ref().is_empty()).then_some(root);
@@ -709,6 +708,38 @@ impl Drop for Publication {
                 }
             }
         }
+    }
+}
+
+/// Put document `name` below the node at `path` of `store`; create-only (`create`) where it
+/// publishes what was written (a new table or array on an object store): another writer's
+/// document there is then an error.
+pub(crate) async fn put_doc(
+    store: &ZarrStore,
+    path: &str,
+    name: &str,
+    bytes: Vec<u8>,
+    create: bool,
+) -> Result<()> {
+    let key = store.child(path).key(name);
+    let os = store.object_store();
+    let put = match create {
+        true => put_create(os.as_ref(), &key, bytes.into()).await,
+        false => os.put(&key, bytes.into()).await.map(|_| ()),
+    };
+    match put {
+        Ok(_) => Ok(()),
+        Err(object_store::Error::AlreadyExists { .. }) if create => Err(Error::Write {
+            path: store.location().to_string(),
+            message: format!(
+                "another writer published a table here while this one wrote ({key} exists); \
+                 this one's metadata was not written"
+            ),
+        }),
+        Err(source) => Err(Error::Store {
+            path: key.to_string(),
+            source,
+        }),
     }
 }
 
