@@ -14,8 +14,7 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 use futures::{StreamExt, TryStreamExt};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
-use zarrow::{Compression, VlenEncoding};
-use zarrow::{Node, TableModel, ZarrWriteOptions};
+use zarrow::{Node, TableModel, TableWriteOptions, ZarrWriteOptions};
 
 use crate::errors::{to_py, ZarrowError};
 use crate::options::{TableKwargs, TABLE_OPTIONS};
@@ -387,13 +386,14 @@ pub(crate) fn tree(
 }
 
 /// Write an Arrow array (anything with `__arrow_c_array__`: pyarrow, polars, …) as a zarr v3
-/// array at `location`.
+/// array at `location`. `string_encoding` and `compression` take the values of `write_table`'s
+/// options of those names; `encoding` is the old name of `string_encoding` (deprecated).
 ///
 /// Example::
 ///
 ///     >>> zarrow.write_array("labels.zarr", pyarrow.array(["a", "b"]), compression="zstd")
 #[pyfunction]
-#[pyo3(signature = (location, array, *, shape=None, chunks=None, encoding="vlen-utf8", compression=None, dimension_names=None, storage_options=None))]
+#[pyo3(signature = (location, array, *, shape=None, chunks=None, string_encoding=None, compression=None, dimension_names=None, overwrite=false, storage_options=None, encoding=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_array(
     py: Python<'_>,
@@ -401,38 +401,32 @@ pub(crate) fn write_array(
     array: Bound<'_, PyAny>,
     shape: Option<Vec<u64>>,
     chunks: Option<Vec<u64>>,
-    encoding: &str,
-    compression: Option<&str>,
+    string_encoding: Option<String>,
+    compression: Option<String>,
     dimension_names: Option<Vec<String>>,
+    overwrite: bool,
     storage_options: Option<HashMap<String, String>>,
+    encoding: Option<String>,
 ) -> PyResult<()> {
     let values = import_array(&array)?;
-    let vlen_encoding = match encoding {
-        "vlen-utf8" | "vlen-bytes" | "numcodecs" => VlenEncoding::Numcodecs,
-        "arrow_vlen" | "zarrow.arrow_vlen" => VlenEncoding::ArrowVlen { large: false },
-        "large_arrow_vlen" => VlenEncoding::ArrowVlen { large: true },
-        other => {
-            return Err(ZarrowError::new_err(format!(
-                "encoding '{other}': expected vlen-utf8, arrow_vlen or large_arrow_vlen"
-            )))
-        }
+    // The table writer's options parse both (one spelling of each value).
+    let mut parsed = TableWriteOptions {
+        compression: None,
+        ..Default::default()
     };
-    let compression = match compression {
-        None | Some("none") => Compression::None,
-        Some("zstd") => Compression::Zstd(3),
-        Some("gzip") => Compression::Gzip(5),
-        Some(other) => {
-            return Err(ZarrowError::new_err(format!(
-                "compression '{other}': expected none, zstd or gzip"
-            )))
-        }
-    };
+    if let Some(value) = deprecated_encoding(py, string_encoding, encoding)? {
+        parsed.set("string_encoding", &value).map_err(to_py)?;
+    }
+    if let Some(value) = &compression {
+        parsed.set("compression", value).map_err(to_py)?;
+    }
     let shape = shape.unwrap_or_else(|| vec![values.len() as u64]);
     let options = ZarrWriteOptions {
         chunk_shape: chunks,
-        vlen_encoding,
-        compression,
+        string_encoding: parsed.string_encoding,
+        compression: parsed.compression,
         dimension_names,
+        overwrite,
         ..Default::default()
     };
     let store = TableKwargs {
@@ -444,6 +438,38 @@ pub(crate) fn write_array(
         zarrow::write_array(&store, "", values.as_ref(), &shape, &options).await
     })?
     .map_err(to_py)
+}
+
+/// `write_array`'s string encoding: `string_encoding`, or the deprecated `encoding` keyword
+/// and `large_arrow_vlen` value (each with a `DeprecationWarning`).
+fn deprecated_encoding(
+    py: Python<'_>,
+    string_encoding: Option<String>,
+    encoding: Option<String>,
+) -> PyResult<Option<String>> {
+    let warn = |message: &std::ffi::CStr| {
+        let category = py.get_type::<pyo3::exceptions::PyDeprecationWarning>();
+        PyErr::warn(py, category.as_any(), message, 2)
+    };
+    let value = match (string_encoding, encoding) {
+        (Some(_), Some(_)) => {
+            return Err(ZarrowError::new_err(
+                "give string_encoding only (encoding is its deprecated name)",
+            ))
+        }
+        (None, Some(old)) => {
+            warn(c"write_array: encoding= is deprecated; use string_encoding=")?;
+            Some(old)
+        }
+        (value, None) => value,
+    };
+    Ok(match value.as_deref() {
+        Some("large_arrow_vlen") => {
+            warn(c"write_array: 'large_arrow_vlen' is deprecated; use 'arrow_vlen_large'")?;
+            Some("arrow_vlen_large".to_string())
+        }
+        _ => value,
+    })
 }
 
 /// An array from the Arrow PyCapsule interface (`__arrow_c_array__`), checked before use: both

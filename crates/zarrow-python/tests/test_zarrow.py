@@ -167,7 +167,7 @@ def test_polars_and_pandas_take_the_stream():
 def test_arrow_vlen_reaches_pyarrow_without_a_copy(tmp_path):
     strings = [f"cell-{i:05d}-{'x' * (i % 7)}" for i in range(1000)]
     location = str(tmp_path / "ids.zarr")
-    zarrow.write_array(location, pa.array(strings), chunks=[1000], encoding="arrow_vlen")
+    zarrow.write_array(location, pa.array(strings), chunks=[1000], string_encoding="arrow_vlen")
     reader = pa.RecordBatchReader.from_stream(zarrow.scan(location, ["value"], batch_size=1000))
     (batch,) = list(reader)
     column = batch.column(0)
@@ -188,6 +188,28 @@ def test_zarr_python_reads_what_zarrow_writes(tmp_path):
     values = ["a", "", "ünïcödé", "🌊"] * 10
     zarrow.write_array(str(location), pa.array(values), chunks=[7], compression="zstd")
     assert zarr.open_array(str(location), mode="r")[:].tolist() == values
+
+
+def test_write_array_takes_the_table_writers_option_values(tmp_path):
+    values = pa.array(["a", None, "ccc"] * 5)
+    location = tmp_path / "a.zarr"
+    zarrow.write_array(str(location), values, string_encoding="arrow_vlen_large",
+                       compression="zstd(5)")
+    codecs = json.loads((location / "zarr.json").read_text())["codecs"]
+    assert codecs[0]["configuration"]["offset_type"] == "int64"
+    assert codecs[1]["configuration"]["level"] == 5
+    # The old keyword and value still work, and warn.
+    with pytest.warns(DeprecationWarning, match="string_encoding"):
+        zarrow.write_array(str(tmp_path / "b.zarr"), values, encoding="arrow_vlen")
+    with pytest.warns(DeprecationWarning, match="arrow_vlen_large"):
+        zarrow.write_array(str(tmp_path / "c.zarr"), values, string_encoding="large_arrow_vlen")
+    # Written whole or refused: what is there is replaced only with overwrite.
+    with pytest.raises(zarrow.ZarrowError, match="already exists"):
+        zarrow.write_array(str(location), values)
+    zarrow.write_array(str(location), values, overwrite=True)
+    # NULLs are written as the fill value, "".
+    want = ["" if v is None else v for v in values.to_pylist()]
+    assert zarrow.read_table(str(location)).column("value").to_pylist() == want
 
 
 def test_remote_stores_through_storage_options(monkeypatch):

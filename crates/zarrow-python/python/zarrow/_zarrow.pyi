@@ -183,12 +183,19 @@ def write_array(
     *,
     shape: list[int] | None = None,
     chunks: list[int] | None = None,
-    encoding: str = "vlen-utf8",
+    string_encoding: str | None = None,
     compression: str | None = None,
     dimension_names: list[str] | None = None,
+    overwrite: bool = False,
     storage_options: dict[str, str] | None = None,
+    encoding: str | None = None,
 ) -> None:
     """Write an Arrow array (anything with ``__arrow_c_array__``) as a zarr v3 array.
+
+    ``string_encoding`` ('vlen-utf8', 'arrow_vlen', 'arrow_vlen_large') and ``compression``
+    ('none', 'zstd', 'zstd(5)', 'gzip', 'gzip(9)') as ``write_table``'s options; ``encoding`` is
+    the deprecated old name of ``string_encoding``. A location that holds anything is refused
+    unless ``overwrite``.
 
     Example::
 
