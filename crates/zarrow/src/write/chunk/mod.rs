@@ -239,7 +239,7 @@ pub(crate) fn v3_array_json(a: V3Array<'_>) -> Value {
 /// whatever the size of their elements.
 pub(crate) fn self_check_limits() -> crate::ReadLimits {
     crate::ReadLimits {
-        max_item_bytes: crate::data_type::MAX_ITEM_BYTES,
+        max_item_bytes: crate::options::MAX_ITEM_BYTES,
         ..Default::default()
     }
 }
