@@ -1,11 +1,13 @@
-//! Regular chunk grids, and selections of chunks as ranges over them.
+//! Chunk grids (regular and rectilinear), and selections of chunks as ranges over them.
 //!
-//! A [`ChunkGrid`] is a shape cut into chunks of one shape (the last chunk along a dimension
-//! may stick out past the shape). A [`ChunkRanges`] selects chunks of a grid without listing
-//! them: per dimension a sorted list of disjoint ranges of chunk indices, the selection being
-//! their product, enumerated in C order, and a window `[start, end)` of that enumeration (what
-//! a partition or a limit reads). Everything here costs memory and time in the number of
-//! ranges, never in the number of chunks: a grid of 2^40 chunks is one range per dimension.
+//! A [`ChunkGrid`] is a shape cut into chunks: per dimension, runs of equal chunk edges (a
+//! regular grid is one run per dimension; the last chunk along a dimension may stick out past
+//! the shape). Everything that maps chunks to elements or back goes through it. A
+//! [`ChunkRanges`] selects chunks of a grid without listing them: per dimension a sorted list
+//! of disjoint ranges of chunk indices, the selection being their product, enumerated in C
+//! order, and a window `[start, end)` of that enumeration (what a partition or a limit reads).
+//! Everything here costs memory and time in the number of runs and ranges, never in the number
+//! of chunks: a regular grid of 2^40 chunks is one run and one range per dimension.
 //!
 //! ```text
 //!  dims:   d0: [0..2, 5..6]   d1: [0..3]        selection = {0,1,5} × {0,1,2}, C order:
@@ -82,6 +84,40 @@ pub enum GridError {
     /// Selected chunks holding more rows than a `u64` counts.
     #[error("the selected chunks hold over 2^64 rows")]
     TooManyRows,
+    /// Chunk edges for another number of dimensions than the shape's.
+    #[error("chunk edges for {dims} dimensions, but shape {shape:?} has {}", shape.len())]
+    RunDimensions {
+        /// The shape.
+        shape: Vec<u64>,
+        /// Dimensions the edges were given for.
+        dims: usize,
+    },
+    /// Chunk edges along a dimension that are empty or more than [`MAX_GRID_RUNS`] runs.
+    #[error("dimension {dim} declares {runs} runs of chunk edges (1 to {max} allowed)")]
+    RunCount {
+        /// The dimension.
+        dim: usize,
+        /// Runs declared.
+        runs: usize,
+        /// The most allowed.
+        max: usize,
+    },
+    /// A chunk edge, or a run count, of zero.
+    #[error("dimension {dim} declares a zero chunk edge or run count")]
+    ZeroRun {
+        /// The dimension.
+        dim: usize,
+    },
+    /// Chunk edges that do not reach the end of the shape.
+    #[error("chunk edges along dimension {dim} cover {covered} elements, short of its {extent}")]
+    EdgesShort {
+        /// The dimension.
+        dim: usize,
+        /// The shape along it.
+        extent: u64,
+        /// Elements the edges cover (saturated at 2^64 - 1).
+        covered: u64,
+    },
 }
 
 impl GridError {
@@ -94,7 +130,124 @@ impl GridError {
     }
 }
 
-/// A regular grid of chunks over a shape.
+/// The most runs of chunk sizes one dimension of a grid may declare (an explicit edge is a run
+/// of one; equal neighbours merge). Metadata declaring more is refused before anything is
+/// allocated per run.
+pub const MAX_GRID_RUNS: usize = 1 << 20;
+
+/// Which kind of chunk grid an array declares (how its metadata spells it). Both read through
+/// the same code: a regular dimension is one run of equal chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GridKind {
+    /// The core `regular` grid: one chunk shape.
+    Regular,
+    /// The `rectilinear` grid of zarr-extensions: explicit chunk edge lengths per dimension.
+    Rectilinear,
+}
+
+/// `count` chunks of `size` elements along a dimension, the first at chunk index
+/// `first_chunk` and element `first_elem`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Run {
+    size: u64,
+    count: u64,
+    first_chunk: u64,
+    first_elem: u64,
+}
+
+/// One dimension of a grid: the runs of equal chunks covering `0..extent` (runs wholly past
+/// the extent are dropped, the last run's count cut to the chunks that reach into it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Axis {
+    extent: u64,
+    runs: Vec<Run>,
+    /// The largest chunk declared along the dimension.
+    largest: u64,
+}
+
+impl Axis {
+    /// An axis over `extent` cut by `runs` of `(size, count)`; `None` when the runs do not
+    /// reach the extent.
+    fn new(extent: u64, declared: &[(u64, u64)]) -> Option<Self> {
+        let largest = declared.iter().map(|r| r.0).max().unwrap_or(0);
+        let mut runs: Vec<Run> = Vec::new();
+        let (mut chunk, mut elem) = (0u64, 0u64);
+        for &(size, count) in declared {
+            if elem >= extent {
+                break;
+            }
+            if count == 0 {
+                continue;
+            }
+            // Chunks of this run that start before the extent.
+            let count = count.min((extent - elem).div_ceil(size));
+            match runs.last_mut() {
+                Some(last) if last.size == size => last.count += count,
+                _ => runs.push(Run {
+                    size,
+                    count,
+                    first_chunk: chunk,
+                    first_elem: elem,
+                }),
+            }
+            chunk = chunk.checked_add(count)?;
+            elem = elem.saturating_add(count.saturating_mul(size));
+        }
+        (elem >= extent).then_some(Axis {
+            extent,
+            runs,
+            largest,
+        })
+    }
+
+    /// The number of chunks (reaching into the extent).
+    fn len(&self) -> u64 {
+        self.runs.last().map_or(0, |r| r.first_chunk + r.count)
+    }
+
+    /// The run holding chunk `i` (`i` below [`Self::len`]).
+    fn run_of_chunk(&self, i: u64) -> &Run {
+        let at = self.runs.partition_point(|r| r.first_chunk <= i);
+        &self.runs[at.saturating_sub(1)]
+    }
+
+    /// Where chunk `i` starts, clipped to the extent (the extent for `i` past the last chunk).
+    fn boundary(&self, i: u64) -> u64 {
+        if i >= self.len() {
+            return self.extent;
+        }
+        let run = self.run_of_chunk(i);
+        (run.first_elem + (i - run.first_chunk) * run.size).min(self.extent)
+    }
+
+    /// The declared (stored) size of chunk `i`, which may reach past the extent.
+    fn size(&self, i: u64) -> u64 {
+        self.run_of_chunk(i).size
+    }
+
+    /// The chunk holding element `e` (`e` below the extent).
+    fn chunk_of(&self, e: u64) -> u64 {
+        let at = self.runs.partition_point(|r| r.first_elem <= e);
+        let run = &self.runs[at.saturating_sub(1)];
+        run.first_chunk + (e - run.first_elem) / run.size
+    }
+
+    /// The chunks holding any element of `elems` (clipped to the extent).
+    fn chunks_in(&self, elems: &Range<u64>) -> Range<u64> {
+        let end = elems.end.min(self.extent);
+        if elems.start >= end || self.runs.is_empty() {
+            return 0..0;
+        }
+        self.chunk_of(elems.start)..self.chunk_of(end - 1) + 1
+    }
+}
+
+/// A grid of chunks over a shape: per dimension, runs of equal chunk sizes. The core
+/// `regular` grid is one run per dimension (the last chunk may stick out past the shape); the
+/// `rectilinear` grid lists chunk edges, explicitly or run-length encoded, and is stored as
+/// those runs, never expanded. Lookups are binary searches over the runs: chunk indices to
+/// element ranges ([`Self::chunk_box`], [`Self::elements`]) and element ranges to chunk index
+/// ranges ([`Self::chunks_in`]).
 ///
 /// ```
 /// use zarrow::ChunkGrid;
@@ -108,17 +261,26 @@ impl GridError {
 /// assert_eq!(grid.chunk_len(&[2, 1])?, 6);
 /// assert!(grid.check(&[3, 0]).is_err());
 /// assert!(ChunkGrid::new(vec![10], vec![0]).is_err());
+///
+/// // Rows in chunks of 2, 2, 2 then 5 (the run-length form `[[2, 3], 5]`).
+/// let grid = ChunkGrid::rectilinear(vec![10], vec![vec![(2, 3), (5, 1)]])?;
+/// assert_eq!(grid.grid_shape(), [4]);
+/// assert_eq!(grid.chunk_box(&[3])?, (vec![6], vec![4]));
+/// assert_eq!(grid.stored_shape(&[3])?, [5]);
+/// assert_eq!(grid.chunks_in(0, &(3..7)), 1..4);
 /// # Ok::<(), zarrow::GridError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkGrid {
     shape: Vec<u64>,
-    chunk_shape: Vec<u64>,
+    kind: GridKind,
+    axes: Vec<Axis>,
+    largest: Vec<u64>,
 }
 
 impl ChunkGrid {
-    /// A grid of `chunk_shape` chunks over `shape`. Chunk extents must be positive, and the
-    /// number of chunks must fit in a `u64`.
+    /// A regular grid of `chunk_shape` chunks over `shape`. Chunk extents must be positive,
+    /// and the number of chunks must fit in a `u64`.
     pub fn new(shape: Vec<u64>, chunk_shape: Vec<u64>) -> Result<Self, GridError> {
         if shape.len() != chunk_shape.len() {
             return Err(GridError::Dimensions { shape, chunk_shape });
@@ -126,7 +288,63 @@ impl ChunkGrid {
         if chunk_shape.contains(&0) {
             return Err(GridError::ZeroExtent { chunk_shape });
         }
-        let grid = ChunkGrid { shape, chunk_shape };
+        let runs = shape
+            .iter()
+            .zip(&chunk_shape)
+            .map(|(&s, &c)| vec![(c, s.div_ceil(c))])
+            .collect();
+        Self::from_runs(shape, GridKind::Regular, runs)
+    }
+
+    /// A rectilinear grid over `shape`: per dimension, runs of `(size, count)` chunks (an
+    /// explicit edge is a run of one). Sizes and counts must be positive, at most
+    /// [`MAX_GRID_RUNS`] runs per dimension, and the edges must reach the shape (they may
+    /// reach past it).
+    pub fn rectilinear(shape: Vec<u64>, runs: Vec<Vec<(u64, u64)>>) -> Result<Self, GridError> {
+        if shape.len() != runs.len() {
+            return Err(GridError::RunDimensions {
+                shape,
+                dims: runs.len(),
+            });
+        }
+        for (dim, r) in runs.iter().enumerate() {
+            if r.is_empty() || r.len() > MAX_GRID_RUNS {
+                return Err(GridError::RunCount {
+                    dim,
+                    runs: r.len(),
+                    max: MAX_GRID_RUNS,
+                });
+            }
+            if r.iter().any(|&(size, count)| size == 0 || count == 0) {
+                return Err(GridError::ZeroRun { dim });
+            }
+        }
+        Self::from_runs(shape, GridKind::Rectilinear, runs)
+    }
+
+    fn from_runs(
+        shape: Vec<u64>,
+        kind: GridKind,
+        runs: Vec<Vec<(u64, u64)>>,
+    ) -> Result<Self, GridError> {
+        let mut axes = Vec::with_capacity(shape.len());
+        for (dim, (&extent, r)) in shape.iter().zip(&runs).enumerate() {
+            let axis = Axis::new(extent, r).ok_or_else(|| GridError::EdgesShort {
+                dim,
+                extent,
+                covered: r
+                    .iter()
+                    .fold(0u64, |acc, &(s, c)| acc.saturating_add(s.saturating_mul(c))),
+            })?;
+            axes.push(axis);
+        }
+        let largest = axes.iter().map(|a| a.largest).collect();
+        let grid = ChunkGrid {
+            shape,
+            kind,
+            axes,
+            largest,
+        };
         checked_product(&grid.grid_shape()).ok_or_else(|| GridError::TooManyChunks {
             grid_shape: grid.grid_shape(),
         })?;
@@ -138,18 +356,27 @@ impl ChunkGrid {
         &self.shape
     }
 
-    /// The shape of one chunk.
+    /// How the grid was declared.
+    pub fn kind(&self) -> GridKind {
+        self.kind
+    }
+
+    /// The largest chunk along each dimension: for a regular grid, its chunk shape.
     pub fn chunk_shape(&self) -> &[u64] {
-        &self.chunk_shape
+        &self.largest
+    }
+
+    /// Per dimension, the runs of `(size, count)` chunks reaching into the shape.
+    pub fn runs(&self, d: usize) -> Vec<(u64, u64)> {
+        self.axes
+            .get(d)
+            .map(|a| a.runs.iter().map(|r| (r.size, r.count)).collect())
+            .unwrap_or_default()
     }
 
     /// The number of chunks along each dimension.
     pub fn grid_shape(&self) -> Vec<u64> {
-        self.shape
-            .iter()
-            .zip(&self.chunk_shape)
-            .map(|(s, c)| s.div_ceil(*c))
-            .collect()
+        self.axes.iter().map(Axis::len).collect()
     }
 
     /// The number of chunks (checked to fit when the grid was made).
@@ -159,36 +386,60 @@ impl ChunkGrid {
 
     /// Checks that `coords` is a chunk of the grid.
     pub fn check(&self, coords: &[u64]) -> Result<(), GridError> {
-        let grid = self.grid_shape();
-        if coords.len() != grid.len() || coords.iter().zip(&grid).any(|(c, g)| c >= g) {
+        if coords.len() != self.axes.len()
+            || coords.iter().zip(&self.axes).any(|(c, a)| *c >= a.len())
+        {
             return Err(GridError::OutsideGrid {
                 coords: coords.to_vec(),
-                grid_shape: grid,
+                grid_shape: self.grid_shape(),
             });
         }
         Ok(())
     }
 
-    /// The in-bounds extent of chunk index `i` along dimension `d` (`i` in the grid).
+    /// The in-bounds extent of chunk index `i` along dimension `d` (0 outside the grid).
     pub fn extent(&self, d: usize, i: u64) -> u64 {
-        let (size, cs) = (self.shape[d], self.chunk_shape[d]);
-        size.saturating_sub(i.saturating_mul(cs)).min(cs)
+        self.elements(d, i..i.saturating_add(1)).count() as u64
+    }
+
+    /// The in-bounds elements along dimension `d` of the chunk indices `chunks`.
+    pub fn elements(&self, d: usize, chunks: Range<u64>) -> Range<u64> {
+        match self.axes.get(d) {
+            Some(a) => {
+                let start = a.boundary(chunks.start);
+                start..a.boundary(chunks.end).max(start)
+            }
+            None => 0..0,
+        }
+    }
+
+    /// The chunk indices along dimension `d` holding any element of `elems`.
+    pub fn chunks_in(&self, d: usize, elems: &Range<u64>) -> Range<u64> {
+        self.axes.get(d).map_or(0..0, |a| a.chunks_in(elems))
     }
 
     /// The box of elements of chunk `coords`: (start, in-bounds shape) per dimension.
     pub fn chunk_box(&self, coords: &[u64]) -> Result<(Vec<u64>, Vec<u64>), GridError> {
         self.check(coords)?;
-        let start = coords
-            .iter()
-            .zip(&self.chunk_shape)
-            .map(|(c, s)| c * s)
-            .collect();
-        let shape = coords
+        Ok(coords
             .iter()
             .enumerate()
-            .map(|(d, &c)| self.extent(d, c))
-            .collect();
-        Ok((start, shape))
+            .map(|(d, &c)| {
+                let r = self.elements(d, c..c + 1);
+                (r.start, r.end - r.start)
+            })
+            .unzip())
+    }
+
+    /// The stored shape of chunk `coords`: its declared edges, which may reach past the shape
+    /// (what its codecs encode).
+    pub fn stored_shape(&self, coords: &[u64]) -> Result<Vec<u64>, GridError> {
+        self.check(coords)?;
+        Ok(coords
+            .iter()
+            .zip(&self.axes)
+            .map(|(&c, a)| a.size(c))
+            .collect())
     }
 
     /// The number of in-bounds elements of chunk `coords` (`None` past 64 bits).
@@ -197,12 +448,34 @@ impl ChunkGrid {
         checked_product(&shape).ok_or(GridError::TooManyElements { chunk_shape: shape })
     }
 
+    /// The grid with its dimensions in another order: dimension `i` of the result is
+    /// dimension `order[i]` of this one (`order` a permutation of the dimensions).
+    pub fn transposed(&self, order: &[usize]) -> Result<Self, GridError> {
+        let mut seen = vec![false; self.axes.len()];
+        for &d in order {
+            match seen.get_mut(d) {
+                Some(s) if !*s => *s = true,
+                _ => break,
+            }
+        }
+        if order.len() != self.axes.len() || seen.contains(&false) {
+            return Err(GridError::RangeDimensions {
+                ranges: order.len(),
+                grid: self.axes.len(),
+            });
+        }
+        Ok(ChunkGrid {
+            shape: order.iter().map(|&d| self.shape[d]).collect(),
+            kind: self.kind,
+            axes: order.iter().map(|&d| self.axes[d].clone()).collect(),
+            largest: order.iter().map(|&d| self.largest[d]).collect(),
+        })
+    }
+
     /// Elements along dimension `d` in the chunk indices `range`.
     fn elements_in(&self, d: usize, range: &Range<u64>) -> u64 {
-        let (size, cs) = (self.shape[d], self.chunk_shape[d]);
-        let start = range.start.saturating_mul(cs).min(size);
-        let end = range.end.saturating_mul(cs).min(size);
-        end - start
+        let r = self.elements(d, range.clone());
+        r.end - r.start
     }
 }
 
@@ -770,5 +1043,134 @@ mod tests {
             ChunkRanges::from_dims(&[3], vec![]).unwrap_err(),
             GridError::RangeDimensions { ranges: 0, grid: 1 }
         );
+    }
+
+    /// The edges of `runs`, expanded (the slow model).
+    fn expand(runs: &[(u64, u64)]) -> Vec<u64> {
+        runs.iter()
+            .flat_map(|&(s, c)| std::iter::repeat_n(s, c as usize))
+            .collect()
+    }
+
+    #[test]
+    fn rectilinear_maps_chunks_and_elements_both_ways() {
+        let runs = vec![(3, 2), (1, 1), (4, 3), (2, 1)]; // 3 3 1 4 4 4 2 = 21
+        for extent in [0u64, 1, 5, 6, 7, 16, 19, 20, 21] {
+            let grid = ChunkGrid::rectilinear(vec![extent], vec![runs.clone()]).unwrap();
+            let edges = expand(&runs);
+            let starts: Vec<u64> = edges
+                .iter()
+                .scan(0, |acc, e| {
+                    let s = *acc;
+                    *acc += e;
+                    Some(s)
+                })
+                .collect();
+            let n = starts.iter().filter(|&&s| s < extent).count() as u64;
+            assert_eq!(grid.grid_shape(), [n], "extent {extent}");
+            for i in 0..n {
+                let (start, shape) = grid.chunk_box(&[i]).unwrap();
+                let end = (starts[i as usize] + edges[i as usize]).min(extent);
+                assert_eq!(
+                    (start[0], shape[0]),
+                    (starts[i as usize], end - starts[i as usize])
+                );
+                assert_eq!(grid.stored_shape(&[i]).unwrap(), [edges[i as usize]]);
+            }
+            assert!(grid.chunk_box(&[n]).is_err());
+            for a in 0..=extent + 2 {
+                for b in a..=extent + 2 {
+                    let want: Vec<u64> = (0..n)
+                        .filter(|&i| {
+                            let s = starts[i as usize];
+                            let b = b.min(extent);
+                            a < b && s < b && a < s + edges[i as usize]
+                        })
+                        .collect();
+                    let got: Vec<u64> = grid.chunks_in(0, &(a..b)).collect();
+                    assert_eq!(got, want, "extent {extent} elements {a}..{b}");
+                }
+            }
+        }
+        assert_eq!(
+            ChunkGrid::rectilinear(vec![5], vec![vec![(5, 1)]])
+                .unwrap()
+                .chunk_shape(),
+            [5]
+        );
+    }
+
+    #[test]
+    fn rectilinear_rows_and_limits_match_a_count() {
+        let grid = ChunkGrid::rectilinear(
+            vec![11, 6],
+            vec![vec![(1, 1), (4, 2), (9, 1)], vec![(2, 1), (4, 1)]],
+        )
+        .unwrap();
+        assert_eq!(grid.grid_shape(), [4, 2]);
+        let r =
+            ChunkRanges::from_dims(&grid.grid_shape(), vec![vec![0..1, 2..4], vec![0..2]]).unwrap();
+        for start in 0..=r.len() {
+            for end in start..=r.len() {
+                let w = r.sub_window(start..end);
+                let slow: u64 = w.iter().map(|c| grid.chunk_len(&c).unwrap()).sum();
+                assert_eq!(w.rows(&grid).unwrap(), slow, "window {start}..{end}");
+            }
+        }
+        let t = r.take_rows(&grid, 7).unwrap();
+        assert_eq!(t.iter().collect::<Vec<_>>(), [[0, 0], [0, 1], [2, 0]]);
+    }
+
+    #[test]
+    fn huge_run_lengths_cost_one_run() {
+        // 2^50 chunks declared in one run, and 2^60 past the extent: nothing is expanded.
+        let grid = ChunkGrid::rectilinear(
+            vec![1 << 40],
+            vec![vec![(7, 1), (1, 1 << 50), (3, 1 << 60)]],
+        )
+        .unwrap();
+        assert_eq!(grid.grid_shape(), [(1 << 40) - 6]);
+        assert_eq!(grid.runs(0), [(7, 1), (1, (1 << 40) - 7)]);
+        assert_eq!(grid.chunks_in(0, &(5..9)), 0..3);
+        assert_eq!(grid.chunk_shape(), [7]);
+    }
+
+    #[test]
+    fn bad_rectilinear_edges_are_typed_errors() {
+        assert_eq!(
+            ChunkGrid::rectilinear(vec![10], vec![vec![(3, 3)]]).unwrap_err(),
+            GridError::EdgesShort {
+                dim: 0,
+                extent: 10,
+                covered: 9
+            }
+        );
+        assert_eq!(
+            ChunkGrid::rectilinear(vec![10, 4], vec![vec![(10, 1)], vec![(0, 1)]]).unwrap_err(),
+            GridError::ZeroRun { dim: 1 }
+        );
+        assert!(matches!(
+            ChunkGrid::rectilinear(vec![10], vec![vec![(2, 0)]]),
+            Err(GridError::ZeroRun { dim: 0 })
+        ));
+        assert!(matches!(
+            ChunkGrid::rectilinear(vec![10], vec![vec![]]),
+            Err(GridError::RunCount {
+                dim: 0,
+                runs: 0,
+                ..
+            })
+        ));
+        let many = vec![(1, 1); MAX_GRID_RUNS + 1];
+        assert!(matches!(
+            ChunkGrid::rectilinear(vec![10], vec![many]),
+            Err(GridError::RunCount { .. })
+        ));
+        assert!(matches!(
+            ChunkGrid::rectilinear(vec![10], vec![]),
+            Err(GridError::RunDimensions { dims: 0, .. })
+        ));
+        // Saturating: edges whose sum passes 2^64 still cover.
+        assert!(ChunkGrid::rectilinear(vec![u64::MAX], vec![vec![(u64::MAX, 2)]]).is_ok());
     }
 }

@@ -98,7 +98,7 @@ pub use array::{ChunkCache, ChunkLocation, ChunkReader, ReadContext, ZarrArray};
 pub use codec::{BytesToBytes, ChainError, ConfigError};
 pub use data_type::{DataTypeError, FillValueError};
 pub use error::{ChunkError, Error, MemoryError, MemoryExhausted, Result};
-pub use grid::{ChunkGrid, ChunkRanges, ChunkRangesIter, GridError};
+pub use grid::{ChunkGrid, ChunkRanges, ChunkRangesIter, GridError, GridKind, MAX_GRID_RUNS};
 #[cfg(feature = "icechunk")]
 pub use icechunk::{panic_is_guarded, RepositoryError, RepositoryErrorKind, RepositoryPanic};
 pub use metadata::{
