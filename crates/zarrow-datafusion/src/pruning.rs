@@ -28,7 +28,7 @@ use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{Accumulator, Expr};
 use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder};
 use zarrow::table::{ColumnRole, MajorOffsets, TableModel, TableReader};
-use zarrow::{ChunkRanges, ReadContext};
+use zarrow::{ChunkGrid, ChunkRanges, ReadContext};
 
 use crate::error::to_datafusion_error;
 
@@ -139,10 +139,10 @@ fn build_predicate(
 
 /// Pruning along one dimension: what a run of chunks along it spans.
 struct DimensionPruner {
-    /// Chunks along the dimension, chunk extent, dimension length.
+    /// The table's chunk grid, the dimension, and its number of chunks.
+    grid: ChunkGrid,
+    d: usize,
     chunks: u64,
-    chunk: u64,
-    size: u64,
     /// Rows of the table per position along the dimension (for row counts).
     rows_per_position: u64,
     /// The dimension's columns the predicate may refer to: index columns by name, and
@@ -162,11 +162,10 @@ impl DimensionPruner {
         ctx: &ReadContext,
     ) -> Result<Option<Self>> {
         let size = model.dimensions()[d].size;
-        let chunk = model.chunk_shape()[d];
         let mut pruner = DimensionPruner {
-            chunks: size.div_ceil(chunk),
-            chunk,
-            size,
+            grid: model.grid().clone(),
+            d,
+            chunks: model.chunk_grid_shape()[d],
             rows_per_position: model
                 .dimensions()
                 .iter()
@@ -237,11 +236,7 @@ impl DimensionPruner {
 
     /// Min/max of this dimension's columns over each run of chunks.
     fn statistics(&self, runs: &[Range<u64>]) -> RunStatistics {
-        let rows = |r: &Range<u64>| {
-            let start = r.start.saturating_mul(self.chunk).min(self.size);
-            let end = r.end.saturating_mul(self.chunk).min(self.size);
-            start..end
-        };
+        let rows = |r: &Range<u64>| self.grid.elements(self.d, r.clone());
         let mut stats = RunStatistics {
             min: HashMap::new(),
             max: HashMap::new(),

@@ -14,6 +14,7 @@
 //! not there) is marked invalid with the reason, and what it holds is listed below it. The tree is fetched a level at
 //! a time, sibling groups at once (`ZarrGroup::subtree`).
 
+use crate::grid::GridKind;
 use crate::node::Subtree;
 pub use crate::text::{push_padded, short};
 use crate::{Node, Result, ZarrArray, ZarrGroup};
@@ -154,7 +155,10 @@ fn dims(values: &[u64]) -> String {
 /// data type, shape, chunks (and inner chunks), codecs, fill value, dimension names.
 fn array_columns(a: &ZarrArray) -> Vec<String> {
     let m = a.metadata();
-    let mut chunks = format!("chunks {}", dims(&m.chunk_shape));
+    let mut chunks = match m.chunk_grid.kind() {
+        GridKind::Regular => format!("chunks {}", dims(&m.chunk_shape)),
+        GridKind::Rectilinear => format!("chunks rectilinear, up to {}", dims(&m.chunk_shape)),
+    };
     if let Some(s) = m.sharding() {
         chunks.push_str(&format!(" inner {}", dims(&s.chunk_shape)));
     }

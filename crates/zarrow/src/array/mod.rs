@@ -115,8 +115,7 @@ impl ZarrArray {
     /// in messages. Fails when the grid of read units has more than 2^64 of them.
     pub fn try_new(store: ZarrStore, path: impl Into<String>, meta: ArrayMetadata) -> Result<Self> {
         let path = path.into();
-        let grid = ChunkGrid::new(meta.shape.clone(), meta.read_chunk_shape().to_vec())
-            .map_err(|e| Error::metadata_caused_by(&path, "chunk grid", e.to_string(), e))?;
+        let grid = meta.read_grid();
         // A fill value that does not decode is the metadata's fault, said once here — not an
         // error blamed on whichever chunk is missing first.
         crate::decode::fill_array(
@@ -165,9 +164,10 @@ impl ZarrArray {
         &self.meta.shape
     }
 
-    /// The shape of a read unit (inner chunk for sharded arrays).
+    /// The shape of a read unit (inner chunk for sharded arrays); for a rectilinear grid, the
+    /// largest along each dimension (see [`Self::grid`] for each unit's).
     pub fn chunk_shape(&self) -> &[u64] {
-        self.meta.read_chunk_shape()
+        self.grid.chunk_shape()
     }
 
     /// The number of read units per dimension.
@@ -207,27 +207,41 @@ impl ZarrArray {
                 nested: Vec::new(),
             };
         }
-        // Each level's unit measured in read units (the shapes divide: checked on open).
-        let unit = self.meta.read_chunk_shape();
-        let in_units =
-            |shape: &[u64]| -> Vec<u64> { shape.iter().zip(unit).map(|(s, u)| s / u).collect() };
-        let mut parent = in_units(&self.meta.chunk_shape);
-        let shard: Vec<u64> = coords.iter().zip(&parent).map(|(c, p)| c / p).collect();
+        // The shard holding the unit's first element, the unit's offset in it, and each
+        // level's position measured in elements (the shapes divide: checked on open).
+        let (shard, mut parent, offset) = self.shard_of(coords);
         let mut positions = Vec::with_capacity(levels.len());
         for s in &levels {
-            let here = in_units(&s.chunk_shape);
             let mut position = 0u64;
-            for ((c, p), h) in coords.iter().zip(&parent).zip(&here) {
-                position = position * (p / h) + c % p / h;
+            for ((o, p), h) in offset.iter().zip(&parent).zip(&s.chunk_shape) {
+                position = position * (p / h) + o % p / h;
             }
             positions.push(position as usize);
-            parent = here;
+            parent = s.chunk_shape.clone();
         }
         ChunkLocation {
             key: self.meta.chunk_key_encoding.key(&shard),
             inner: positions.first().copied(),
             nested: positions.split_off(1),
         }
+    }
+
+    /// For a sharded array, the shard holding read unit `coords` (C-order coordinates in the
+    /// chunk grid), its stored shape and the unit's offset in it (elements).
+    fn shard_of(&self, coords: &[u64]) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+        let outer = &self.meta.chunk_grid;
+        let mut shard = Vec::with_capacity(coords.len());
+        let mut offset = Vec::with_capacity(coords.len());
+        for (d, &c) in coords.iter().enumerate() {
+            let first = self.grid.elements(d, c..c + 1).start;
+            let s = outer.chunks_in(d, &(first..first + 1)).start;
+            shard.push(s);
+            offset.push(first - outer.elements(d, s..s + 1).start);
+        }
+        let stored = outer
+            .stored_shape(&shard)
+            .unwrap_or_else(|_| self.meta.chunk_shape.clone());
+        (shard, stored, offset)
     }
 
     /// The most bytes a stored chunk of this array can take: twice what its elements decode to
@@ -257,10 +271,12 @@ impl ZarrArray {
     /// index alone (indexes are cached). `None`: not stored at some level (the fill value).
     async fn shard_range(
         &self,
+        coords: &[u64],
         loc: &ChunkLocation,
         metrics: &ScanMetrics,
     ) -> Result<Option<std::ops::Range<u64>>> {
-        let mut outer: &[u64] = &self.meta.chunk_shape;
+        let (_, shard_shape, _) = self.shard_of(coords);
+        let mut outer: &[u64] = &shard_shape;
         let mut within = None;
         let positions = loc.inner.iter().chain(&loc.nested);
         for (sharding, &position) in self.meta.shard_levels().into_iter().zip(positions) {
@@ -299,7 +315,7 @@ impl ZarrArray {
         let loc = self.chunk_location(coords);
         let limit = self.max_stored_bytes(&ctx.options);
         if loc.inner.is_some() {
-            let Some(range) = self.shard_range(&loc, metrics).await? else {
+            let Some(range) = self.shard_range(coords, &loc, metrics).await? else {
                 return Ok(None);
             };
             self.check_inner(&loc, &range, limit)?;
@@ -376,7 +392,7 @@ impl ZarrArray {
             .iter()
             .map(|c| async move {
                 let loc = self.chunk_location(c);
-                let range = self.shard_range(&loc, metrics).await?;
+                let range = self.shard_range(c, &loc, metrics).await?;
                 if let Some(r) = &range {
                     self.check_inner(&loc, r, limit)?;
                 }
@@ -457,18 +473,23 @@ impl ZarrArray {
         opts: &ZarrReadOptions,
         metrics: &ScanMetrics,
     ) -> Result<ArrayRef> {
-        let valid = self.chunk_valid_shape(coords)?;
-        let selection = self.selection(&valid);
-        self.unit_rows(&selection, stored, opts, metrics)
+        let (selection, n) = self.selection(coords)?;
+        self.unit_rows(&selection, n, stored, opts, metrics)
             .and_then(|mut rows| rows.next_rows(rows.remaining()))
             .map_err(|e| self.chunk_error(&self.chunk_location(coords), e))
     }
 
-    /// Which elements of a read unit whose in-bounds extent is `valid` are its rows, C order.
-    fn selection(&self, valid: &[u64]) -> ChunkSelection {
-        let chunk_shape = self.meta.read_chunk_shape();
-        let order = self.meta.read_chain().transpose_order(chunk_shape.len());
-        ChunkSelection::new(chunk_shape, valid, order.as_deref())
+    /// Which elements of the read unit at `coords` are its rows (its in-bounds ones, C order),
+    /// and how many elements it stores.
+    fn selection(&self, coords: &[u64]) -> Result<(ChunkSelection, usize)> {
+        let valid = self.chunk_valid_shape(coords)?;
+        let stored = self
+            .grid
+            .stored_shape(coords)
+            .map_err(|e| e.in_array(&self.path))?;
+        let order = self.meta.read_chain().transpose_order(stored.len());
+        let n = stored.iter().product::<u64>() as usize;
+        Ok((ChunkSelection::new(&stored, &valid, order.as_deref()), n))
     }
 
     /// The rows `selection` picks of a read unit, from its stored bytes (`None`: the fill
@@ -476,6 +497,7 @@ impl ZarrArray {
     fn unit_rows(
         &self,
         selection: &ChunkSelection,
+        n: usize,
         stored: Option<Bytes>,
         opts: &ZarrReadOptions,
         metrics: &ScanMetrics,
@@ -488,18 +510,15 @@ impl ZarrArray {
                 selection.len(),
                 opts,
             )),
-            Some(bytes) => {
-                let n = meta.read_chunk_shape().iter().product::<u64>() as usize;
-                ChunkRows::new(
-                    meta.read_chain(),
-                    &meta.data_type,
-                    n,
-                    selection,
-                    bytes,
-                    opts,
-                    metrics,
-                )
-            }
+            Some(bytes) => ChunkRows::new(
+                meta.read_chain(),
+                &meta.data_type,
+                n,
+                selection,
+                bytes,
+                opts,
+                metrics,
+            ),
         }
     }
 
@@ -548,16 +567,15 @@ impl ZarrArray {
         stored: Option<Bytes>,
         ctx: &ReadContext,
     ) -> Result<ChunkReader> {
-        let valid = self.chunk_valid_shape(coords)?;
         let chunk = self.chunk_location(coords).to_string();
-        let selection = self.selection(&valid);
+        let (selection, n) = self.selection(coords)?;
         let meta = &self.meta;
         let cheap = ChunkRows::starts_cheaply(meta.read_chain(), &meta.data_type, &selection);
         let big = stored.as_ref().is_some_and(|b| b.len() > 64 * 1024);
         let this = self.clone();
         let (opts, metrics) = (ctx.options.clone(), ctx.metrics.clone());
         let rows = blocking(!cheap && big, move || {
-            this.unit_rows(&selection, stored, &opts, &metrics)
+            this.unit_rows(&selection, n, stored, &opts, &metrics)
         })
         .await?;
         match rows {

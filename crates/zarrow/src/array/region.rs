@@ -53,19 +53,25 @@ impl ZarrArray {
                 &self.arrow_field("", opts).data_type().clone(),
             ));
         }
-        let cs = self.chunk_shape().to_vec();
-        let first: Vec<u64> = (0..ndim).map(|d| start[d] / cs[d]).collect();
-        let last: Vec<u64> = (0..ndim)
-            .map(|d| (start[d] + shape[d] - 1) / cs[d])
+        let grid = self.grid();
+        let spans: Vec<std::ops::Range<u64>> = (0..ndim)
+            .map(|d| grid.chunks_in(d, &(start[d]..start[d] + shape[d])))
             .collect();
-        let counts: Vec<u64> = (0..ndim).map(|d| last[d] - first[d] + 1).collect();
+        let first: Vec<u64> = spans.iter().map(|r| r.start).collect();
+        let counts: Vec<u64> = spans.iter().map(|r| r.end - r.start).collect();
+        // The chunk holding element `p` along `d`, and where that chunk starts.
+        let locate = |d: usize, p: u64| -> (u64, u64) {
+            let ci = grid.chunks_in(d, &(p..p + 1)).start;
+            (ci, grid.elements(d, ci..ci + 1).start)
+        };
         let chunks: Vec<Vec<u64>> = c_order(&counts)
             .map(|rel| rel.iter().zip(&first).map(|(r, f)| r + f).collect())
             .collect();
         let arrays = self.read_chunks_in(&chunks, ctx).await?;
         if chunks.len() == 1 {
-            let valid = self.chunk_valid_shape(&chunks[0])?;
-            let origin: Vec<u64> = chunks[0].iter().zip(&cs).map(|(c, s)| c * s).collect();
+            let (origin, valid) = grid
+                .chunk_box(&chunks[0])
+                .map_err(|e| e.in_array(self.path()))?;
             if origin == start && valid == shape {
                 return Ok(arrays[0].clone());
             }
@@ -100,22 +106,22 @@ impl ZarrArray {
                 let mut k_outer = 0u64;
                 let mut local_outer = vec![0u64; ndim];
                 for d in 0..last_d {
-                    let p = start[d] + pos[d];
-                    k_outer += (p / cs[d] - first[d]) * count_strides[d];
-                    local_outer[d] = p % cs[d];
+                    let (ci, origin) = locate(d, start[d] + pos[d]);
+                    k_outer += (ci - first[d]) * count_strides[d];
+                    local_outer[d] = start[d] + pos[d] - origin;
                 }
                 let mut p = start[last_d];
                 let end = start[last_d] + shape[last_d];
                 while p < end {
-                    let ci = p / cs[last_d];
-                    let seg_end = ((ci + 1) * cs[last_d]).min(end);
+                    let (ci, origin) = locate(last_d, p);
+                    let seg_end = grid.elements(last_d, ci..ci + 1).end.min(end);
                     let k = (k_outer + (ci - first[last_d])) as usize;
                     let st = &strides[k];
                     let base: u64 = (0..last_d).map(|d| local_outer[d] * st[d]).sum();
                     for q in p..seg_end {
-                        pairs.push((k, (base + (q - ci * cs[last_d])) as usize));
+                        pairs.push((k, (base + (q - origin)) as usize));
                     }
-                    p = seg_end;
+                    p = seg_end.max(p + 1);
                 }
             }
         }
@@ -137,16 +143,16 @@ impl ZarrArray {
     /// int8 codes reach 128 — the rest is neither decoded nor filled. Not through the
     /// context's cache, which holds whole units. Other arrays read as [`Self::read_region_in`].
     pub async fn read_prefix_in(&self, k: u64, ctx: &ReadContext) -> Result<ArrayRef> {
-        let (&[len], &[unit]) = (self.shape(), self.chunk_shape()) else {
+        let &[len] = self.shape() else {
             return self.read_region_in(&[0], &[k], ctx).await;
         };
-        if k == 0 || k > len || unit == 0 {
+        if k == 0 || k > len {
             return self.read_region_in(&[0], &[k], ctx).await;
         }
         let mut parts: Vec<ArrayRef> = Vec::new();
         let mut done = 0u64;
         while done < k {
-            let coords = [done / unit];
+            let coords = [self.grid().chunks_in(0, &(done..done + 1)).start];
             let stored = self.fetch_chunk_in(&coords, ctx).await?;
             let mut rows = self.chunk_reader_in(&coords, stored, ctx).await?;
             let want = usize::try_from(k - done).unwrap_or(usize::MAX);

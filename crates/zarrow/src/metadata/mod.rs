@@ -9,11 +9,14 @@
 
 use std::sync::Arc;
 
+mod chunk_grid;
+
 use serde_json::{Map, Value};
 
 use crate::codec::{parse_v2_chain, parse_v3_chain, ArrayToBytes, CodecChain};
 use crate::data_type;
 pub use crate::data_type::{DataType, DataTypeError, Endian, FillValue, NpTimeUnit, StructField};
+use crate::grid::ChunkGrid;
 use crate::{Error, ReadLimits, Result};
 
 /// A child path taken from metadata (a consolidated key, a name an AnnData attribute gives):
@@ -98,8 +101,11 @@ pub struct ArrayMetadata {
     pub zarr_format: u8,
     /// The array shape.
     pub shape: Vec<u64>,
-    /// The (outer) chunk shape of the regular grid; for sharded arrays, the shard shape.
+    /// The (outer) chunk shape of the regular grid; for sharded arrays, the shard shape. For a
+    /// rectilinear grid, the largest chunk along each dimension.
     pub chunk_shape: Vec<u64>,
+    /// The (outer) chunk grid over the shape: which elements each chunk (or shard) holds.
+    pub chunk_grid: ChunkGrid,
     /// The element type.
     pub data_type: DataType,
     /// The fill value.
@@ -313,13 +319,19 @@ impl ArrayMetadata {
         }
     }
 
-    /// The grid of read units: `ceil(shape / read_chunk_shape)` per dimension.
+    /// The grid of read units: the chunk grid, or for sharded arrays the regular grid of
+    /// innermost chunks (every shard's edges are multiples of theirs: checked when parsed).
+    pub fn read_grid(&self) -> ChunkGrid {
+        match self.shard_levels().last() {
+            Some(s) => ChunkGrid::new(self.shape.clone(), s.chunk_shape.clone())
+                .unwrap_or_else(|_| self.chunk_grid.clone()),
+            None => self.chunk_grid.clone(),
+        }
+    }
+
+    /// The number of read units along each dimension.
     pub fn read_grid_shape(&self) -> Vec<u64> {
-        self.shape
-            .iter()
-            .zip(self.read_chunk_shape())
-            .map(|(s, c)| s.div_ceil(*c))
-            .collect()
+        self.read_grid().grid_shape()
     }
 
     /// Total number of elements (checked to fit when the metadata was parsed).
@@ -483,17 +495,7 @@ fn parse_v3_array(
     let grid = doc
         .get("chunk_grid")
         .ok_or_else(|| Error::metadata(path, KEY, "chunk_grid missing"))?;
-    let grid_name = grid.get("name").and_then(Value::as_str).unwrap_or("");
-    if grid_name != "regular" {
-        return Err(Error::UnsupportedChunkGrid {
-            array: path.to_string(),
-            grid: grid_name.to_string(),
-        });
-    }
-    let chunk_shape = as_u64_vec(grid.get("configuration").and_then(|c| c.get("chunk_shape")))
-        .ok_or_else(|| {
-            Error::metadata(path, KEY, "chunk_grid.configuration.chunk_shape missing")
-        })?;
+    let chunk_grid = chunk_grid::parse_v3_grid(path, KEY, &shape, grid)?;
     let data_type_json = doc
         .get("data_type")
         .ok_or_else(|| Error::metadata(path, KEY, "data_type missing"))?;
@@ -560,7 +562,8 @@ fn parse_v3_array(
     let meta = ArrayMetadata {
         zarr_format: 3,
         shape,
-        chunk_shape,
+        chunk_shape: chunk_grid.chunk_shape().to_vec(),
+        chunk_grid,
         data_type,
         fill_value,
         codecs,
@@ -574,19 +577,6 @@ fn parse_v3_array(
 /// Checks every version shares: dimensions agree, chunks are non-empty, shards divide evenly.
 fn validate_array(path: &str, key: &str, meta: ArrayMetadata) -> Result<ArrayMetadata> {
     let ndim = meta.shape.len();
-    if meta.chunk_shape.len() != ndim {
-        return Err(Error::metadata(
-            path,
-            key,
-            format!(
-                "chunk shape {:?} does not match shape {:?}",
-                meta.chunk_shape, meta.shape
-            ),
-        ));
-    }
-    if meta.chunk_shape.contains(&0) {
-        return Err(Error::metadata(path, key, "chunk shape has a zero extent"));
-    }
     if let Some(names) = &meta.dimension_names {
         if names.len() != ndim {
             return Err(Error::metadata(
@@ -596,19 +586,27 @@ fn validate_array(path: &str, key: &str, meta: ArrayMetadata) -> Result<ArrayMet
             ));
         }
     }
-    let mut outer = &meta.chunk_shape;
+    // Every shard's edges (each run of a rectilinear grid) divide by the inner chunk's.
+    let shard_edges: Vec<Vec<u64>> = (0..ndim)
+        .map(|d| meta.chunk_grid.runs(d).iter().map(|r| r.0).collect())
+        .collect();
+    let mut outer = shard_edges;
     for s in meta.shard_levels() {
-        if outer.iter().zip(&s.chunk_shape).any(|(o, i)| o % i != 0) {
+        let divides = outer
+            .iter()
+            .zip(&s.chunk_shape)
+            .all(|(edges, i)| edges.iter().all(|o| o % i == 0));
+        if !divides {
             return Err(Error::metadata(
                 path,
                 key,
                 format!(
-                    "inner chunk shape {:?} does not divide the shard shape {outer:?}",
-                    s.chunk_shape
+                    "inner chunk shape {:?} does not divide the shard shape {:?}",
+                    s.chunk_shape, meta.chunk_shape
                 ),
             ));
         }
-        outer = &s.chunk_shape;
+        outer = s.chunk_shape.iter().map(|&c| vec![c]).collect();
     }
     if meta.sharding().is_some()
         && (!meta.codecs.array_to_array.is_empty() || !meta.codecs.bytes_to_bytes.is_empty())
@@ -618,18 +616,6 @@ fn validate_array(path: &str, key: &str, meta: ArrayMetadata) -> Result<ArrayMet
             codec: "sharding_indexed".into(),
             reason: "codecs outside sharding_indexed (shards are read by ranges)".into(),
         });
-    }
-    if meta
-        .shape
-        .iter()
-        .try_fold(1u64, |acc, &n| acc.checked_mul(n))
-        .is_none()
-    {
-        return Err(Error::metadata(
-            path,
-            key,
-            format!("shape {:?} has more than 2^64 elements", meta.shape),
-        ));
     }
     let elements: Option<u64> = meta
         .read_chunk_shape()
@@ -746,10 +732,12 @@ fn parse_v2_array_value(
                 .collect::<Vec<_>>()
         });
     let dimension_names = dimension_names.filter(|n| n.len() == shape.len());
+    let chunk_grid = chunk_grid::regular_grid(path, KEY, &shape, chunk_shape.clone())?;
     let meta = ArrayMetadata {
         zarr_format: 2,
         shape,
         chunk_shape,
+        chunk_grid,
         data_type,
         fill_value,
         codecs,

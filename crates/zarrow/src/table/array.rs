@@ -21,7 +21,7 @@ pub(super) fn array_table(array: ZarrArray, options: &TableOptions) -> Result<Ta
         .map(|(d, dim)| TableColumn::index(dim.name.clone(), d))
         .collect();
     let ndim = dims.len();
-    let chunk_shape = array.chunk_shape().to_vec();
+    let grid = array.grid().clone();
     let location = array.store().location().to_string();
     let member = Member::array(value.clone(), array, None);
     let role = ColumnRole::Data((0..ndim).collect());
@@ -29,7 +29,7 @@ pub(super) fn array_table(array: ZarrArray, options: &TableOptions) -> Result<Ta
     Ok(TableParts {
         location,
         dims,
-        chunk_shape,
+        grid,
         columns,
         left_out: Vec::new(),
     })

@@ -4,7 +4,7 @@
 //! ```text
 //!  open_members ─▶ select_arrays (the `arrays` option) ─▶ table_dimensions
 //!    ─▶ restore_coordinates ─▶ coordinate_members ─▶ data_members ─▶ order_data
-//!    ─▶ table_columns ─▶ driver_chunk_shape
+//!    ─▶ table_columns ─▶ driver_grid
 //! ```
 //!
 //! The table's dimensions are those of the members with the most dimensions (by name, else by
@@ -20,6 +20,7 @@ use super::anndata;
 use super::column::{dim_names, Member, MemberKind};
 use super::model::TableParts;
 use super::{ColumnRole, TableColumn, TableDimension, TableOptions};
+use crate::grid::{ChunkGrid, GridError};
 use crate::node::{Node, ZarrGroup};
 use crate::{Error, Result};
 
@@ -71,11 +72,11 @@ pub(super) async fn group_table(group: ZarrGroup, options: &TableOptions) -> Res
     let mut data = data_members(&group, &dims, &members, &coord_of, &mut left_out)?;
     order_data(&mut data, &members, &anndata::column_order(attrs));
     let columns = table_columns(&dims, &members, &coord_of, &data, options)?;
-    let chunk_shape = driver_chunk_shape(&dims, &columns);
+    let grid = driver_grid(&dims, &columns).map_err(|e| e.in_array(group.store().location()))?;
     Ok(TableParts {
         location: group.store().location().to_string(),
         dims: dims.dims,
-        chunk_shape,
+        grid,
         columns,
         left_out,
     })
@@ -464,9 +465,10 @@ fn table_columns(
     Ok(columns)
 }
 
-/// The chunk shape of the driver, the first column spanning every dimension (its array's
-/// chunks in table dimension order); without one, one chunk of the whole table.
-fn driver_chunk_shape(dims: &GroupDims, columns: &[TableColumn]) -> Vec<u64> {
+/// The chunk grid of the driver, the first column spanning every dimension (its array's
+/// grid in table dimension order); without one, one chunk of the whole table. Other columns
+/// are read by the driver's chunks of rows, whatever their own grids.
+fn driver_grid(dims: &GroupDims, columns: &[TableColumn]) -> Result<ChunkGrid, GridError> {
     let ndim = dims.dims.len();
     columns
         .iter()
@@ -481,13 +483,18 @@ fn driver_chunk_shape(dims: &GroupDims, columns: &[TableColumn]) -> Vec<u64> {
                 ColumnRole::Data(m) => m.clone(),
                 _ => vec![0],
             };
-            let mut cs = vec![0u64; ndim];
+            // Table dimension t is the array's dimension j where map[j] = t.
+            let mut order = vec![0usize; ndim];
             for (j, &t) in map.iter().enumerate() {
-                cs[t] = a.chunk_shape()[j];
+                *order.get_mut(t)? = j;
             }
-            Some(cs)
+            Some(a.grid().transposed(&order))
         })
-        .unwrap_or_else(|| dims.shape().iter().map(|s| (*s).max(1)).collect())
+        .unwrap_or_else(|| {
+            let shape = dims.shape();
+            let whole = shape.iter().map(|s| (*s).max(1)).collect();
+            ChunkGrid::new(shape, whole)
+        })
 }
 
 fn fmt_dims(dims: &[String]) -> String {

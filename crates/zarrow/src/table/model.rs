@@ -58,8 +58,8 @@ pub struct TableModel {
 pub(super) struct TableParts {
     pub(super) location: String,
     pub(super) dims: Vec<TableDimension>,
-    /// The driver's chunk shape, in table dimension order.
-    pub(super) chunk_shape: Vec<u64>,
+    /// The driver's chunk grid (of read units), in table dimension order.
+    pub(super) grid: ChunkGrid,
     pub(super) columns: Vec<TableColumn>,
     pub(super) left_out: Vec<(String, String)>,
 }
@@ -107,7 +107,7 @@ impl TableModel {
         let TableParts {
             location,
             dims,
-            chunk_shape,
+            grid,
             columns,
             mut left_out,
         } = parts;
@@ -135,8 +135,16 @@ impl TableModel {
                 ),
             ));
         }
-        let shape = dims.iter().map(|d| d.size).collect();
-        let grid = ChunkGrid::new(shape, chunk_shape).map_err(|e| e.in_array(&location))?;
+        let shape: Vec<u64> = dims.iter().map(|d| d.size).collect();
+        if grid.shape() != shape {
+            return Err(Error::table(
+                &location,
+                format!(
+                    "'{location}': the chunk grid covers {:?}, the table is {shape:?}",
+                    grid.shape()
+                ),
+            ));
+        }
         Ok(TableModel {
             location,
             schema: Self::schema_of(&columns, &dims, &options),
@@ -263,7 +271,8 @@ impl TableModel {
         self.dims.iter().map(|d| d.size).product()
     }
 
-    /// The shape of one chunk of rows (the driver array's read unit, in table dimension order).
+    /// The shape of one chunk of rows (the driver array's read unit, in table dimension order;
+    /// for a rectilinear grid, the largest along each dimension).
     pub fn chunk_shape(&self) -> &[u64] {
         self.grid.chunk_shape()
     }

@@ -23,6 +23,7 @@ use super::column::{ColumnSource, Member};
 use super::model::TableParts;
 use super::{dim_column_name, value_column_name};
 use super::{ColumnRole, TableColumn, TableDimension, TableOptions};
+use crate::grid::ChunkGrid;
 use crate::node::{Node, ZarrGroup};
 use crate::options::ZarrReadOptions;
 use crate::{Error, Result, ZarrArray};
@@ -154,7 +155,9 @@ pub(super) fn sparse_table(
     } else {
         vec![minor, major]
     };
+    // Stored elements are read by ranges: chunks of rows of the data's largest chunk.
     let chunk_shape = matrix.data.chunk_shape().to_vec();
+    let grid = ChunkGrid::new(vec![nnz], chunk_shape).map_err(|e| e.in_array(group.path()))?;
     let member = Member::array(value.clone(), matrix.data, None);
     let role = ColumnRole::Data(vec![0]);
     columns.push(TableColumn::of_member(&member, value, role, options)?);
@@ -165,7 +168,7 @@ pub(super) fn sparse_table(
     Ok(TableParts {
         location: group.store().location().to_string(),
         dims,
-        chunk_shape,
+        grid,
         columns,
         left_out: Vec::new(),
     })

@@ -26,6 +26,7 @@ use super::column::ColumnWriter;
 use super::options::TableWriteOptions;
 use super::{refuse_group_member, LockPolicy, Steps, TableWriter, WriterLock};
 use crate::codec::{ArrayToBytes, CodecChain};
+use crate::grid::GridKind;
 use crate::metadata::ArrayMetadata;
 use crate::node::Node;
 use crate::options::ZarrReadOptions;
@@ -115,6 +116,11 @@ fn options_of(meta: &ArrayMetadata, refused: impl Fn(&str) -> Error) -> Result<T
         zarr_format: meta.zarr_format,
         ..Default::default()
     };
+    if meta.chunk_grid.kind() != GridKind::Regular {
+        return Err(refused(
+            "a rectilinear chunk grid (only regular grids are written)",
+        ));
+    }
     let unit = *meta
         .chunk_shape
         .first()

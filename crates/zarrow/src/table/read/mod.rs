@@ -237,8 +237,7 @@ impl<'m> ReaderBuilder<'m> {
         };
         let aligned = matches!(&c.role, ColumnRole::Data(m)
             if m.len() == ndim && m.iter().enumerate().all(|(i, &t)| i == t))
-            && (c.source_kind().main_array())
-                .is_some_and(|a| a.chunk_shape() == self.model.chunk_shape());
+            && (c.source_kind().main_array()).is_some_and(|a| a.grid() == self.model.grid());
         Placement { map, aligned }
     }
 

@@ -209,10 +209,10 @@ fn check_indptr(offsets: &[i64], nnz: u64) -> std::result::Result<(), BadOffset>
 
 /// The error of element `k` of the 1-D `array`, naming its chunk.
 fn element_error(array: &ZarrArray, k: u64, source: ChunkError) -> Error {
-    let per = array.chunk_shape().first().copied().unwrap_or(1).max(1);
+    let chunk = array.grid().chunks_in(0, &(k..k + 1)).start;
     Error::chunk(
         array.path(),
-        array.chunk_location(&[k / per]).to_string(),
+        array.chunk_location(&[chunk]).to_string(),
         source,
     )
 }
