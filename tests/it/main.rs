@@ -12,6 +12,7 @@ mod holdouts;
 mod icechunk;
 mod nested_sharding;
 mod python_roundtrip;
+mod rectilinear;
 mod remote;
 mod scan;
 mod sparse;
