@@ -10,10 +10,12 @@ xarray, anndata and zarrs — see tests/fixtures/README.md).
   `[key length u8][key][value length u16 LE][value]` that fuzz_targets/open_store.rs reads
   (among them tensorstore's nested shards, `tensorstore_nested.zarr`, json2 chunks of
   `numcodecs_v{2,3}.zarr`, and `holdouts_*.zarr`: node names in several scripts and with ASCII
-  punctuation as their keys, v2 `null` fill values, a struct whose datetime field holds NaT).
+  punctuation as their keys, v2 `null` fill values, a struct whose datetime field holds NaT;
+  `rectilinear_v3.zarr`: rectilinear chunk grids, explicit and run-length edges, in shards).
 - decode_chunk: chunk files of the fixtures' string arrays, behind the selector bytes of their
   codec (v3 `vlen-utf8` + zstd, v2 `vlen-utf8` + blosc/zstd where the fixture says so).
-- icechunk: every snapshot and manifest of the Icechunk fixture repositories, as the flatbuffer
+- icechunk: every snapshot and manifest of the Icechunk fixture repositories (among them
+  `rectilinear.icechunk`'s rectilinear arrays), as the flatbuffer
   behind the selector byte that picks the file of `unwritten.icechunk` it replaces (see
   fuzz_targets/icechunk.rs), and once more with its header (selector bit 7). Decompressing
   needs the `zstd` command; without it these seeds are left out.
@@ -68,6 +70,24 @@ def store_seed(node):
     return entries or None
 
 
+def chunk_elements(grid, coords):
+    """The elements chunk `coords` stores under a regular or rectilinear `chunk_grid`."""
+    n = 1
+    if grid["name"] == "regular":
+        for edge in grid["configuration"]["chunk_shape"]:
+            n *= edge
+        return n
+    for spec, c in zip(grid["configuration"]["chunk_shapes"], coords):
+        if isinstance(spec, int):
+            n *= spec
+            continue
+        edges = []
+        for e in spec:
+            edges += [e[0]] * e[1] if isinstance(e, list) else [e]
+        n *= edges[c]
+    return n
+
+
 def chunk_seeds(store):
     for meta_path in store.rglob("zarr.json"):
         meta = json.loads(meta_path.read_text())
@@ -80,11 +100,11 @@ def chunk_seeds(store):
         if codec is None:
             continue
         selector = 0 if meta["data_type"] == "string" else 1
-        for chunk in (meta_path.parent / "c").rglob("*") if (meta_path.parent / "c").exists() else []:
+        root = meta_path.parent / "c"
+        for chunk in root.rglob("*") if root.exists() else []:
             if chunk.is_file() and chunk.stat().st_size < 16 * 1024:
-                n = 1
-                for s in meta["chunk_grid"]["configuration"]["chunk_shape"]:
-                    n *= s
+                coords = [int(p) for p in chunk.relative_to(root).parts]
+                n = chunk_elements(meta["chunk_grid"], coords)
                 if n < 256:
                     write("decode_chunk", bytes([selector, n, codec]) + chunk.read_bytes())
 

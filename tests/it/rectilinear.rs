@@ -154,3 +154,37 @@ async fn a_table_of_columns_with_different_grids_reads_and_prunes() {
     let want: Vec<Value> = (12..17).map(|i| Value::from(format!("row {i}"))).collect();
     assert_eq!(got, want);
 }
+
+#[tokio::test]
+async fn rectilinear_arrays_in_icechunk_read_as_zarr_python_reads_them() {
+    let path = data_dir().join("expected_rectilinear_icechunk.json");
+    let want: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    assert_eq!(want["icechunk"], "2.3.0");
+    let entries: Vec<Value> = want["arrays"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(path, a)| {
+            assert_eq!(a["chunk_grid"]["name"], "rectilinear");
+            let mut e = a.clone();
+            e["store"] = Value::from("main");
+            e["path"] = Value::from(path.clone());
+            e
+        })
+        .collect();
+    assert_eq!(entries.len(), 3);
+    let repo = data_dir().join("rectilinear.icechunk");
+    check_entries(&entries, StringType::Utf8, |version, path| {
+        format!("icechunk+file://{}@{version}/{path}", repo.display())
+    });
+    // Pruning over the repository: rows 2..=6 of chunks 2 5 3 are chunk 1 alone.
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    let loc = format!("icechunk+file://{}/rect_2d", repo.display());
+    let sql = format!("SELECT count(*) FROM '{loc}' WHERE dim_0 BETWEEN 2 AND 6");
+    assert!(explain(&ctx, &sql).await.contains("chunks=2/6 (4 pruned)"));
+    let batches = collect(&ctx, &sql).await;
+    assert_eq!(
+        batches[0].column(0).as_primitive::<Int64Type>().value(0),
+        40
+    );
+}

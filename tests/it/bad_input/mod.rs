@@ -686,14 +686,22 @@ async fn metadata_faults_are_named_as_such() {
     );
     // A chunk grid zarrow does not read is called a chunk grid, not a codec.
     let mut meta = array_meta(json!([{"name": "vlen-utf8"}]), "string");
-    meta["chunk_grid"] =
-        json!({"name": "rectilinear", "configuration": {"chunk_shapes": [[2, 2]]}});
-    f.put_json("rect/zarr.json", meta).await;
-    let e = f.open("rect").await.unwrap_err();
+    meta["chunk_grid"] = json!({"name": "hexagonal", "configuration": {"edge": 2}});
+    f.put_json("hex/zarr.json", meta).await;
+    let e = f.open("hex").await.unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, Error::UnsupportedChunkGrid { .. }), "{msg}");
     assert!(
-        msg.contains("chunk grid 'rectilinear'") && !msg.contains("codec"),
+        msg.contains("chunk grid 'hexagonal'") && !msg.contains("codec"),
         "{msg}"
     );
+    // A rectilinear grid whose edges fall short of the shape is bad metadata, array named.
+    let mut meta = array_meta(json!([{"name": "vlen-utf8"}]), "string");
+    meta["chunk_grid"] = json!({"name": "rectilinear",
+        "configuration": {"kind": "inline", "chunk_shapes": [[2, 1]]}});
+    f.put_json("rect/zarr.json", meta).await;
+    let e = f.open("rect").await.unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, Error::Metadata { .. }), "{msg}");
+    assert!(msg.contains("'rect'") && msg.contains("short of"), "{msg}");
 }
