@@ -94,6 +94,12 @@ async fn a_dim_0_range_prunes_exactly_the_overlapping_chunks() {
     let rows: Vec<(i64, Value)> = (7..=10).map(|i| (i, want[i as usize].clone())).collect();
     assert_eq!(got, rows);
 
+    // A LIMIT counts rows chunk by chunk: 7 rows end inside chunk 2 (rows 6..9).
+    let limited = collect(&ctx, &format!("SELECT dim_0 FROM '{loc}' LIMIT 7")).await;
+    assert_eq!(limited.iter().map(RecordBatch::num_rows).sum::<usize>(), 7);
+    let sql = format!("SELECT dim_0 FROM '{loc}' WHERE dim_0 >= 14");
+    assert!(explain(&ctx, &sql).await.contains("chunks=1/5 (4 pruned)"));
+
     // 2-D: rows 5..15 are chunk 2 of 1 4 10 5; column 3 is chunk 1 of 3 4.
     let loc = location(STORE, "float64_2d");
     let sql = format!(

@@ -323,6 +323,8 @@ impl ArrayMetadata {
     /// innermost chunks (every shard's edges are multiples of theirs: checked when parsed).
     pub fn read_grid(&self) -> ChunkGrid {
         match self.shard_levels().last() {
+            // Cannot fail on parsed metadata: the inner shape has the array's dimensions and
+            // positive extents, and no more chunks than the shape has elements.
             Some(s) => ChunkGrid::new(self.shape.clone(), s.chunk_shape.clone())
                 .unwrap_or_else(|_| self.chunk_grid.clone()),
             None => self.chunk_grid.clone(),
