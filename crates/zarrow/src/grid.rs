@@ -675,6 +675,15 @@ impl ChunkRanges {
         self.clone().into_iter()
     }
 
+    /// The selected chunks, in reverse C order (the last first).
+    pub fn iter_rev(&self) -> impl Iterator<Item = Vec<u64>> + Send + 'static {
+        let this = self.clone();
+        self.window
+            .clone()
+            .rev()
+            .map(move |ord| this.coords_at(ord))
+    }
+
     /// The same selection restricted to `sub`, a window relative to this one.
     pub fn sub_window(&self, sub: Range<u64>) -> Self {
         let start = (self.window.start + sub.start).min(self.window.end);

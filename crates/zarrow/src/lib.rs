@@ -112,7 +112,7 @@ pub use reader::{
     ZarrRecordBatchReader, ZarrRecordBatchReaderBuilder, ZarrRecordBatchStreamBuilder,
 };
 pub use remote::RemoteOptions;
-pub use scan::{ScanContext, ScanMemory, ZarrRecordBatchStream, ZarrScan};
+pub use scan::{ChunkFilter, ScanContext, ScanMemory, ZarrRecordBatchStream, ZarrScan};
 pub use store::ZarrStore;
 pub use table::{TableModel, TableOptions};
 pub use write::{

@@ -42,6 +42,7 @@ struct Counters {
     metadata_bytes: AtomicU64,
     metadata_nanos: AtomicU64,
     chunks_read: AtomicU64,
+    chunks_pruned_at_run_time: AtomicU64,
     rows_out: AtomicU64,
     requests: AtomicU64,
     bytes_fetched: AtomicU64,
@@ -76,6 +77,9 @@ pub struct ScanCounts {
     pub metadata_time: Duration,
     /// Chunks of rows read.
     pub chunks_read: u64,
+    /// Chunks of rows the scan skipped as it ran: a filter learnt while the query ran (see
+    /// [`crate::ChunkFilter`]) ruled them out.
+    pub chunks_pruned_at_run_time: u64,
     /// Rows handed out.
     pub rows_out: u64,
     /// Requests made to the store for chunk data (shard indexes included).
@@ -103,6 +107,12 @@ impl ScanMetrics {
     /// One chunk of rows read.
     pub fn add_chunk(&self) {
         self.counters.chunks_read.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One chunk of rows skipped, ruled out by a filter at run time.
+    pub fn add_pruned_at_run_time(&self) {
+        let c = &self.counters;
+        c.chunks_pruned_at_run_time.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Rows handed out.
@@ -183,6 +193,7 @@ impl ScanMetrics {
             metadata_bytes: get(&c.metadata_bytes),
             metadata_time: Duration::from_nanos(get(&c.metadata_nanos)),
             chunks_read: get(&c.chunks_read),
+            chunks_pruned_at_run_time: get(&c.chunks_pruned_at_run_time),
             rows_out: get(&c.rows_out),
             requests: get(&c.requests),
             bytes_fetched: get(&c.bytes_fetched),
@@ -199,6 +210,7 @@ impl std::ops::AddAssign for ScanCounts {
         self.metadata_bytes += o.metadata_bytes;
         self.metadata_time += o.metadata_time;
         self.chunks_read += o.chunks_read;
+        self.chunks_pruned_at_run_time += o.chunks_pruned_at_run_time;
         self.rows_out += o.rows_out;
         self.requests += o.requests;
         self.bytes_fetched += o.bytes_fetched;
@@ -225,7 +237,15 @@ impl std::fmt::Display for ScanCounts {
             self.fetch_time,
             self.decompress_time,
             self.decode_time
-        )
+        )?;
+        if self.chunks_pruned_at_run_time > 0 {
+            write!(
+                f,
+                " chunks_pruned_at_run_time={}",
+                self.chunks_pruned_at_run_time
+            )?;
+        }
+        Ok(())
     }
 }
 

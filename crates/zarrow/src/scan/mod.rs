@@ -133,6 +133,60 @@ pub struct ScanContext {
     /// which cannot reserve a decoded chunk before it is decoded. See
     /// [`ScanContext::for_partitions`].
     pub decode_ahead: usize,
+    /// Judges each chunk of rows right before it is fetched, and again before it is decoded:
+    /// a chunk it rules out is skipped and counted as pruned at run time (see
+    /// [`ChunkFilter`]). Ignored by a scan with a limit, whose rows are the first ones.
+    pub chunk_filter: Option<Arc<dyn ChunkFilter>>,
+    /// Read the chunks in the reverse of the scan's order (for a query that wants the last
+    /// rows first, as `ORDER BY dim_0 DESC LIMIT k`). Ignored by a scan with a limit.
+    pub reverse: bool,
+}
+
+/// A test of chunks of rows that may change while a scan runs (the filters a query engine
+/// learns as it runs, such as a join's build side or a top-k's threshold): whether the chunk
+/// at `coords` (over the table's chunk grid) may hold rows the query needs. `false` must mean
+/// that no row of the chunk is needed; when in doubt, `true`.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use futures::TryStreamExt;
+/// use zarrow::{ChunkFilter, ScanContext, TableModel, TableOptions, ZarrScan};
+///
+/// /// Only the last chunk of rows.
+/// #[derive(Debug)]
+/// struct LastChunk(u64);
+///
+/// impl ChunkFilter for LastChunk {
+///     fn may_match(&self, coords: &[u64]) -> bool {
+///         coords[0] == self.0
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> zarrow::Result<()> {
+/// let x = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/X");
+/// let model = Arc::new(TableModel::open(x, TableOptions::default()).await?);
+/// let ctx = ScanContext {
+///     chunk_filter: Some(Arc::new(LastChunk(7))),
+///     ..Default::default()
+/// };
+/// let batches: Vec<_> = ZarrScan::new(&model).stream(model, ctx.clone())?.try_collect().await?;
+/// let counts = ctx.metrics.counts();
+/// assert_eq!((counts.chunks_read, counts.chunks_pruned_at_run_time), (1, 7));
+/// assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 250 * 200);
+/// # Ok(())
+/// # }
+/// ```
+pub trait ChunkFilter: std::fmt::Debug + Send + Sync {
+    /// Whether the chunk of rows at `coords` may hold rows the query needs.
+    fn may_match(&self, coords: &[u64]) -> bool;
+
+    /// Whether the filter will not change any more. While it may, a stream decodes no chunk
+    /// ahead of its consumer, so that each chunk is judged as late as possible.
+    fn is_settled(&self) -> bool {
+        true
+    }
 }
 
 impl Default for ScanContext {
@@ -142,6 +196,8 @@ impl Default for ScanContext {
             metrics: ScanMetrics::default(),
             memory: None,
             decode_ahead: 0,
+            chunk_filter: None,
+            reverse: false,
         }
     }
 }

@@ -28,7 +28,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
 use super::memory::{Budget, Held};
-use super::{ScanContext, ZarrScan};
+use super::{ChunkFilter, ScanContext, ZarrScan};
 use crate::array::ReadContext;
 use crate::metrics::ScanMetrics;
 use crate::table::read::ColumnRuns;
@@ -111,9 +111,13 @@ pub(super) fn open(
     let schema = model.projected_schema(&projection)?;
     let batch_size = scan.batch_size.max(1);
     let metrics = ctx.metrics.clone();
-    // A decoded chunk cannot be reserved before it is decoded: no decoding ahead in a budget.
-    let decode_ahead = match &ctx.memory {
-        Some(memory) if memory.is_bounded() => 0,
+    // A chunk filter applies to a scan without a limit (a limit's rows are the first ones).
+    let filter = ctx.chunk_filter.clone().filter(|_| scan.limit.is_none());
+    // A decoded chunk cannot be reserved before it is decoded: no decoding ahead in a budget,
+    // nor while the chunk filter may still change (each chunk is judged at its turn).
+    let decode_ahead = match (&ctx.memory, &filter) {
+        (Some(memory), _) if memory.is_bounded() => 0,
+        (_, Some(filter)) if !filter.is_settled() => 0,
         _ => ctx.decode_ahead,
     };
     let memory = ctx.memory.clone().map(Budget::new);
@@ -136,7 +140,8 @@ pub(super) fn open(
     // Rows to take of each chunk: all, until the limit.
     let mut remaining = scan.limit.unwrap_or(u64::MAX);
     let planner = model.clone();
-    let plan = scan.chunks.iter().map_while(move |coords| {
+    let plan = chunk_order(scan, ctx.reverse, filter.clone(), &read.metrics);
+    let plan = plan.map_while(move |coords| {
         if remaining == 0 {
             return None;
         }
@@ -186,7 +191,20 @@ pub(super) fn open(
         .and_then(move |(coords, take, fetched, mut held, unreserved)| {
             let (reader, projection) = (reader.clone(), projection.clone());
             let (read, schema, location) = (read.clone(), out_schema.clone(), location.clone());
+            let filter = filter.clone();
             async move {
+                if !may_match(filter.as_deref(), &coords, &read.metrics) {
+                    // Ruled out since it was fetched: nothing of it is decoded.
+                    return Ok(ChunkBatches {
+                        schema,
+                        columns: Vec::new(),
+                        done: 0,
+                        rows: 0,
+                        batch_size,
+                        metrics: read.metrics,
+                        held,
+                    });
+                }
                 let what = || format!("reading chunk {coords:?} of '{location}'");
                 held.grow(unreserved, &what)?;
                 let columns = reader
@@ -232,6 +250,38 @@ pub(super) fn open(
         inner,
         _whole: whole,
     })
+}
+
+/// The chunks of `scan` in the order they are read (the reverse of the scan's with `reverse`
+/// and no limit), less those `filter` rules out when their turn to be fetched comes.
+fn chunk_order(
+    scan: &ZarrScan,
+    reverse: bool,
+    filter: Option<Arc<dyn ChunkFilter>>,
+    metrics: &ScanMetrics,
+) -> Box<dyn Iterator<Item = Vec<u64>> + Send> {
+    let order: Box<dyn Iterator<Item = Vec<u64>> + Send> = if reverse && scan.limit.is_none() {
+        Box::new(scan.chunks.iter_rev())
+    } else {
+        Box::new(scan.chunks.iter())
+    };
+    match filter {
+        None => order,
+        Some(filter) => {
+            let metrics = metrics.clone();
+            Box::new(order.filter(move |coords| may_match(Some(&*filter), coords, &metrics)))
+        }
+    }
+}
+
+/// Whether the chunk at `coords` is to be read: no filter, or one that may match it (else it
+/// is counted as pruned at run time).
+fn may_match(filter: Option<&dyn ChunkFilter>, coords: &[u64], metrics: &ScanMetrics) -> bool {
+    let keep = filter.is_none_or(|f| f.may_match(coords));
+    if !keep {
+        metrics.add_pruned_at_run_time();
+    }
+    keep
 }
 
 /// The first `rows` rows of one chunk, as record batches of at most `batch_size` rows: each

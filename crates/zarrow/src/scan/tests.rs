@@ -257,3 +257,58 @@ async fn a_huge_fill_chunk_decoded_ahead_streams_within_its_bytes() {
         "{ahead} rows decoded ahead"
     );
 }
+
+/// Rules out the chunks of rows whose first coordinate is in `out`.
+#[derive(Debug)]
+struct RuleOut {
+    out: Vec<u64>,
+}
+
+impl crate::ChunkFilter for RuleOut {
+    fn may_match(&self, coords: &[u64]) -> bool {
+        !self.out.contains(&coords[0])
+    }
+}
+
+#[tokio::test]
+async fn chunk_filters_skip_chunks_and_reverse_reads_the_last_first() {
+    let model = Arc::new(
+        TableModel::open(&fixture("xarray_v3.zarr"), TableOptions::default())
+            .await
+            .unwrap(),
+    );
+    let scan = ZarrScan::new(&model);
+    let first_row = |batches: &[RecordBatch]| batches[0].slice(0, 1);
+    let all = collect(scan.stream(model.clone(), ScanContext::default()).unwrap()).await;
+    let ctx = ScanContext {
+        reverse: true,
+        chunk_filter: Some(Arc::new(RuleOut { out: vec![0] })),
+        ..Default::default()
+    };
+    let pruned = collect(scan.stream(model.clone(), ctx.clone()).unwrap()).await;
+    let counts = ctx.metrics.counts();
+    let grid = model.chunk_grid_shape();
+    // Every chunk of the first row of chunks ruled out, the rest read last first.
+    let per_row: u64 = grid[1..].iter().product();
+    assert_eq!(counts.chunks_pruned_at_run_time, per_row);
+    assert_eq!(counts.chunks_read, scan.chunks.len() - per_row);
+    let last = collect(
+        ZarrScan {
+            chunks: scan
+                .chunks
+                .sub_window(scan.chunks.len() - 1..scan.chunks.len()),
+            ..scan.clone()
+        }
+        .stream(model.clone(), ScanContext::default())
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(first_row(&pruned), first_row(&last));
+    let rows = |b: &[RecordBatch]| b.iter().map(RecordBatch::num_rows).sum::<usize>();
+    assert!(rows(&pruned) < rows(&all));
+    // A limit reads the first rows whatever the filter and the order.
+    let mut limited = scan.clone();
+    limited.limit = Some(3);
+    let batches = collect(limited.stream(model.clone(), ctx.clone()).unwrap()).await;
+    assert_eq!(first_row(&batches), first_row(&all));
+}
