@@ -44,6 +44,7 @@
 mod error;
 mod factory;
 mod format;
+mod index_columns;
 mod insert;
 mod options;
 mod predicate;

@@ -48,6 +48,8 @@ extensions_options! {
         pub range_split_bytes: u64, default = zarrow::options::DEFAULT_RANGE_SPLIT_BYTES
         /// Inner chunks of a shard at most this many bytes apart are read by one GET (default 1 MiB)
         pub coalesce_bytes: u64, default = zarrow::options::DEFAULT_COALESCE_BYTES
+        /// Skip chunks by the filters a query learns as it runs (a join's build side, a top-k's threshold)
+        pub runtime_pruning: bool, default = true
     }
 }
 

@@ -16,9 +16,10 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, UInt64Array};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
 use datafusion::common::pruning::PruningStatistics;
 use datafusion::common::{Column, DFSchema, ScalarValue};
@@ -26,6 +27,14 @@ use datafusion::error::Result;
 use datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{Accumulator, Expr};
+use datafusion::physical_expr::utils::collect_columns;
+use datafusion::physical_expr::{
+    conjunction as physical_conjunction, split_conjunction as split_physical_conjunction,
+    DynamicFilterTracking, PhysicalExpr,
+};
+use datafusion::physical_expr_common::physical_expr::{
+    snapshot_generation, snapshot_physical_expr,
+};
 use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder};
 use zarrow::table::{ColumnRole, MajorOffsets, TableModel, TableReader};
 use zarrow::{ChunkGrid, ChunkRanges, ReadContext};
@@ -52,9 +61,17 @@ pub(crate) struct Pruned {
 
 /// The dimension a filter is about, if it refers to the columns of exactly one dimension.
 fn dimension_of(model: &TableModel, expr: &Expr) -> Option<usize> {
+    dimension_of_columns(model, expr.column_refs().iter().map(|c| c.name.as_str()))
+}
+
+/// The dimension of `columns`, if they are the index and coordinate columns of exactly one.
+fn dimension_of_columns<'a>(
+    model: &TableModel,
+    columns: impl IntoIterator<Item = &'a str>,
+) -> Option<usize> {
     let mut dims = HashSet::new();
-    for c in expr.column_refs() {
-        let column = model.columns().iter().find(|col| col.name == c.name)?;
+    for name in columns {
+        let column = model.columns().iter().find(|col| col.name == name)?;
         match column.role {
             ColumnRole::Index(d) | ColumnRole::Coordinate(d) => dims.insert(d),
             ColumnRole::Data(_) => return None,
@@ -111,6 +128,188 @@ pub(crate) async fn prune_chunks(
     })
 }
 
+/// Pruning by filters a query learns while it runs (a hash join's build side, a top-k's
+/// threshold: DataFusion's dynamic filters), chunk by chunk as the scan reaches them (see
+/// [`zarrow::ChunkFilter`]). The conjuncts of the filter's current state that refer to one
+/// dimension's index and coordinate columns prune along it, as at planning
+/// ([`DimensionPruner::kept_runs`]); the kept runs are worked out again only when the filter
+/// has changed. Coordinates are read once, when the pruner is made (through the scan's cache).
+#[derive(Debug)]
+pub(crate) struct RunTimePruner {
+    /// The filters, bound to `schema` (the scan's columns).
+    predicate: Arc<dyn PhysicalExpr>,
+    schema: SchemaRef,
+    /// The pruners of the dimensions the filters refer to.
+    dims: Vec<(usize, DimensionPruner)>,
+    /// What the filter kept when it was last looked at.
+    kept: Mutex<Option<Kept>>,
+}
+
+/// What a run-time filter keeps at one generation.
+#[derive(Debug)]
+struct Kept {
+    generation: u64,
+    /// The kept runs of chunks along each of the pruner's dimensions (`None`: all).
+    runs: Vec<Option<Vec<Range<u64>>>>,
+    /// The conjuncts over several dimensions, judged chunk by chunk.
+    across: Option<PruningPredicate>,
+}
+
+impl RunTimePruner {
+    /// The pruner of `predicate` (over the columns of `schema`) on `model`, or `None` if it
+    /// refers to no dimension's index or coordinate columns.
+    pub(crate) async fn new(
+        model: &TableModel,
+        predicate: Arc<dyn PhysicalExpr>,
+        schema: SchemaRef,
+        ctx: &ReadContext,
+    ) -> Result<Option<Self>> {
+        let columns: HashSet<String> = collect_columns(&predicate)
+            .into_iter()
+            .map(|c| c.name().to_string())
+            .collect();
+        let mut dims: Vec<(usize, DimensionPruner)> = Vec::new();
+        for name in &columns {
+            let Some(d) = dimension_of_columns(model, [name.as_str()]) else {
+                continue;
+            };
+            if dims.iter().any(|(e, _)| *e == d) {
+                continue;
+            }
+            if let Some(pruner) = DimensionPruner::new(model, d, &columns, ctx).await? {
+                dims.push((d, pruner));
+            }
+        }
+        if dims.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(RunTimePruner {
+            predicate,
+            schema,
+            dims,
+            kept: Mutex::new(None),
+        }))
+    }
+
+    /// What the filter as it is now keeps.
+    fn kept_now(&self, generation: u64) -> Kept {
+        let mut kept = Kept {
+            generation,
+            runs: vec![None; self.dims.len()],
+            across: None,
+        };
+        let now = match snapshot_physical_expr(self.predicate.clone()) {
+            Ok(now) => now,
+            Err(e) => {
+                log::debug!("zarr: no run-time pruning: {e}");
+                return kept;
+            }
+        };
+        let mut per_dim: HashMap<usize, Vec<Arc<dyn PhysicalExpr>>> = HashMap::new();
+        let mut across = Vec::new();
+        for conjunct in split_physical_conjunction(&now) {
+            // Conjuncts on the columns of the pruner's dimensions only: of one, or of several.
+            let dims: HashSet<Option<usize>> = collect_columns(conjunct)
+                .iter()
+                .map(|c| self.dimension_of(c.name()))
+                .collect();
+            match dims.into_iter().collect::<Vec<_>>()[..] {
+                [Some(d)] => per_dim.entry(d).or_default().push(conjunct.clone()),
+                ref several if several.iter().all(Option::is_some) => across.push(conjunct.clone()),
+                _ => {}
+            }
+        }
+        for (runs, (d, pruner)) in kept.runs.iter_mut().zip(&self.dims) {
+            *runs = per_dim
+                .remove(d)
+                .and_then(|exprs| self.predicate_of(exprs))
+                .map(|p| pruner.kept_runs(&p));
+        }
+        kept.across = self.predicate_of(across);
+        kept
+    }
+
+    /// The pruning predicate of the conjunction of `exprs`, if it prunes anything.
+    fn predicate_of(&self, exprs: Vec<Arc<dyn PhysicalExpr>>) -> Option<PruningPredicate> {
+        if exprs.is_empty() {
+            return None;
+        }
+        let predicate = PruningPredicateBuilder::new()
+            .with_file_schema(self.schema.clone())
+            .try_build(physical_conjunction(exprs));
+        match predicate {
+            Ok(p) if !p.always_true() => Some(p),
+            Ok(_) => None,
+            Err(e) => {
+                log::debug!("zarr: no run-time pruning by a filter: {e}");
+                None
+            }
+        }
+    }
+
+    /// Whether the chunk at `coords` may match `predicate` (over several dimensions): the
+    /// statistics of each dimension's columns over the chunk, as one container.
+    fn chunk_may_match(&self, predicate: &PruningPredicate, coords: &[u64]) -> bool {
+        let mut stats = RunStatistics::default();
+        for (d, pruner) in &self.dims {
+            let Some(&c) = coords.get(*d) else {
+                return true;
+            };
+            let one = pruner.statistics(&[c..c + 1]);
+            stats.min.extend(one.min);
+            stats.max.extend(one.max);
+            stats.non_null.extend(one.non_null);
+            stats.rows = one.rows;
+        }
+        match predicate.prune(&stats) {
+            Ok(keep) => keep.first().copied().unwrap_or(true),
+            Err(e) => {
+                log::debug!("zarr: run-time pruning failed: {e}");
+                true
+            }
+        }
+    }
+
+    /// The dimension of the pruner whose column `name` is.
+    fn dimension_of(&self, name: &str) -> Option<usize> {
+        self.dims
+            .iter()
+            .find(|(_, p)| p.has_column(name))
+            .map(|(d, _)| *d)
+    }
+}
+
+impl zarrow::ChunkFilter for RunTimePruner {
+    fn may_match(&self, coords: &[u64]) -> bool {
+        let generation = snapshot_generation(&self.predicate);
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = match &*kept {
+            Some(k) if k.generation == generation => k,
+            _ => kept.insert(self.kept_now(generation)),
+        };
+        let along = self.dims.iter().zip(&kept.runs).all(|((d, _), runs)| {
+            let (Some(runs), Some(&c)) = (runs, coords.get(*d)) else {
+                return true;
+            };
+            // The runs are sorted and disjoint: the last that starts at or before `c`.
+            let at = runs.partition_point(|r| r.start <= c);
+            at > 0 && runs[at - 1].contains(&c)
+        });
+        along
+            && kept
+                .across
+                .as_ref()
+                .is_none_or(|p| self.chunk_may_match(p, coords))
+    }
+
+    fn is_settled(&self) -> bool {
+        !matches!(
+            DynamicFilterTracking::classify(&self.predicate),
+            DynamicFilterTracking::Watching(_)
+        )
+    }
+}
+
 /// The pruning predicate of `exprs` (a conjunction), or `None` (logged) if none can be built
 /// or it keeps everything.
 fn build_predicate(
@@ -138,6 +337,7 @@ fn build_predicate(
 }
 
 /// Pruning along one dimension: what a run of chunks along it spans.
+#[derive(Debug)]
 struct DimensionPruner {
     /// The table's chunk grid, the dimension, and its number of chunks.
     grid: ChunkGrid,
@@ -207,6 +407,13 @@ impl DimensionPruner {
             return Ok(None);
         }
         Ok(Some(pruner))
+    }
+
+    /// Whether `name` is one of the dimension's columns the pruner has statistics of.
+    fn has_column(&self, name: &str) -> bool {
+        self.index.iter().any(|n| n == name)
+            || self.coordinates.iter().any(|(n, _)| n == name)
+            || self.sorted.iter().any(|(n, _)| n == name)
     }
 
     /// The runs of chunks `predicate` may match, sorted and merged.
@@ -336,6 +543,7 @@ fn merge(runs: Vec<Range<u64>>) -> Vec<Range<u64>> {
 }
 
 /// The statistics of runs of chunks along one dimension, one container a run.
+#[derive(Default)]
 struct RunStatistics {
     min: HashMap<String, ArrayRef>,
     max: HashMap<String, ArrayRef>,

@@ -18,6 +18,7 @@ use std::time::Duration;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{exec_datafusion_err, Statistics};
+use datafusion::config::ConfigOptions;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{
     FileGroup, FileOpenFuture, FileOpener, FileScanConfig, FileScanConfigBuilder, FileSource,
@@ -28,18 +29,25 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit, MemoryReservation};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
-use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::{
+    conjunction, DynamicFilterTracking, EquivalenceProperties, PhysicalExpr, PhysicalSortExpr,
+};
+use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
 use datafusion::physical_plan::metrics::{
     Count, ExecutionPlanMetricsSet, MetricBuilder, MetricValue, Time,
 };
+use datafusion::physical_plan::SortOrderPushdownResult;
 use datafusion::physical_plan::{DisplayFormatType, ExecutionPlan};
 use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
 use tokio::sync::OnceCell;
 use zarrow::table::TableModel;
-use zarrow::{ChunkRanges, ScanContext, ScanCounts, ScanMetrics, ZarrScan};
+use zarrow::{ChunkRanges, ReadContext, ScanContext, ScanCounts, ScanMetrics, ZarrScan};
 
 use crate::error::to_datafusion_error;
+use crate::index_columns::IndexColumns;
+use crate::options::ZarrConfig;
+use crate::pruning::RunTimePruner;
 use crate::table::registered_store;
 
 /// What `EXPLAIN` shows of how the scan's chunks were chosen.
@@ -89,6 +97,18 @@ pub struct ZarrSource {
     ctx: ScanContext,
     /// The process that reads the chunks (a Ballista executor): named in errors and logged.
     executor: Option<Arc<str>>,
+    /// The filters pushed into the scan that may change while the query runs (DataFusion's
+    /// dynamic filters: a hash join's build side, a top-k's threshold), over the scan's
+    /// columns: each partition skips the chunks they rule out as it reaches them. Static
+    /// filters were used at planning.
+    filters: Option<Arc<dyn PhysicalExpr>>,
+    /// Their pruner, made by the first partition that needs it and shared.
+    pruner: Arc<OnceCell<Option<Arc<RunTimePruner>>>>,
+    /// Each partition reads its chunks last first (a sort on the index column descending
+    /// was pushed into the scan).
+    reverse: bool,
+    /// The scan's index columns (statistics, output ordering), when planned on a table.
+    index: Option<Arc<IndexColumns>>,
 }
 
 impl ZarrSource {
@@ -103,6 +123,10 @@ impl ZarrSource {
             runtime: None,
             ctx: ScanContext::default(),
             executor: None,
+            filters: None,
+            pruner: Arc::new(OnceCell::new()),
+            reverse: false,
+            index: None,
         }
     }
 
@@ -151,6 +175,15 @@ impl ZarrSource {
         self
     }
 
+    /// With the index columns of `model` among the source's columns, for a scan of `chunks`:
+    /// their exact statistics per run, and the output ordering where it holds (see
+    /// `index_columns.rs`).
+    pub fn with_index_columns(mut self, model: &TableModel, chunks: &ChunkRanges) -> Self {
+        let schema = self.table_schema.table_schema().clone();
+        self.index = Some(Arc::new(IndexColumns::new(model, &schema, chunks)));
+        self
+    }
+
     /// Running in `runtime`: tables open through its object stores, partitions reserve
     /// memory in its pool.
     pub fn with_runtime(mut self, runtime: Arc<RuntimeEnv>) -> Self {
@@ -176,40 +209,58 @@ impl ZarrSource {
     }
 
     /// The scan `DataSourceExec` of `groups` (each a partition of runs), each partition
-    /// reading at most `limit` rows: the statistics are the runs' exact rows, cut to it.
+    /// reading at most `limit` rows: the statistics are the runs' exact rows, cut to it, and
+    /// without a limit the index columns' exact ranges; the output ordering where it holds.
     pub fn into_exec(self, groups: Vec<Vec<ZarrRun>>, limit: Option<usize>) -> Arc<DataSourceExec> {
         let schema = self.table_schema.table_schema().clone();
         let limit_rows = limit.map(|l| l as u64);
-        let stats = |rows: u64| {
-            let rows = limit_rows.map_or(rows, |l| rows.min(l));
-            let stats = Statistics::new_unknown(&schema);
-            Arc::new(match usize::try_from(rows) {
+        let index = self.index.clone();
+        // A run's statistics (rows, and the index columns' ranges when it is read whole).
+        let run_stats = |run: &ZarrRun| {
+            let rows = limit_rows.map_or(run.rows, |l| run.rows.min(l));
+            let mut stats = Statistics::new_unknown(&schema);
+            if let (Some(index), None) = (&index, limit_rows) {
+                stats.column_statistics = index.statistics(&run.scan.chunks, schema.fields().len());
+            }
+            match usize::try_from(rows) {
                 Ok(rows) => stats.with_num_rows(Precision::Exact(rows)),
                 Err(_) => stats,
-            })
+            }
         };
-        let mut total = 0;
+        let merge = |all: &[Statistics]| {
+            Statistics::try_merge_iter(all.iter(), &schema)
+                .unwrap_or_else(|_| Statistics::new_unknown(&schema))
+        };
+        let mut totals = Vec::new();
         let groups = groups
             .into_iter()
             .map(|runs| {
+                let stats: Vec<Statistics> = runs.iter().map(run_stats).collect();
+                let mut group = merge(&stats);
+                // (a limit cuts the partition's rows, not each run's)
                 let rows: u64 = runs.iter().map(|r| r.rows).sum();
-                total += limit_rows.map_or(rows, |l| rows.min(l));
+                if let (Some(l), Ok(cut)) = (limit_rows, usize::try_from(rows)) {
+                    let cut = cut.min(usize::try_from(l).unwrap_or(usize::MAX));
+                    group.num_rows = Precision::Exact(cut);
+                }
+                totals.push(group.clone());
                 let files = runs
                     .into_iter()
-                    .map(|run| {
-                        let path = run.scan.location.clone();
-                        let rows = run.rows;
-                        PartitionedFile::new(path, 0)
-                            .with_statistics(stats(rows))
+                    .zip(stats)
+                    .map(|(run, stats)| {
+                        PartitionedFile::new(run.scan.location.clone(), 0)
+                            .with_statistics(Arc::new(stats))
                             .with_extension(run)
                     })
                     .collect();
-                FileGroup::new(files).with_statistics(stats(rows))
+                FileGroup::new(files).with_statistics(Arc::new(group))
             })
             .collect();
+        let ordering = index.as_deref().and_then(|i| i.ordering(&schema));
         let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(self))
             .with_file_groups(groups)
-            .with_statistics(stats(total).as_ref().clone())
+            .with_statistics(merge(&totals))
+            .with_output_ordering(ordering.into_iter().collect())
             .with_limit(limit)
             .build();
         DataSourceExec::from_data_source(config)
@@ -229,6 +280,27 @@ impl ZarrSource {
                     None => TableModel::open(&scan.location, options).await,
                 };
                 model.map(Arc::new).map_err(to_datafusion_error)
+            })
+            .await
+            .cloned()
+    }
+
+    /// The pruner of the pushed filters on `model`, if there are filters and they refer to
+    /// a dimension's index or coordinate columns.
+    async fn run_time_pruner(&self, model: &TableModel) -> Result<Option<Arc<RunTimePruner>>> {
+        let Some(filters) = self.filters.clone() else {
+            return Ok(None);
+        };
+        let schema = self.table_schema.table_schema().clone();
+        let read = ReadContext {
+            options: model.options().read.clone(),
+            cache: Some(self.ctx.cache.clone()),
+            metrics: self.ctx.metrics.clone(),
+        };
+        self.pruner
+            .get_or_try_init(|| async move {
+                let pruner = RunTimePruner::new(model, filters, schema, &read).await?;
+                Ok::<_, DataFusionError>(pruner.map(Arc::new))
             })
             .await
             .cloned()
@@ -304,8 +376,14 @@ impl FileSource for ZarrSource {
                     ", location={}, chunks={kept}/{total} ({pruned} pruned)",
                     plan.location
                 )?;
-                if let Some(p) = &plan.info.predicate {
-                    write!(f, ", predicate={p}")?;
+                match (&plan.info.predicate, &self.filters) {
+                    (Some(p), Some(d)) => write!(f, ", predicate={p} AND {d}")?,
+                    (Some(p), None) => write!(f, ", predicate={p}")?,
+                    (None, Some(d)) => write!(f, ", predicate={d}")?,
+                    (None, None) => {}
+                }
+                if self.reverse {
+                    write!(f, ", reverse=true")?;
                 }
                 if matches!(t, DisplayFormatType::Verbose) {
                     write!(f, ", ranges={}", plan.chunks)?;
@@ -320,6 +398,38 @@ impl FileSource for ZarrSource {
         }
     }
 
+    /// A sort on the index column of dimension 0 descending (the reverse of the scan's
+    /// ordering) makes each partition read its chunks last first: a top-k (`ORDER BY dim_0
+    /// DESC LIMIT k`) then meets its rows first and its threshold prunes the rest. Inexact:
+    /// the sort stays (rows within a chunk are still ascending).
+    fn try_pushdown_sort(
+        &self,
+        order: &[PhysicalSortExpr],
+        eq_properties: &EquivalenceProperties,
+    ) -> Result<SortOrderPushdownResult<Arc<dyn FileSource>>> {
+        let schema = self.table_schema.table_schema().clone();
+        let ordering = self.index.as_deref().and_then(|i| i.ordering(&schema));
+        let (Some(ordering), Some(first)) = (ordering, order.first()) else {
+            return Ok(SortOrderPushdownResult::Unsupported);
+        };
+        if eq_properties.ordering_satisfy(order.iter().cloned())? {
+            return Ok(SortOrderPushdownResult::Exact {
+                inner: Arc::new(self.clone()),
+            });
+        }
+        let reversed = ordering.iter().map(|s| s.clone().reverse());
+        let reversed = EquivalenceProperties::new_with_orderings(schema, [reversed]);
+        if self.reverse || !reversed.ordering_satisfy([first.clone()])? {
+            return Ok(SortOrderPushdownResult::Unsupported);
+        }
+        Ok(SortOrderPushdownResult::Inexact {
+            inner: Arc::new(ZarrSource {
+                reverse: true,
+                ..self.clone()
+            }),
+        })
+    }
+
     /// The partitions are runs of chunks made for the session's target partitions; byte
     /// ranges of a "file" mean nothing here.
     fn supports_repartitioning(&self) -> bool {
@@ -328,10 +438,46 @@ impl FileSource for ZarrSource {
 
     fn apply_expressions(
         &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
     ) -> Result<TreeNodeRecursion> {
-        // No filter and no projection expressions: the columns are the runs' scans'.
-        Ok(TreeNodeRecursion::Continue)
+        // The pushed filters (how a dynamic filter's producer sees it is used); no projection
+        // expressions: the columns are the runs' scans'.
+        match &self.filters {
+            Some(filters) => f(filters),
+            None => Ok(TreeNodeRecursion::Continue),
+        }
+    }
+
+    /// Keeps the filters that may change while the query runs (dynamic filters) to prune
+    /// chunks by as the partitions reach them, unless `zarrow.runtime_pruning` is off. Every
+    /// filter is still applied above the scan (pruning is by chunk, never by row); static
+    /// filters were used at planning.
+    fn try_pushdown_filters(
+        &self,
+        filters: Vec<Arc<dyn PhysicalExpr>>,
+        config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn FileSource>>> {
+        let not_applied = vec![PushedDown::No; filters.len()];
+        let enabled = ZarrConfig::from_config_options(config).runtime_pruning;
+        let dynamic: Vec<Arc<dyn PhysicalExpr>> = filters
+            .into_iter()
+            .filter(|f| enabled && DynamicFilterTracking::classify(f).contains_dynamic_filter())
+            .collect();
+        if dynamic.is_empty() {
+            return Ok(FilterPushdownPropagation::with_parent_pushdown_result(
+                not_applied,
+            ));
+        }
+        let filters = conjunction(self.filters.clone().into_iter().chain(dynamic));
+        let source = ZarrSource {
+            filters: Some(filters),
+            pruner: Arc::new(OnceCell::new()),
+            ..self.clone()
+        };
+        Ok(
+            FilterPushdownPropagation::with_parent_pushdown_result(not_applied)
+                .with_updated_node(Arc::new(source) as Arc<dyn FileSource>),
+        )
     }
 }
 
@@ -342,6 +488,7 @@ struct PartitionMetrics {
     metadata_bytes: Count,
     metadata_time: Time,
     chunks_read: Count,
+    chunks_pruned_at_run_time: Count,
     requests: Count,
     bytes_fetched: Count,
     fetch_time: Time,
@@ -358,6 +505,7 @@ impl PartitionMetrics {
             metadata_bytes: count("metadata_bytes"),
             metadata_time: time("metadata_time"),
             chunks_read: count("chunks_read"),
+            chunks_pruned_at_run_time: count("chunks_pruned_at_run_time"),
             requests: count("requests"),
             bytes_fetched: count("bytes_fetched"),
             fetch_time: time("fetch_time"),
@@ -395,6 +543,11 @@ impl Publisher {
         m.metadata_time
             .add_duration(now.metadata_time.saturating_sub(seen.metadata_time));
         add(&m.chunks_read, now.chunks_read, seen.chunks_read);
+        add(
+            &m.chunks_pruned_at_run_time,
+            now.chunks_pruned_at_run_time,
+            seen.chunks_pruned_at_run_time,
+        );
         add(&m.requests, now.requests, seen.requests);
         add(&m.bytes_fetched, now.bytes_fetched, seen.bytes_fetched);
         m.fetch_time
@@ -455,9 +608,16 @@ impl FileOpener for ZarrOpener {
                     .map_err(|e| to_datafusion_error(e.in_array(model.location())))?;
             }
             let counters = ScanMetrics::new();
+            let chunk_filter = match scan.limit {
+                // A limit's rows are the first ones: no pruning (nor reversing) changes them.
+                Some(_) => None,
+                None => source.run_time_pruner(&model).await?,
+            };
             let ctx = ScanContext {
                 metrics: counters.clone(),
                 memory: source.reservation(partition, partitions),
+                chunk_filter: chunk_filter.map(|p| p as Arc<dyn zarrow::ChunkFilter>),
+                reverse: source.reverse,
                 ..source.ctx.clone()
             }
             .for_partitions(partitions);
@@ -631,6 +791,7 @@ impl<'a> ZarrScanRef<'a> {
                 "metadata_bytes" => c.metadata_bytes += n,
                 "metadata_time" => c.metadata_time += d,
                 "chunks_read" => c.chunks_read += n,
+                "chunks_pruned_at_run_time" => c.chunks_pruned_at_run_time += n,
                 "requests" => c.requests += n,
                 "bytes_fetched" => c.bytes_fetched += n,
                 "fetch_time" => c.fetch_time += d,

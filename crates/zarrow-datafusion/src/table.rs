@@ -268,6 +268,7 @@ impl TableProvider for ZarrTable {
             .projected_schema(&projection)
             .map_err(to_datafusion_error)?;
         let source = ZarrSource::new(schema)
+            .with_index_columns(&model, &scan.chunks)
             .with_plan(plan)
             .with_model(model, ctx)
             .with_runtime(state.runtime_env().clone());
