@@ -12,4 +12,5 @@ mod insert_into;
 mod predicate;
 mod readahead;
 mod remote_readahead;
+mod runtime_pruning;
 mod table;
