@@ -255,7 +255,7 @@ impl RunTimePruner {
             let Some(&c) = coords.get(*d) else {
                 return true;
             };
-            let one = pruner.statistics(&[c..c + 1]);
+            let one = pruner.statistics(std::slice::from_ref(&(c..c + 1)));
             stats.min.extend(one.min);
             stats.max.extend(one.max);
             stats.non_null.extend(one.non_null);
