@@ -56,12 +56,18 @@ impl IndexColumns {
         if !self.ordered {
             return None;
         }
+        LexOrdering::new([self.leading(schema)?])
+    }
+
+    /// Dimension 0's index ascending, if the scan reads it: the order of the chunks' rows
+    /// (C order of the grid), chunk by chunk, whether or not the rows follow it.
+    pub(crate) fn leading(&self, schema: &Schema) -> Option<PhysicalSortExpr> {
         let &(at, _) = self.columns.iter().find(|&&(_, d)| d == 0)?;
         let column = Column::new(schema.field(at).name(), at);
-        LexOrdering::new([PhysicalSortExpr::new(
+        Some(PhysicalSortExpr::new(
             Arc::new(column),
             SortOptions::new(false, false),
-        )])
+        ))
     }
 
     /// Statistics of the index columns over the chunks of one run (all of it read), each

@@ -398,18 +398,18 @@ impl FileSource for ZarrSource {
         }
     }
 
-    /// A sort on the index column of dimension 0 descending (the reverse of the scan's
-    /// ordering) makes each partition read its chunks last first: a top-k (`ORDER BY dim_0
-    /// DESC LIMIT k`) then meets its rows first and its threshold prunes the rest. Inexact:
-    /// the sort stays (rows within a chunk are still ascending).
+    /// A sort on the index column of dimension 0 descending makes each partition read its
+    /// chunks last first: a top-k (`ORDER BY dim_0 DESC LIMIT k`) then meets its rows first
+    /// and its threshold prunes the rest. Inexact: the sort stays (rows within a chunk are
+    /// still ascending).
     fn try_pushdown_sort(
         &self,
         order: &[PhysicalSortExpr],
         eq_properties: &EquivalenceProperties,
     ) -> Result<SortOrderPushdownResult<Arc<dyn FileSource>>> {
         let schema = self.table_schema.table_schema().clone();
-        let ordering = self.index.as_deref().and_then(|i| i.ordering(&schema));
-        let (Some(ordering), Some(first)) = (ordering, order.first()) else {
+        let leading = self.index.as_deref().and_then(|i| i.leading(&schema));
+        let (Some(leading), Some(first)) = (leading, order.first()) else {
             return Ok(SortOrderPushdownResult::Unsupported);
         };
         if eq_properties.ordering_satisfy(order.iter().cloned())? {
@@ -417,8 +417,9 @@ impl FileSource for ZarrSource {
                 inner: Arc::new(self.clone()),
             });
         }
-        let reversed = ordering.iter().map(|s| s.clone().reverse());
-        let reversed = EquivalenceProperties::new_with_orderings(schema, [reversed]);
+        // Reading the chunks last first gives dim_0 descending chunk by chunk (exactly so
+        // where the scan's rows follow dim_0; else by rows of chunks): what a top-k wants.
+        let reversed = EquivalenceProperties::new_with_orderings(schema, [[leading.reverse()]]);
         if self.reverse || !reversed.ordering_satisfy([first.clone()])? {
             return Ok(SortOrderPushdownResult::Unsupported);
         }
