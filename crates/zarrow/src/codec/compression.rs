@@ -1,7 +1,8 @@
 //! The factory of bytes-to-bytes codecs (compression, checksums): [`BytesToBytes`] is a codec
 //! with its configuration, as the chain holds it; each codec's parsing, encoding, decoding and
 //! metadata JSON live in its own module, and this one only dispatches. Adding a codec: its
-//! module, a variant, and one arm in each of the dispatches below.
+//! module, a variant, a row in the [`super::registry`], and one arm in each of the dispatches
+//! below.
 //!
 //! | codec  | module      | stored bytes                                                    |
 //! |--------|-------------|-----------------------------------------------------------------|
@@ -33,7 +34,9 @@ use super::blosc::{self, BloscCompressor, BloscShuffle};
 use super::checksum32::{self, Checksum32};
 use super::config::{Config, ConfigError};
 use super::filters::Filter;
-use super::{bz2, crc32c, gzip, lz4, lzma, shuffle, zlib, zstd, IndexLocation};
+use super::registry::{self, Codec, Kind};
+use super::{bz2, crc32c, gzip, lz4, lzma, shuffle, zlib, zstd, ChainError, IndexLocation};
+use crate::data_type::DataType;
 use crate::error::ChunkError;
 
 /// A bytes-to-bytes codec with its configuration.
@@ -107,62 +110,40 @@ pub enum BytesToBytes {
 }
 
 impl BytesToBytes {
-    /// Parse a zarr v3 codec entry. `Ok(None)` if `name` is not a bytes-to-bytes codec zarrow
-    /// knows; `Err` for a known codec with a bad configuration.
+    /// Parse a zarr v3 codec entry (through the [`super::registry`]). `Ok(None)` if `name` is
+    /// not a bytes-to-bytes codec zarrow knows; `Err` for a known codec with a bad
+    /// configuration.
     pub fn from_v3(name: &str, configuration: Option<&Value>) -> Result<Option<Self>, ConfigError> {
-        let c = || Config::from_value(configuration);
-        if let Some(id) = name.strip_prefix("numcodecs.") {
-            return Self::from_numcodecs(id, &c()?);
+        if registry::v3_kind(name) != Some(Kind::BytesToBytes) {
+            return Ok(None);
         }
-        Ok(Some(match name {
-            "gzip" => gzip::v3(&c()?)?,
-            "zstd" => zstd::v3(&c()?)?,
-            "blosc" => blosc::v3(&c()?)?,
-            "crc32c" => crc32c::v3(&c()?)?,
-            "zlib" | "lz4" | "bz2" => return Self::from_numcodecs(name, &c()?),
-            _ => return Ok(None),
-        }))
+        let cx = registry::Context {
+            data_type: &DataType::UInt8,
+            ndim: 1,
+        };
+        match registry::v3(name, configuration, &cx) {
+            Some(Ok(Codec::BytesToBytes(b))) => Ok(Some(b)),
+            Some(Err(ChainError::Config { source, .. })) => Err(source),
+            _ => Ok(None),
+        }
     }
 
     /// Parse a zarr v2 compressor or filter object (numcodecs form, `{"id": "zstd", "level": 1,
-    /// ...}`). `Ok(None)` if the id is not one of zarrow's codecs.
+    /// ...}`). `Ok(None)` if the id is not one of zarrow's bytes-to-bytes codecs.
     pub fn from_v2(config: &Map<String, Value>) -> Result<Option<Self>, ConfigError> {
         let id = match config.get("id") {
             Some(Value::String(id)) => id.as_str(),
             Some(other) => return Err(ConfigError::bad_value("id", other, "a string")),
             None => return Err(ConfigError::missing("id")),
         };
-        Self::from_numcodecs(id, &Config { map: Some(config) })
-    }
-
-    /// numcodecs' configuration of codec `id`, with numcodecs' defaults; `Ok(None)` for an id
-    /// zarrow does not know. An `id` key, if present, must match.
-    fn from_numcodecs(id: &str, c: &Config<'_>) -> Result<Option<Self>, ConfigError> {
-        let parse = match id {
-            "zlib" => zlib::numcodecs,
-            "gzip" => gzip::numcodecs,
-            "zstd" => zstd::numcodecs,
-            "blosc" => blosc::numcodecs,
-            "lz4" => lz4::numcodecs,
-            "bz2" => bz2::numcodecs,
-            "crc32c" => crc32c::numcodecs,
-            "crc32" => |c: &Config<'_>| checksum32::numcodecs(Checksum32::Crc32, c),
-            "adler32" => |c: &Config<'_>| checksum32::numcodecs(Checksum32::Adler32, c),
-            "fletcher32" => |c: &Config<'_>| checksum32::numcodecs(Checksum32::Fletcher32, c),
-            "shuffle" => shuffle::numcodecs,
-            "lzma" => lzma::numcodecs,
-            _ => return Ok(None),
-        };
-        if let Some(found) = c.str("id")? {
-            if found != id {
-                return Err(ConfigError::bad_value(
-                    "id",
-                    format!("'{found}'"),
-                    format!("'{id}' (the codec's id)"),
-                ));
-            }
+        if registry::numcodecs_kind(id) != Some(Kind::BytesToBytes) {
+            return Ok(None);
         }
-        parse(c).map(Some)
+        match registry::numcodecs(id, &Config { map: Some(config) }, &DataType::UInt8) {
+            Some(Ok(Codec::BytesToBytes(b))) => Ok(Some(b)),
+            Some(Err(e)) => Err(e),
+            _ => Ok(None),
+        }
     }
 
     /// The v3 metadata JSON (`{"name": ..., "configuration": {...}}`) — what zarr-python 3

@@ -12,7 +12,9 @@
 //! `filters`/`compressor`/`order`); decoding to Arrow lives in [`crate::decode`], shard index
 //! reads in [`crate::array`].
 
+mod arrow_vlen;
 pub mod blosc;
+mod bytes;
 mod bz2;
 pub mod checksum32;
 pub mod compression;
@@ -24,8 +26,13 @@ pub mod filters;
 mod gzip;
 mod lz4;
 mod lzma;
+mod numcodecs_vlen;
+mod registry;
+mod sharding;
 mod shuffle;
 mod support;
+mod transpose;
+mod zarrs_vlen;
 mod zlib;
 mod zstd;
 
@@ -35,6 +42,7 @@ pub use compression::BytesToBytes;
 pub use config::ConfigError;
 
 use crate::data_type::{DataType, Endian};
+use registry::Codec;
 
 /// An array-to-array codec.
 #[derive(Debug, Clone, PartialEq)]
@@ -210,6 +218,15 @@ pub enum ChainError {
         /// The bytes-to-bytes codec's name.
         codec: String,
     },
+    /// An array-to-array codec after the array-to-bytes codec, or a second array-to-bytes
+    /// codec.
+    #[error("{kind} codec {codec} after the array-to-bytes codec")]
+    Misplaced {
+        /// The codec's name.
+        codec: String,
+        /// What kind of codec it is (`an array-to-array`, `a second array-to-bytes`).
+        kind: &'static str,
+    },
     /// A codec list without an array-to-bytes codec (`bytes`, `sharding_indexed`, …).
     #[error("no array-to-bytes codec")]
     NoArrayToBytes,
@@ -289,268 +306,70 @@ fn codec_list<'a>(
         .ok_or_else(|| config_error(codec, ConfigError::missing(key)))
 }
 
-/// Parse a v3 `codecs` list for arrays of `data_type` with `ndim` dimensions.
+/// The name, configuration and `must_understand` flag of a v3 `codecs` entry.
+fn v3_entry(entry: &Value) -> Result<(&str, Option<&Value>, bool), ChainError> {
+    let malformed = || ChainError::MalformedEntry {
+        member: "codecs",
+        entry: entry.to_string(),
+    };
+    match entry {
+        Value::String(s) => Ok((s.as_str(), None, true)),
+        Value::Object(o) => Ok((
+            o.get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(malformed)?,
+            o.get("configuration"),
+            o.get("must_understand")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+        )),
+        _ => Err(malformed()),
+    }
+}
+
+/// Parse a v3 `codecs` list for arrays of `data_type` with `ndim` dimensions: each entry is
+/// looked up in the [`registry`] and placed by its kind. An unknown codec is an error naming
+/// it, unless it is marked `must_understand: false`: the writer then says a reader may ignore
+/// it, and it is skipped.
 pub fn parse_v3_chain(
     codecs: &[Value],
     data_type: &DataType,
     ndim: usize,
 ) -> Result<CodecChain, ChainError> {
+    let cx = registry::Context { data_type, ndim };
     let mut array_to_array = Vec::new();
     let mut array_to_bytes = None;
     let mut bytes_to_bytes = Vec::new();
     // zarr-python's `numcodecs.*` array-to-array codecs, in encode order.
     let mut numcodecs_filters: Vec<filters::Filter> = Vec::new();
     for entry in codecs {
-        let (name, config, must_understand) = match entry {
-            Value::String(s) => (s.as_str(), None, true),
-            Value::Object(o) => (
-                o.get("name").and_then(Value::as_str).ok_or_else(|| {
-                    ChainError::MalformedEntry {
-                        member: "codecs",
-                        entry: entry.to_string(),
-                    }
-                })?,
-                o.get("configuration"),
-                o.get("must_understand")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(true),
-            ),
-            other => {
-                return Err(ChainError::MalformedEntry {
-                    member: "codecs",
-                    entry: other.to_string(),
-                })
-            }
+        let (name, config, must_understand) = v3_entry(entry)?;
+        let codec = match registry::v3(name, config, &cx) {
+            Some(parsed) => parsed?,
+            None if !must_understand => continue,
+            None => return Err(unsupported(name, "unknown codec")),
         };
-        if array_to_bytes.is_none() {
-            if let Some(id) = name.strip_prefix("numcodecs.") {
-                let c = config::Config::from_value(config).map_err(|e| config_error(name, e))?;
-                match filters::numcodecs(id, &c, data_type) {
-                    Ok(Some(f)) => {
-                        numcodecs_filters.push(f);
-                        continue;
-                    }
-                    Ok(None) => {}
-                    Err(e) => return Err(config_error(name, e)),
-                }
-            }
-            match name {
-                "transpose" => {
-                    let order_json = config
-                        .and_then(|c| c.get("order"))
-                        .ok_or_else(|| config_error(name, ConfigError::missing("order")))?;
-                    let bad_order = || {
-                        config_error(
-                            name,
-                            ConfigError::bad_value(
-                                "order",
-                                order_json,
-                                format!("a permutation of the {ndim} dimensions"),
-                            ),
-                        )
-                    };
-                    let order = order_json
-                        .as_array()
-                        .ok_or_else(bad_order)?
-                        .iter()
-                        .map(|v| v.as_u64().and_then(|u| usize::try_from(u).ok()))
-                        .collect::<Option<Vec<usize>>>()
-                        .ok_or_else(bad_order)?;
-                    let mut seen = vec![false; ndim];
-                    if order.len() != ndim
-                        || order
-                            .iter()
-                            .any(|&i| i >= ndim || std::mem::replace(&mut seen[i], true))
-                    {
-                        return Err(bad_order());
-                    }
-                    array_to_array.push(ArrayToArray::Transpose { order });
-                    continue;
-                }
-                "bytes" | "endian" => {
-                    let endian = match config.and_then(|c| c.get("endian")).and_then(Value::as_str)
-                    {
-                        None => None,
-                        Some("little") => Some(Endian::Little),
-                        Some("big") => Some(Endian::Big),
-                        Some(other) => {
-                            return Err(config_error(
-                                name,
-                                ConfigError::bad_value(
-                                    "endian",
-                                    format!("'{other}'"),
-                                    "\"little\" or \"big\"",
-                                ),
-                            ))
-                        }
-                    };
-                    if endian.is_none() && data_type.swap_unit() > 1 {
-                        return Err(config_error(
-                            name,
-                            ConfigError::bad_value(
-                                "endian",
-                                "null",
-                                format!(
-                                    "\"little\" or \"big\" (it is required for {})",
-                                    data_type.name()
-                                ),
-                            ),
-                        ));
-                    }
-                    array_to_bytes = Some(ArrayToBytes::Bytes { endian });
-                    continue;
-                }
-                "vlen-utf8" | "numcodecs.vlen-utf8" => {
-                    array_to_bytes = Some(ArrayToBytes::VlenUtf8);
-                    continue;
-                }
-                "vlen-bytes" | "numcodecs.vlen-bytes" => {
-                    array_to_bytes = Some(ArrayToBytes::VlenBytes);
-                    continue;
-                }
-                "zarrs.vlen" | "https://codec.zarrs.dev/array_to_bytes/vlen" => {
-                    let index_u64 = match config
-                        .and_then(|c| c.get("index_data_type"))
-                        .and_then(Value::as_str)
-                    {
-                        None | Some("uint64") => true,
-                        Some("uint32") => false,
-                        Some(other) => {
-                            return Err(unsupported(name, format!("index_data_type '{other}'")))
-                        }
-                    };
-                    let index_type = if index_u64 {
-                        DataType::UInt64
-                    } else {
-                        DataType::UInt32
-                    };
-                    let index_codecs =
-                        parse_v3_chain(codec_list(config, "index_codecs", name)?, &index_type, 1)?;
-                    let data_codecs = parse_v3_chain(
-                        codec_list(config, "data_codecs", name)?,
-                        &DataType::UInt8,
-                        1,
-                    )?;
-                    if !matches!(index_codecs.array_to_bytes, ArrayToBytes::Bytes { .. })
-                        || !matches!(data_codecs.array_to_bytes, ArrayToBytes::Bytes { .. })
-                    {
-                        return Err(unsupported(
-                            name,
-                            "index and data chains must use the bytes codec",
-                        ));
-                    }
-                    array_to_bytes = Some(ArrayToBytes::ZarrsVlen(Box::new(ZarrsVlen {
-                        index_codecs,
-                        data_codecs,
-                        index_u64,
-                        // zarrs' first drafts had no index_location and put the index first.
-                        index_location: parse_index_location(config, name, IndexLocation::Start)?,
-                    })));
-                    continue;
-                }
-                "zarrow.arrow_vlen" => {
-                    let large = match config
-                        .and_then(|c| c.get("offset_type"))
-                        .and_then(Value::as_str)
-                    {
-                        None | Some("int32") => false,
-                        Some("int64") => true,
-                        Some(other) => {
-                            return Err(unsupported(name, format!("offset_type '{other}'")))
-                        }
-                    };
-                    array_to_bytes = Some(ArrayToBytes::ArrowVlen { large });
-                    continue;
-                }
-                "sharding_indexed" => {
-                    let shape_json = config
-                        .and_then(|c| c.get("chunk_shape"))
-                        .ok_or_else(|| config_error(name, ConfigError::missing("chunk_shape")))?;
-                    let bad_shape = || {
-                        config_error(
-                            name,
-                            ConfigError::bad_value(
-                                "chunk_shape",
-                                shape_json,
-                                format!("positive integers, one per array dimension ({ndim})"),
-                            ),
-                        )
-                    };
-                    let chunk_shape = shape_json
-                        .as_array()
-                        .ok_or_else(bad_shape)?
-                        .iter()
-                        .map(|v| v.as_u64().filter(|n| *n > 0))
-                        .collect::<Option<Vec<u64>>>()
-                        .ok_or_else(bad_shape)?;
-                    if chunk_shape.len() != ndim {
-                        return Err(bad_shape());
-                    }
-                    let codecs =
-                        parse_v3_chain(codec_list(config, "codecs", name)?, data_type, ndim)?;
-                    // Nested sharding (tensorstore writes it) is read by ranges at every
-                    // level: the inner shard's bytes must be its shard as stored.
-                    if matches!(codecs.array_to_bytes, ArrayToBytes::Sharding(_))
-                        && (!codecs.array_to_array.is_empty() || !codecs.bytes_to_bytes.is_empty())
-                    {
-                        return Err(unsupported(
-                            name,
-                            "codecs around a nested sharding_indexed (inner shards are read by ranges)",
-                        ));
-                    }
-                    let index_codecs = parse_v3_chain(
-                        codec_list(config, "index_codecs", name)?,
-                        &DataType::UInt64,
-                        ndim + 1,
-                    )?;
-                    if !index_codecs.array_to_array.is_empty()
-                        || !matches!(index_codecs.array_to_bytes, ArrayToBytes::Bytes { .. })
-                        || index_codecs
-                            .bytes_to_bytes
-                            .iter()
-                            .any(|c| !matches!(c, BytesToBytes::Crc32c))
-                    {
-                        return Err(unsupported(
-                            name,
-                            "index codecs other than bytes and crc32c (the index size must be known)",
-                        ));
-                    }
-                    array_to_bytes = Some(ArrayToBytes::Sharding(Box::new(Sharding {
-                        chunk_shape,
-                        codecs,
-                        index_codecs,
-                        index_location: parse_index_location(config, name, IndexLocation::End)?,
-                    })));
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        match BytesToBytes::from_v3(name, config) {
-            Ok(Some(c)) if array_to_bytes.is_some() => bytes_to_bytes.push(c),
-            Ok(Some(_)) => {
+        let misplaced = |kind| ChainError::Misplaced {
+            codec: name.to_string(),
+            kind,
+        };
+        match (codec, &array_to_bytes) {
+            (Codec::ArrayToArray(a), None) => array_to_array.push(a),
+            (Codec::Filter(f), None) => numcodecs_filters.push(f),
+            (Codec::ArrayToBytes(a), None) => array_to_bytes = Some(a),
+            (Codec::BytesToBytes(c), Some(_)) => bytes_to_bytes.push(c),
+            (Codec::BytesToBytes(_), None) => {
                 return Err(ChainError::OutOfOrder {
                     codec: name.to_string(),
                 })
             }
-            // A codec is a transformation of the bytes: reading past one zarrow does not know
-            // would return its output as values. `must_understand: false` does not change
-            // that (zarr-python refuses such an array too).
-            Ok(None) if !must_understand => {
-                return Err(unsupported(
-                    name,
-                    "unknown codec (must_understand: false does not make a codec that transforms \
-                     the bytes safe to skip)",
-                ))
+            (Codec::ArrayToBytes(_), Some(_)) => return Err(misplaced("a second array-to-bytes")),
+            (Codec::ArrayToArray(_) | Codec::Filter(_), Some(_)) => {
+                return Err(misplaced("an array-to-array"))
             }
-            Ok(None) => return Err(unsupported(name, "unknown codec")),
-            Err(e) => return Err(config_error(name, e)),
         }
     }
-    let array_to_bytes = match array_to_bytes {
-        Some(a) => a,
-        None => return Err(ChainError::NoArrayToBytes),
-    };
+    let array_to_bytes = array_to_bytes.ok_or(ChainError::NoArrayToBytes)?;
     if !numcodecs_filters.is_empty() {
         // They run on the bytes the `bytes` codec gives, in its byte order, before the
         // compressors in encode order (so after them when decoding).
@@ -596,6 +415,32 @@ fn check_fits(codec: &ArrayToBytes, data_type: &DataType) -> Result<(), ChainErr
     }
 }
 
+/// A v2 filter or compressor object (`{"id": …}`) through the [`registry`]: its id and the
+/// codec, `None` for an id zarrow does not know.
+/// `member` names the codec in an error about its id.
+fn v2_codec<'a>(
+    obj: &'a serde_json::Map<String, Value>,
+    data_type: &DataType,
+    member: &str,
+) -> Result<(&'a str, Option<Codec>), ChainError> {
+    let id = match obj.get("id") {
+        Some(Value::String(id)) => id.as_str(),
+        Some(other) => {
+            return Err(config_error(
+                member,
+                ConfigError::bad_value("id", other, "a string"),
+            ))
+        }
+        None => return Err(config_error(member, ConfigError::missing("id"))),
+    };
+    let config = config::Config { map: Some(obj) };
+    match registry::numcodecs(id, &config, data_type) {
+        None => Ok((id, None)),
+        Some(Ok(codec)) => Ok((id, Some(codec))),
+        Some(Err(e)) => Err(config_error(id, e)),
+    }
+}
+
 /// Build a chain from v2 metadata: `order`, `filters`, `compressor`, and the dtype's byte order.
 ///
 /// Returns the chain and, for `|O` arrays, whether the object codec is `vlen-bytes`.
@@ -630,25 +475,20 @@ pub fn parse_v2_chain(
             member: "filters",
             entry: f.to_string(),
         })?;
-        let id = obj.get("id").and_then(Value::as_str).unwrap_or("");
-        match id {
-            "vlen-utf8" => array_to_bytes = Some(ArrayToBytes::VlenUtf8),
-            "vlen-bytes" => array_to_bytes = Some(ArrayToBytes::VlenBytes),
-            _ => match filters::numcodecs(id, &config::Config { map: Some(obj) }, data_type) {
-                Ok(Some(f)) => {
-                    // an object codec: the vlen-utf8 frames it writes are decoded as strings
-                    if f.writes_vlen() && array_to_bytes.is_none() {
-                        array_to_bytes = Some(ArrayToBytes::VlenUtf8);
-                    }
-                    bytes_to_bytes.push(BytesToBytes::Filter(Box::new(f)));
+        let (id, codec) = v2_codec(obj, data_type, "")?;
+        match codec {
+            Some(Codec::ArrayToBytes(a)) => array_to_bytes = Some(a),
+            Some(Codec::Filter(f)) => {
+                // an object codec: the vlen-utf8 frames it writes are decoded as strings
+                if f.writes_vlen() && array_to_bytes.is_none() {
+                    array_to_bytes = Some(ArrayToBytes::VlenUtf8);
                 }
-                Err(e) => return Err(config_error(id, e)),
-                Ok(None) => match BytesToBytes::from_v2(obj) {
-                    Ok(Some(c)) => bytes_to_bytes.push(c),
-                    Ok(None) => return Err(unsupported(id, "unknown v2 filter")),
-                    Err(e) => return Err(config_error(id, e)),
-                },
-            },
+                bytes_to_bytes.push(BytesToBytes::Filter(Box::new(f)));
+            }
+            Some(Codec::BytesToBytes(c)) => bytes_to_bytes.push(c),
+            Some(Codec::ArrayToArray(_)) | None => {
+                return Err(unsupported(id, "unknown v2 filter"))
+            }
         }
     }
     let array_to_bytes = match array_to_bytes {
@@ -665,19 +505,9 @@ pub fn parse_v2_chain(
     };
     match compressor {
         None | Some(Value::Null) => {}
-        Some(Value::Object(obj)) => match BytesToBytes::from_v2(obj) {
-            Ok(Some(c)) => bytes_to_bytes.push(c),
-            Ok(None) => {
-                let id = obj.get("id").and_then(Value::as_str).unwrap_or("?");
-                return Err(unsupported(id, "unknown compressor"));
-            }
-            Err(e) => {
-                let id = obj
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("compressor");
-                return Err(config_error(id, e));
-            }
+        Some(Value::Object(obj)) => match v2_codec(obj, data_type, "compressor")? {
+            (_, Some(Codec::BytesToBytes(c))) => bytes_to_bytes.push(c),
+            (id, _) => return Err(unsupported(id, "unknown compressor")),
         },
         Some(other) => {
             return Err(ChainError::MalformedEntry {
@@ -769,13 +599,33 @@ mod tests {
             parse_v3_chain(unknown.as_array().unwrap(), &DataType::String, 1),
             Err(ChainError::Unsupported { .. })
         ));
-        let optional =
-            json!([{"name": "vlen-utf8"}, {"name": "frobnicate", "must_understand": false}]);
-        let e = parse_v3_chain(optional.as_array().unwrap(), &DataType::String, 1).unwrap_err();
-        assert!(
-            matches!(&e, ChainError::Unsupported { codec, .. } if codec == "frobnicate"),
-            "{e:?}"
-        );
+        // An unknown codec the writer marks must_understand: false is skipped, in any
+        // position; a known one is read as usual.
+        let optional = json!([{"name": "frobnicate", "must_understand": false}, {"name": "vlen-utf8"},
+            {"name": "frobnicate", "must_understand": false},
+            {"name": "zstd", "must_understand": false}]);
+        let chain = parse_v3_chain(optional.as_array().unwrap(), &DataType::String, 1).unwrap();
+        assert_eq!(chain.describe(), "vlen-utf8 → zstd");
+        let e = parse_v3_chain(unknown.as_array().unwrap(), &DataType::String, 1).unwrap_err();
+        assert_eq!(e.to_string(), "unsupported codec frobnicate: unknown codec");
+        // Kinds out of place.
+        for (codecs, message) in [
+            (
+                json!([{"name": "vlen-utf8"}, {"name": "vlen-bytes"}]),
+                "a second array-to-bytes codec vlen-bytes after the array-to-bytes codec",
+            ),
+            (
+                json!([{"name": "bytes"}, {"name": "transpose", "configuration": {"order": [0]}}]),
+                "an array-to-array codec transpose after the array-to-bytes codec",
+            ),
+            (
+                json!([{"name": "zstd"}, {"name": "bytes"}]),
+                "bytes-to-bytes codec zstd before the array-to-bytes codec",
+            ),
+        ] {
+            let e = parse_v3_chain(codecs.as_array().unwrap(), &DataType::UInt8, 1).unwrap_err();
+            assert_eq!(e.to_string(), message);
+        }
         let perm = json!([{"name": "transpose", "configuration": {"order": [0, 0]}}, {"name": "bytes", "configuration": {"endian": "little"}}]);
         assert!(parse_v3_chain(perm.as_array().unwrap(), &DataType::Int32, 2).is_err());
     }
