@@ -13,6 +13,9 @@ use serde_json::Value;
 
 use crate::options::{BinaryType, StringType, MAX_ITEM_BYTES};
 
+mod low_precision;
+pub use low_precision::{LowFloat, SubByteInt};
+
 /// Time units of numpy `datetime64` / `timedelta64`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NpTimeUnit {
@@ -160,6 +163,11 @@ pub enum DataType {
     /// A structured element (numpy structured dtype: v2 `[["a", "<i4"], …]`, v3 `structured`
     /// or `struct`): fixed-size fields packed one after another, in order.
     Struct(Vec<StructField>),
+    /// A low-precision float (`bfloat16`, `float8_*`, `float6_*`, `float4_e2m1fn`), read as
+    /// Float16 or Float32 (see [`LowFloat`]).
+    LowFloat(LowFloat),
+    /// `int2`, `int4`, `uint2`, `uint4`, read as Int8 or UInt8.
+    SubByteInt(SubByteInt),
 }
 
 /// One field of a [`DataType::Struct`].
@@ -204,6 +212,8 @@ impl DataType {
             DataType::Struct(fields) => fields
                 .iter()
                 .try_fold(0usize, |sum, f| sum.checked_add(f.data_type.fixed_size()?))?,
+            DataType::LowFloat(f) => f.stored_size(),
+            DataType::SubByteInt(_) => 1,
             DataType::String | DataType::Bytes => return None,
         })
     }
@@ -260,6 +270,8 @@ impl DataType {
                     .collect();
                 format!("struct{{{}}}", parts.join(", "))
             }
+            DataType::LowFloat(f) => f.name().into(),
+            DataType::SubByteInt(i) => i.name().into(),
         }
     }
 
@@ -296,6 +308,10 @@ impl DataType {
                     })
                     .collect(),
             ),
+            DataType::LowFloat(f) if f.widens_to_f32() => ArrowType::Float32,
+            DataType::LowFloat(_) => ArrowType::Float16,
+            DataType::SubByteInt(SubByteInt { signed: true, .. }) => ArrowType::Int8,
+            DataType::SubByteInt(_) => ArrowType::UInt8,
         }
     }
 }
@@ -575,7 +591,15 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
             length_bytes: length_bytes()?,
         },
         "structured" | "struct" => parse_v3_struct(config)?,
-        _ => return Err(DataTypeError::Unsupported),
+        other => {
+            if let Some(f) = LowFloat::from_name(other) {
+                DataType::LowFloat(f)
+            } else if let Some(i) = SubByteInt::from_name(other) {
+                DataType::SubByteInt(i)
+            } else {
+                return Err(DataTypeError::Unsupported);
+            }
+        }
     })
 }
 
@@ -942,6 +966,23 @@ fn float_from_json(v: &Value) -> Result<f64, FillValueError> {
     }
 }
 
+/// A low-precision float's fill value: hex bits as stored (`"0x7c"`, `"0x7fc0"`), or a number
+/// or `"NaN"`/`"Infinity"`/`"-Infinity"` the type holds exactly.
+fn low_float_fill(f: LowFloat, v: &Value) -> Result<Vec<u8>, FillValueError> {
+    let bits = match v.as_str().and_then(|s| s.strip_prefix("0x")) {
+        Some(hex) if hex.len() == 2 * f.stored_size() => {
+            u16::from_str_radix(hex, 16).map_err(|_| not_a(v, "hex bits"))?
+        }
+        _ => f
+            .encode(float_from_json(v)?)
+            .ok_or_else(|| FillValueError::DoesNotFit {
+                value: v.to_string(),
+                data_type: f.name().to_string(),
+            })?,
+    };
+    Ok(bits.to_le_bytes()[..f.stored_size()].to_vec())
+}
+
 fn int_from_json(v: &Value) -> Result<i128, FillValueError> {
     match v {
         Value::Number(n) => {
@@ -1017,6 +1058,11 @@ pub fn parse_fill_value(
             .to_le_bytes()
             .to_vec(),
         (DataType::Float32, v) => (float_from_json(v)? as f32).to_le_bytes().to_vec(),
+        (DataType::LowFloat(f), v) => low_float_fill(*f, v)?,
+        (DataType::SubByteInt(i), v) => {
+            let (min, max) = i.range();
+            int_bytes(v, min, max, 1)?
+        }
         (DataType::Float64, v) => float_from_json(v)?.to_le_bytes().to_vec(),
         (DataType::Complex64 | DataType::Complex128, v) => {
             let (re, im) = match v {

@@ -96,7 +96,7 @@ pub mod write;
 
 pub use array::{ChunkCache, ChunkLocation, ChunkReader, ReadContext, ZarrArray};
 pub use codec::{BytesToBytes, ChainError, ConfigError};
-pub use data_type::{DataTypeError, FillValueError};
+pub use data_type::{DataTypeError, FillValueError, LowFloat, SubByteInt};
 pub use error::{ChunkError, Error, MemoryError, MemoryExhausted, Result};
 pub use grid::{ChunkGrid, ChunkRanges, ChunkRangesIter, GridError, GridKind, MAX_GRID_RUNS};
 #[cfg(feature = "icechunk")]

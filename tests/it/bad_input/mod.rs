@@ -333,7 +333,7 @@ async fn bad_metadata() {
 
     f.put_json(
         "t/zarr.json",
-        array_meta(json!([{"name": "bytes"}]), "float8_e4m3"),
+        array_meta(json!([{"name": "bytes"}]), "complex_float8_e4m3"),
     )
     .await;
     let e = f.open("t").await.unwrap_err();

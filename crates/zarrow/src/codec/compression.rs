@@ -110,7 +110,7 @@ pub enum BytesToBytes {
 }
 
 impl BytesToBytes {
-    /// Parse a zarr v3 codec entry (through the [`super::registry`]). `Ok(None)` if `name` is
+    /// Parse a zarr v3 codec entry (through the codec registry). `Ok(None)` if `name` is
     /// not a bytes-to-bytes codec zarrow knows; `Err` for a known codec with a bad
     /// configuration.
     pub fn from_v3(name: &str, configuration: Option<&Value>) -> Result<Option<Self>, ConfigError> {

@@ -27,6 +27,7 @@ mod gzip;
 mod lz4;
 mod lzma;
 mod numcodecs_vlen;
+pub mod packbits;
 mod registry;
 mod sharding;
 mod shuffle;
@@ -121,6 +122,8 @@ pub enum ArrayToBytes {
     },
     /// `sharding_indexed`.
     Sharding(Box<Sharding>),
+    /// `packbits` (zarr-extensions): a few bits of each element, packed.
+    PackBits(packbits::PackBits),
 }
 
 impl ArrayToBytes {
@@ -133,6 +136,7 @@ impl ArrayToBytes {
             ArrayToBytes::ZarrsVlen(_) => "zarrs.vlen",
             ArrayToBytes::ArrowVlen { .. } => "zarrow.arrow_vlen",
             ArrayToBytes::Sharding(_) => "sharding_indexed",
+            ArrayToBytes::PackBits(_) => "packbits",
         }
     }
 }
@@ -398,7 +402,7 @@ pub fn parse_v3_chain(
 /// Whether an array-to-bytes codec can carry elements of `data_type`.
 fn check_fits(codec: &ArrayToBytes, data_type: &DataType) -> Result<(), ChainError> {
     let ok = match codec {
-        ArrayToBytes::Bytes { .. } => !data_type.is_variable(),
+        ArrayToBytes::Bytes { .. } | ArrayToBytes::PackBits(_) => !data_type.is_variable(),
         ArrayToBytes::VlenUtf8
         | ArrayToBytes::VlenBytes
         | ArrayToBytes::ZarrsVlen(_)

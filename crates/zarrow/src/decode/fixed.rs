@@ -22,7 +22,7 @@ use arrow_schema::{DataType as ArrowType, Field, Fields, TimeUnit};
 use bytes::Bytes;
 
 use super::vlen::{self, VlenTarget};
-use crate::data_type::{DataType, Endian, StructField};
+use crate::data_type::{DataType, Endian, LowFloat, StructField};
 use crate::error::ChunkError;
 use crate::options::StringType;
 
@@ -122,6 +122,16 @@ pub(crate) fn decode_fixed(
             )
         }
         DataType::Struct(fields) => structured(&buf, fields, endian, n, strings)?,
+        DataType::LowFloat(f) => low_float(&buf, *f),
+        DataType::SubByteInt(i) => {
+            let values: Vec<u8> = buf.iter().map(|b| i.widen(*b)).collect();
+            if i.signed {
+                let values: Vec<i8> = values.into_iter().map(|b| b as i8).collect();
+                Arc::new(PrimitiveArray::<Int8Type>::from(values))
+            } else {
+                Arc::new(PrimitiveArray::<UInt8Type>::from(values))
+            }
+        }
         DataType::String | DataType::Bytes => {
             return Err(ChunkError::Invalid(
                 "variable-length data with the bytes codec".into(),
@@ -129,6 +139,27 @@ pub(crate) fn decode_fixed(
         }
     };
     Ok(array)
+}
+
+/// Low-precision floats (little-endian by now), widened exactly: one-byte codes through a
+/// table of their 256 values, bfloat16 as the upper half of a float32.
+fn low_float(buf: &Bytes, f: LowFloat) -> ArrayRef {
+    if f == LowFloat::BFloat16 {
+        let values: Vec<f32> = buf
+            .chunks_exact(2)
+            .map(|c| f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16))
+            .collect();
+        return Arc::new(PrimitiveArray::<Float32Type>::from(values));
+    }
+    if f.widens_to_f32() {
+        let table = f.f32_table();
+        let values: Vec<f32> = buf.iter().map(|b| table[usize::from(*b)]).collect();
+        Arc::new(PrimitiveArray::<Float32Type>::from(values))
+    } else {
+        let table = f.f16_table();
+        let values: Vec<half::f16> = buf.iter().map(|b| table[usize::from(*b)]).collect();
+        Arc::new(PrimitiveArray::<Float16Type>::from(values))
+    }
 }
 
 /// A struct element's fields are interleaved (`a b a b …`): each field is gathered into a

@@ -91,7 +91,11 @@ pub(crate) fn decoded_bound(
     opts: &ZarrReadOptions,
 ) -> usize {
     if let Some(size) = data_type.fixed_size() {
-        return size.saturating_mul(n);
+        return match &chain.array_to_bytes {
+            // Its padding byte may make a chunk of few elements longer than they are.
+            ArrayToBytes::PackBits(p) => p.stored_bound(n),
+            _ => size.saturating_mul(n),
+        };
     }
     let item = opts.limits.item_bytes();
     let bound = match &chain.array_to_bytes {
@@ -170,6 +174,16 @@ pub(crate) fn decode_chunk_counted(
     match &chain.array_to_bytes {
         ArrayToBytes::Bytes { endian } => {
             fixed::decode_fixed(buf, data_type, *endian, n, opts.string_type)
+        }
+        ArrayToBytes::PackBits(p) => {
+            let unpacked = Bytes::from(p.decode(&buf, n)?);
+            fixed::decode_fixed(
+                unpacked,
+                data_type,
+                Some(Endian::Little),
+                n,
+                opts.string_type,
+            )
         }
         ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes => {
             vlen::decode_numcodecs(buf, n, vlen_target(data_type, opts))

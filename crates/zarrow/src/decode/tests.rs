@@ -791,3 +791,101 @@ fn numcodecs_utf8_checked_in_every_window() {
         }
     }
 }
+
+#[test]
+fn low_precision_types_widen_through_bytes_and_packbits() {
+    use crate::data_type::{parse_fill_value, parse_v3_data_type};
+    use arrow_array::types::{Float16Type, Float32Type, Int8Type, UInt8Type};
+    use serde_json::json;
+    let parse = |dt: &str, codecs: serde_json::Value| {
+        let dt = parse_v3_data_type(&json!(dt)).unwrap();
+        let chain = crate::codec::parse_v3_chain(codecs.as_array().unwrap(), &dt, 1).unwrap();
+        (dt, chain)
+    };
+    let o = ZarrReadOptions::default();
+    let bytes_le = json!([{"name": "bytes", "configuration": {"endian": "little"}}]);
+    let bytes_be = json!([{"name": "bytes", "configuration": {"endian": "big"}}]);
+
+    // float8_e5m2: 1, -2, +inf, NaN → Float16.
+    let (dt, c) = parse("float8_e5m2", bytes_le.clone());
+    let a = decode_chunk(
+        &c,
+        &dt,
+        4,
+        Bytes::from_static(&[0x3c, 0xc0, 0x7c, 0x7e]),
+        &o,
+    )
+    .unwrap();
+    let v: Vec<f32> = a
+        .as_primitive::<Float16Type>()
+        .values()
+        .iter()
+        .map(|h| h.to_f32())
+        .collect();
+    assert_eq!(&v[..3], &[1.0, -2.0, f32::INFINITY]);
+    assert!(v[3].is_nan());
+
+    // bfloat16, big-endian → Float32; e8m0fnu → Float32 (2^-127 stays exact).
+    let (dt, c) = parse("bfloat16", bytes_be);
+    let a = decode_chunk(
+        &c,
+        &dt,
+        2,
+        Bytes::from_static(&[0x3f, 0x80, 0xc0, 0x49]),
+        &o,
+    )
+    .unwrap();
+    assert_eq!(a.as_primitive::<Float32Type>().values(), &[1.0, -3.140625]);
+    let (dt, c) = parse("float8_e8m0fnu", bytes_le.clone());
+    let a = decode_chunk(&c, &dt, 2, Bytes::from_static(&[0x00, 0x80]), &o).unwrap();
+    assert_eq!(
+        a.as_primitive::<Float32Type>().values(),
+        &[2f32.powi(-127), 2.0]
+    );
+
+    // int4 under bytes (high bits ignored) and under packbits; uint2 packed.
+    let (dt, c) = parse("int4", json!([{"name": "bytes"}]));
+    let a = decode_chunk(&c, &dt, 3, Bytes::from_static(&[0xaf, 0x07, 0x08]), &o).unwrap();
+    assert_eq!(a.as_primitive::<Int8Type>().values(), &[-1, 7, -8]);
+    let (dt, c) = parse(
+        "int4",
+        json!([{"name": "packbits", "configuration": {"padding_encoding": "first_byte"}}]),
+    );
+    let a = decode_chunk(&c, &dt, 3, Bytes::from_static(&[4, 0x7f, 0x08]), &o).unwrap();
+    assert_eq!(a.as_primitive::<Int8Type>().values(), &[-1, 7, -8]);
+    let (dt, c) = parse("uint2", json!([{"name": "packbits"}, {"name": "gzip"}]));
+    let packed = BytesToBytes::Gzip { level: 1 }
+        .encode(&[0b1110_0100, 0b01])
+        .unwrap();
+    let a = decode_chunk(&c, &dt, 5, Bytes::from(packed), &o).unwrap();
+    assert_eq!(a.as_primitive::<UInt8Type>().values(), &[0, 1, 2, 3, 1]);
+    // A packed chunk of the wrong size is an error, not a panic.
+    assert!(decode_chunk(
+        &c,
+        &dt,
+        9,
+        Bytes::from(BytesToBytes::Gzip { level: 1 }.encode(&[1]).unwrap()),
+        &o
+    )
+    .is_err());
+
+    // Fill values: NaN of e4m3fnuz is 0x80; hex bits as stored; values the type cannot hold
+    // are errors.
+    let fnuz = parse_v3_data_type(&json!("float8_e4m3fnuz")).unwrap();
+    assert_eq!(
+        &*parse_fill_value(&fnuz, &json!("NaN"), false).unwrap().bytes,
+        &[0x80]
+    );
+    let fill = parse_fill_value(&fnuz, &json!("0x40"), false).unwrap();
+    let a = fill_array(&fnuz, &fill, 2, &o).unwrap();
+    assert_eq!(a.as_primitive::<Float16Type>().value(1).to_f32(), 1.0);
+    let f4 = parse_v3_data_type(&json!("float4_e2m1fn")).unwrap();
+    assert!(parse_fill_value(&f4, &json!("NaN"), false).is_err());
+    assert!(parse_fill_value(&f4, &json!(0.3), false).is_err());
+    let int2 = parse_v3_data_type(&json!("int2")).unwrap();
+    assert_eq!(
+        &*parse_fill_value(&int2, &json!(-2), false).unwrap().bytes,
+        &[0xfe]
+    );
+    assert!(parse_fill_value(&int2, &json!(2), false).is_err());
+}

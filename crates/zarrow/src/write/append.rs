@@ -146,6 +146,7 @@ fn options_of(meta: &ArrayMetadata, refused: impl Fn(&str) -> Error) -> Result<T
     }
     o.string_encoding = match &chain.array_to_bytes {
         ArrayToBytes::ArrowVlen { large } => VlenEncoding::ArrowVlen { large: *large },
+        ArrayToBytes::PackBits(_) => return Err(refused("packbits is not written by zarrow")),
         _ => VlenEncoding::Numcodecs,
     };
     o.compression = match chain.bytes_to_bytes.as_slice() {
