@@ -10,6 +10,7 @@ mod fixtures;
 mod hierarchy;
 mod holdouts;
 mod icechunk;
+mod low_precision;
 mod nested_sharding;
 mod python_roundtrip;
 mod rectilinear;
