@@ -16,7 +16,9 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use super::cast_value::CastValue;
 use super::config::{Config, ConfigError};
+use super::scale_offset::ScaleOffset;
 use super::support::{buffer, too_large};
 use crate::data_type::{parse_v2_dtype, DataType, Endian};
 use crate::error::ChunkError;
@@ -207,6 +209,10 @@ pub enum Filter {
         /// The configuration as written (for the metadata).
         config: Value,
     },
+    /// The zarr-extensions `scale_offset` (see `scale_offset.rs`), an element-wise step too.
+    ScaleOffset(ScaleOffset),
+    /// The zarr-extensions `cast_value` (see `cast_value.rs`).
+    CastValue(Box<CastValue>),
 }
 
 fn dtype_of(c: &Config<'_>, key: &str) -> Result<Numeric, ConfigError> {
@@ -357,6 +363,8 @@ impl Filter {
             Filter::PackBits => "packbits",
             Filter::Categorize { .. } => "categorize",
             Filter::Json2 { .. } => "json2",
+            Filter::ScaleOffset(_) => "scale_offset",
+            Filter::CastValue(_) => "cast_value",
         }
     }
 
@@ -402,6 +410,8 @@ impl Filter {
                 to: to.with_endian(endian),
                 digits,
             },
+            Filter::ScaleOffset(c) => Filter::ScaleOffset(ScaleOffset { endian, ..c }),
+            Filter::CastValue(c) => Filter::CastValue(Box::new(CastValue { endian, ..*c })),
             other => other,
         }
     }
@@ -438,11 +448,23 @@ impl Filter {
             } => json!({"id": "categorize", "labels": labels, "dtype": dtype,
                          "astype": astype.to_dtype()}),
             Filter::Json2 { config } => config.clone(),
+            // zarr v3 codecs: their v3 configuration, under their name.
+            Filter::ScaleOffset(ScaleOffset { config, .. }) => {
+                json!({"id": "scale_offset", "configuration": config})
+            }
+            Filter::CastValue(c) => json!({"id": "cast_value", "configuration": c.config}),
         }
     }
 
-    /// zarr-python 3's `numcodecs.*` entry.
+    /// zarr-python 3's `numcodecs.*` entry (the zarr-extensions codecs under their own name).
     pub fn v3_json(&self) -> Value {
+        match self {
+            Filter::ScaleOffset(ScaleOffset { config, .. }) => {
+                return json!({"name": "scale_offset", "configuration": config})
+            }
+            Filter::CastValue(c) => return json!({"name": "cast_value", "configuration": c.config}),
+            _ => {}
+        }
         let mut config = self.v2_json();
         if let Some(o) = config.as_object_mut() {
             o.remove("id");
@@ -469,6 +491,11 @@ impl Filter {
             Filter::Categorize { .. } => out_max.saturating_mul(2),
             // an item's JSON takes at most 6 bytes per byte (`\u0000`) plus quotes and a comma
             Filter::Json2 { .. } => out_max.saturating_mul(6).saturating_add(1 << 16),
+            Filter::ScaleOffset(_) => out_max,
+            Filter::CastValue(c) => {
+                let (from, to) = c.sizes();
+                (out_max / to).saturating_mul(from).saturating_add(from)
+            }
         }
     }
 
@@ -506,6 +533,13 @@ impl Filter {
         };
         let out = match self {
             Filter::BitRound { .. } => return Ok(input.clone()),
+            Filter::ScaleOffset(c) => {
+                if input.len() > max_size {
+                    return Err(too_large(id, input.len(), max_size));
+                }
+                c.decode(input)?
+            }
+            Filter::CastValue(c) => c.decode(input, max_size)?,
             Filter::Delta { dtype, astype } => {
                 let items = elements(astype)?;
                 let mut out = out_buffer(items.len(), dtype)?;

@@ -16,6 +16,7 @@ mod arrow_vlen;
 pub mod blosc;
 mod bytes;
 mod bz2;
+pub mod cast_value;
 pub mod checksum32;
 pub mod compression;
 mod config;
@@ -29,6 +30,8 @@ mod lzma;
 mod numcodecs_vlen;
 pub mod packbits;
 mod registry;
+mod scalar;
+pub mod scale_offset;
 mod sharding;
 mod shuffle;
 mod support;
@@ -340,7 +343,8 @@ pub fn parse_v3_chain(
     data_type: &DataType,
     ndim: usize,
 ) -> Result<CodecChain, ChainError> {
-    let cx = registry::Context { data_type, ndim };
+    // The type the next codec sees: `cast_value` changes it.
+    let mut current = data_type.clone();
     let mut array_to_array = Vec::new();
     let mut array_to_bytes = None;
     let mut bytes_to_bytes = Vec::new();
@@ -348,6 +352,10 @@ pub fn parse_v3_chain(
     let mut numcodecs_filters: Vec<filters::Filter> = Vec::new();
     for entry in codecs {
         let (name, config, must_understand) = v3_entry(entry)?;
+        let cx = registry::Context {
+            data_type: &current,
+            ndim,
+        };
         let codec = match registry::v3(name, config, &cx) {
             Some(parsed) => parsed?,
             None if !must_understand => continue,
@@ -359,7 +367,12 @@ pub fn parse_v3_chain(
         };
         match (codec, &array_to_bytes) {
             (Codec::ArrayToArray(a), None) => array_to_array.push(a),
-            (Codec::Filter(f), None) => numcodecs_filters.push(f),
+            (Codec::Filter(f), None) => {
+                if let filters::Filter::CastValue(c) = &f {
+                    current = c.stored.clone();
+                }
+                numcodecs_filters.push(f)
+            }
             (Codec::ArrayToBytes(a), None) => array_to_bytes = Some(a),
             (Codec::BytesToBytes(c), Some(_)) => bytes_to_bytes.push(c),
             (Codec::BytesToBytes(_), None) => {
@@ -374,30 +387,47 @@ pub fn parse_v3_chain(
         }
     }
     let array_to_bytes = array_to_bytes.ok_or(ChainError::NoArrayToBytes)?;
+    let mut array_to_bytes = array_to_bytes;
     if !numcodecs_filters.is_empty() {
-        // They run on the bytes the `bytes` codec gives, in its byte order, before the
-        // compressors in encode order (so after them when decoding).
-        let endian = match &array_to_bytes {
-            ArrayToBytes::Bytes { endian } => endian.unwrap_or(Endian::Little),
-            other => {
-                return Err(unsupported(
-                    other.name(),
-                    "numcodecs filters need the bytes codec after them",
-                ))
-            }
-        };
-        let filters = numcodecs_filters
-            .into_iter()
-            .map(|f| BytesToBytes::Filter(Box::new(f.with_endian(endian))));
-        bytes_to_bytes.splice(0..0, filters);
+        place_filters(numcodecs_filters, &mut array_to_bytes, &mut bytes_to_bytes)?;
     }
-    check_fits(&array_to_bytes, data_type)?;
+    check_fits(&array_to_bytes, &current)?;
     Ok(CodecChain {
         array_to_array,
         array_to_bytes,
         bytes_to_bytes,
     })
 }
+
+/// Element-wise array-to-array codecs (numcodecs filters, `scale_offset`, `cast_value`) run on
+/// the bytes the `bytes` codec gives, in its byte order, before the compressors in encode order
+/// (so after them when decoding). Before a `sharding_indexed` whose chunks use `bytes` they run
+/// on each inner chunk (an element-wise codec commutes with cutting the shard into chunks).
+fn place_filters(
+    filters: Vec<filters::Filter>,
+    array_to_bytes: &mut ArrayToBytes,
+    bytes_to_bytes: &mut Vec<BytesToBytes>,
+) -> Result<(), ChainError> {
+    let (endian, target) = match array_to_bytes {
+        ArrayToBytes::Bytes { endian } => (endian.unwrap_or(Endian::Little), bytes_to_bytes),
+        ArrayToBytes::Sharding(s) => match s.codecs.array_to_bytes {
+            ArrayToBytes::Bytes { endian } => (
+                endian.unwrap_or(Endian::Little),
+                &mut s.codecs.bytes_to_bytes,
+            ),
+            _ => return Err(unsupported("sharding_indexed", ELEMENTWISE)),
+        },
+        other => return Err(unsupported(other.name(), ELEMENTWISE)),
+    };
+    let filters = filters
+        .into_iter()
+        .map(|f| BytesToBytes::Filter(Box::new(f.with_endian(endian))));
+    target.splice(0..0, filters);
+    Ok(())
+}
+
+const ELEMENTWISE: &str = "element-wise array-to-array codecs (numcodecs filters, scale_offset, \
+    cast_value) need the bytes codec after them";
 
 /// Whether an array-to-bytes codec can carry elements of `data_type`.
 fn check_fits(codec: &ArrayToBytes, data_type: &DataType) -> Result<(), ChainError> {
