@@ -47,6 +47,10 @@ const NOT_TABLES: &[(&str, &str)] = &[
         "a collection of unrelated arrays, one table each",
     ),
     (
+        "newest_lowprec.zarr",
+        "a collection of unrelated arrays, one table each",
+    ),
+    (
         "v3_fixed.zarr",
         "a collection of unrelated arrays, one table each",
     ),

@@ -533,12 +533,7 @@ impl Filter {
         };
         let out = match self {
             Filter::BitRound { .. } => return Ok(input.clone()),
-            Filter::ScaleOffset(c) => {
-                if input.len() > max_size {
-                    return Err(too_large(id, input.len(), max_size));
-                }
-                c.decode(input)?
-            }
+            Filter::ScaleOffset(c) => c.decode(input, max_size)?,
             Filter::CastValue(c) => c.decode(input, max_size)?,
             Filter::Delta { dtype, astype } => {
                 let items = elements(astype)?;

@@ -111,8 +111,15 @@ impl ScaleOffset {
         }
     }
 
-    /// Decode the elements of `input` (as many bytes out as in).
-    pub(crate) fn decode(&self, input: &[u8]) -> Result<Vec<u8>, ChunkError> {
+    /// Decode the elements of `input` (as many bytes out as in, at most `max_size`).
+    pub(crate) fn decode(&self, input: &[u8], max_size: usize) -> Result<Vec<u8>, ChunkError> {
+        if input.len() > max_size {
+            return Err(super::support::too_large(
+                "scale_offset",
+                input.len(),
+                max_size,
+            ));
+        }
         let size = self.data_type.fixed_size().unwrap_or(1);
         if !input.len().is_multiple_of(size) {
             return Err(ChunkError::Invalid(format!(
@@ -154,19 +161,19 @@ mod tests {
     fn floats_and_integers() {
         let c = codec(&DataType::Float32, json!({"offset": 5, "scale": 0.1})).unwrap();
         let out = c
-            .decode(&[1.0f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat())
+            .decode(&[1.0f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat(), 8)
             .unwrap();
         let want = [1.0f32 / 0.1 + 5.0, -2.0f32 / 0.1 + 5.0];
         assert_eq!(out, [want[0].to_le_bytes(), want[1].to_le_bytes()].concat());
         let c = codec(&DataType::Int16, json!({"offset": -3, "scale": 4})).unwrap();
-        assert_eq!(c.decode(&[8, 0]).unwrap(), (-1i16).to_le_bytes());
-        assert!(c.decode(&[9, 0]).is_err(), "9 / 4 is no int16");
+        assert_eq!(c.decode(&[8, 0], 2).unwrap(), (-1i16).to_le_bytes());
+        assert!(c.decode(&[9, 0], 2).is_err(), "9 / 4 is no int16");
         let c = codec(&DataType::UInt8, json!({"offset": 250})).unwrap();
-        assert!(c.decode(&[10]).is_err(), "260 is no uint8");
+        assert!(c.decode(&[10], 1).is_err(), "260 is no uint8");
         assert_eq!(
             codec(&DataType::Float64, json!({}))
                 .unwrap()
-                .decode(&2.5f64.to_le_bytes())
+                .decode(&2.5f64.to_le_bytes(), 8)
                 .unwrap(),
             2.5f64.to_le_bytes()
         );
