@@ -250,29 +250,14 @@ impl CastValue {
 
     /// Decode the stored elements of `input` into at most `max_size` bytes.
     pub(crate) fn decode(&self, input: &[u8], max_size: usize) -> Result<Vec<u8>, ChunkError> {
-        let (from, to) = self.sizes();
-        if !input.len().is_multiple_of(from) {
-            return Err(ChunkError::Invalid(format!(
-                "cast_value: {} bytes are not whole {from}-byte elements",
-                input.len()
-            )));
-        }
-        let n = input.len() / from;
-        if n.saturating_mul(to) > max_size {
-            return Err(super::support::too_large(
-                "cast_value",
-                n.saturating_mul(to),
-                max_size,
-            ));
-        }
-        let mut out = super::support::buffer(n * to, "cast_value")?;
-        for b in input.chunks_exact(from) {
-            let bits = self
-                .cast(scalar::read(&self.stored, self.endian, b))
-                .map_err(|m| ChunkError::codec("cast_value", m))?;
-            scalar::write_bits(bits, to, self.endian, &mut out);
-        }
-        Ok(out)
+        scalar::map_elements(
+            "cast_value",
+            input,
+            self.sizes(),
+            max_size,
+            self.endian,
+            |b| self.cast(scalar::read(&self.stored, self.endian, b)),
+        )
     }
 }
 

@@ -278,6 +278,36 @@ fn config_error(codec: &str, source: ConfigError) -> ChainError {
     }
 }
 
+/// The `ndim` integers under `key` of codec `name`'s configuration (one per array dimension),
+/// each passing `each` and all of them `whole`; anything else is a configuration error saying
+/// it expects `expected`.
+fn dimension_list(
+    name: &str,
+    config: Option<&Value>,
+    key: &str,
+    ndim: usize,
+    expected: &str,
+    each: impl Fn(u64) -> bool,
+    whole: impl Fn(&[u64]) -> bool,
+) -> Result<Vec<u64>, ChainError> {
+    let json = config
+        .and_then(|c| c.get(key))
+        .ok_or_else(|| config_error(name, ConfigError::missing(key)))?;
+    let list = json.as_array().and_then(|items| {
+        items
+            .iter()
+            .map(|v| v.as_u64().filter(|&n| each(n)))
+            .collect::<Option<Vec<u64>>>()
+    });
+    match list {
+        Some(list) if list.len() == ndim && whole(&list) => Ok(list),
+        _ => Err(config_error(
+            name,
+            ConfigError::bad_value(key, json, expected),
+        )),
+    }
+}
+
 fn unsupported(codec: &str, reason: impl Into<String>) -> ChainError {
     ChainError::Unsupported {
         codec: codec.to_string(),

@@ -3,6 +3,7 @@
 //! (sub-byte ones included), float16/32/64 and the low-precision floats.
 
 use crate::data_type::{DataType, Endian, LowFloat};
+use crate::error::ChunkError;
 
 /// A numeric value on its way between two types.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -94,6 +95,34 @@ pub(crate) fn read(dt: &DataType, endian: Endian, b: &[u8]) -> Scalar {
             }
         }
     }
+}
+
+/// Each element of `input` (`from` bytes) mapped by `f` to the bits of an element of `to`
+/// bytes, written in `endian` order into at most `max_size` bytes; errors name `codec`.
+pub(crate) fn map_elements(
+    codec: &'static str,
+    input: &[u8],
+    (from, to): (usize, usize),
+    max_size: usize,
+    endian: Endian,
+    mut f: impl FnMut(&[u8]) -> Result<u64, String>,
+) -> Result<Vec<u8>, ChunkError> {
+    if from == 0 || !input.len().is_multiple_of(from) {
+        return Err(ChunkError::Invalid(format!(
+            "{codec}: {} bytes are not whole {from}-byte elements",
+            input.len()
+        )));
+    }
+    let size = (input.len() / from).saturating_mul(to);
+    if size > max_size {
+        return Err(super::support::too_large(codec, size, max_size));
+    }
+    let mut out = super::support::buffer(size, codec)?;
+    for b in input.chunks_exact(from) {
+        let bits = f(b).map_err(|m| ChunkError::codec(codec, m))?;
+        write_bits(bits, to, endian, &mut out);
+    }
+    Ok(out)
 }
 
 /// Append the bits `bits` of one element of `size` bytes in `endian`.

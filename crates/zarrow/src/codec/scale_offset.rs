@@ -113,28 +113,15 @@ impl ScaleOffset {
 
     /// Decode the elements of `input` (as many bytes out as in, at most `max_size`).
     pub(crate) fn decode(&self, input: &[u8], max_size: usize) -> Result<Vec<u8>, ChunkError> {
-        if input.len() > max_size {
-            return Err(super::support::too_large(
-                "scale_offset",
-                input.len(),
-                max_size,
-            ));
-        }
         let size = self.data_type.fixed_size().unwrap_or(1);
-        if !input.len().is_multiple_of(size) {
-            return Err(ChunkError::Invalid(format!(
-                "scale_offset: {} bytes are not whole {size}-byte elements",
-                input.len()
-            )));
-        }
-        let mut out = super::support::buffer(input.len(), "scale_offset")?;
-        for b in input.chunks_exact(size) {
-            let bits = self
-                .apply(scalar::read(&self.data_type, self.endian, b))
-                .map_err(|m| ChunkError::codec("scale_offset", m))?;
-            scalar::write_bits(bits, size, self.endian, &mut out);
-        }
-        Ok(out)
+        scalar::map_elements(
+            "scale_offset",
+            input,
+            (size, size),
+            max_size,
+            self.endian,
+            |b| self.apply(scalar::read(&self.data_type, self.endian, b)),
+        )
     }
 }
 

@@ -5,10 +5,9 @@
 
 use serde_json::Value;
 
-use super::config::ConfigError;
 use super::registry::{Codec, Context};
 use super::{
-    codec_list, config_error, parse_index_location, parse_v3_chain, unsupported, ArrayToBytes,
+    codec_list, dimension_list, parse_index_location, parse_v3_chain, unsupported, ArrayToBytes,
     BytesToBytes, ChainError, IndexLocation, Sharding,
 };
 use crate::data_type::DataType;
@@ -20,29 +19,15 @@ pub(super) fn v3(
     cx: &Context<'_>,
 ) -> Result<Codec, ChainError> {
     let ndim = cx.ndim;
-    let shape_json = config
-        .and_then(|c| c.get("chunk_shape"))
-        .ok_or_else(|| config_error(name, ConfigError::missing("chunk_shape")))?;
-    let bad_shape = || {
-        config_error(
-            name,
-            ConfigError::bad_value(
-                "chunk_shape",
-                shape_json,
-                format!("positive integers, one per array dimension ({ndim})"),
-            ),
-        )
-    };
-    let chunk_shape = shape_json
-        .as_array()
-        .ok_or_else(bad_shape)?
-        .iter()
-        .map(|v| v.as_u64().filter(|n| *n > 0))
-        .collect::<Option<Vec<u64>>>()
-        .ok_or_else(bad_shape)?;
-    if chunk_shape.len() != ndim {
-        return Err(bad_shape());
-    }
+    let chunk_shape = dimension_list(
+        name,
+        config,
+        "chunk_shape",
+        ndim,
+        &format!("positive integers, one per array dimension ({ndim})"),
+        |n| n > 0,
+        |_| true,
+    )?;
     let codecs = parse_v3_chain(codec_list(config, "codecs", name)?, cx.data_type, ndim)?;
     // Nested sharding (tensorstore writes it) is read by ranges at every level: the inner
     // shard's bytes must be its shard as stored.

@@ -4,9 +4,8 @@
 
 use serde_json::Value;
 
-use super::config::ConfigError;
 use super::registry::{Codec, Context};
-use super::{config_error, ArrayToArray, ChainError};
+use super::{dimension_list, ArrayToArray, ChainError};
 
 /// zarr v3 `transpose`: `order`, a permutation of the array's dimensions.
 pub(super) fn v3(
@@ -15,34 +14,22 @@ pub(super) fn v3(
     cx: &Context<'_>,
 ) -> Result<Codec, ChainError> {
     let ndim = cx.ndim;
-    let order_json = config
-        .and_then(|c| c.get("order"))
-        .ok_or_else(|| config_error(name, ConfigError::missing("order")))?;
-    let bad_order = || {
-        config_error(
-            name,
-            ConfigError::bad_value(
-                "order",
-                order_json,
-                format!("a permutation of the {ndim} dimensions"),
-            ),
-        )
-    };
-    let order = order_json
-        .as_array()
-        .ok_or_else(bad_order)?
-        .iter()
-        .map(|v| v.as_u64().and_then(|u| usize::try_from(u).ok()))
-        .collect::<Option<Vec<usize>>>()
-        .ok_or_else(bad_order)?;
-    let mut seen = vec![false; ndim];
-    if order.len() != ndim
-        || order
+    let is_permutation = |order: &[u64]| {
+        let mut seen = vec![false; ndim];
+        order
             .iter()
-            .any(|&i| i >= ndim || std::mem::replace(&mut seen[i], true))
-    {
-        return Err(bad_order());
-    }
+            .all(|&i| !std::mem::replace(&mut seen[i as usize], true))
+    };
+    let order = dimension_list(
+        name,
+        config,
+        "order",
+        ndim,
+        &format!("a permutation of the {ndim} dimensions"),
+        |i| i < ndim as u64,
+        is_permutation,
+    )?;
+    let order = order.into_iter().map(|i| i as usize).collect();
     Ok(Codec::ArrayToArray(ArrayToArray::Transpose { order }))
 }
 
