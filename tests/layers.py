@@ -26,9 +26,6 @@ KNOWN = {
     "crates/zarrow": [
         {"codec", "error"},
     ],
-    "crates/zarrow-datafusion": [
-        {"insert", "source", "table"},
-    ],
     "crates/zarrow-python": [
         {"errors", "runtime", "usage"},
     ],

@@ -34,7 +34,7 @@ use zarrow::{TableWriteOptions, TableWriter, ZarrStore};
 
 use crate::error::to_datafusion_error;
 use crate::source::ZarrSource;
-use crate::table::registered_store;
+use crate::store::registered_store;
 
 /// The extension and `STORED AS` name.
 const EXTENSION: &str = "zarr";

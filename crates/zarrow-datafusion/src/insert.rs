@@ -1,4 +1,4 @@
-//! `INSERT INTO t SELECT …` on a zarr table: [`ZarrTable`]'s `insert_into` plans a
+//! `INSERT INTO t SELECT …` on a zarr table: [`crate::ZarrTable`]'s `insert_into` plans a
 //! `DataSinkExec` over [`ZarrAppendSink`], which appends the query's rows along the table's
 //! dimension through `zarrow::write::append::TableAppender` (new chunks first, the partial
 //! last chunk rewritten merged, the grown metadata last, under the table's writer lock; see
@@ -26,11 +26,19 @@ use zarrow::ZarrStore;
 
 use crate::error::to_datafusion_error;
 use crate::options::ZarrTableOptions;
-use crate::table::{registered_store, AppendedModel, ZarrTable};
+use crate::store::registered_store;
+
+/// Where an append sink leaves the table's model re-read after appending.
+pub(crate) type AppendedModel = Arc<std::sync::RwLock<Option<Arc<TableModel>>>>;
 
 /// The plan of `INSERT INTO table <input>`.
+/// `model` is the table's at `location` as it stands; the sink leaves the model re-read after
+/// appending in `appended`.
 pub(crate) fn insert_plan(
-    table: &ZarrTable,
+    location: &str,
+    model: Arc<TableModel>,
+    options: ZarrTableOptions,
+    appended: AppendedModel,
     input: Arc<dyn ExecutionPlan>,
     insert_op: InsertOp,
 ) -> Result<Arc<dyn ExecutionPlan>> {
@@ -39,15 +47,13 @@ pub(crate) fn insert_plan(
             "{insert_op} on a zarr table: only INSERT INTO (appending rows) is supported"
         );
     }
-    if table.location().starts_with("icechunk") {
+    if location.starts_with("icechunk") {
         return not_impl_err!(
-            "INSERT INTO an Icechunk table ('{}'): zarrow reads Icechunk repositories only",
-            table.location()
+            "INSERT INTO an Icechunk table ('{location}'): zarrow reads Icechunk repositories only"
         );
     }
     // Index columns (the positions along the dimension) are not stored: whatever the query
     // gives for them, NULL included (`INSERT INTO t (a, b) …` leaves them NULL), is ignored.
-    let model = table.current_model();
     let fields: Vec<Field> = model
         .schema()
         .fields()
@@ -59,10 +65,10 @@ pub(crate) fn insert_plan(
         })
         .collect();
     let sink = ZarrAppendSink {
-        location: table.location().to_string(),
+        location: location.to_string(),
         schema: Arc::new(Schema::new(fields)),
-        options: table.options().clone(),
-        appended: table.appended_model(),
+        options,
+        appended,
         metrics: ExecutionPlanMetricsSet::new(),
     };
     Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))

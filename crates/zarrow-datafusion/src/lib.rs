@@ -52,6 +52,7 @@ mod pruning;
 mod remote_files;
 mod session;
 mod source;
+mod store;
 mod table;
 
 pub use error::{from_datafusion_error, to_datafusion_error};

@@ -48,7 +48,7 @@ use crate::error::to_datafusion_error;
 use crate::index_columns::IndexColumns;
 use crate::options::ZarrConfig;
 use crate::pruning::RunTimePruner;
-use crate::table::registered_store;
+use crate::store::registered_store;
 
 /// What `EXPLAIN` shows of how the scan's chunks were chosen.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -9,19 +9,19 @@ use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
 use datafusion::common::Statistics;
 use datafusion::error::Result;
-use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
-use object_store::ObjectStore;
 use zarrow::table::{ColumnRole, TableModel};
 use zarrow::{Node, ReadContext, ScanContext, ZarrScan, ZarrStore};
 
 use crate::error::to_datafusion_error;
+use crate::insert::{insert_plan, AppendedModel};
 use crate::options::{ZarrConfig, ZarrTableOptions};
 use crate::pruning;
 use crate::source::{ScanPlan, ScanPlanInfo, ZarrRun, ZarrSource};
+use crate::store::registered_store;
 
 /// A zarr array or group as a table (rows are the cells of its dimensions; see
 /// [`zarrow::table`] for which arrays become which columns).
@@ -54,9 +54,6 @@ pub struct ZarrTable {
     /// statistics use it (see [`Self::current_model`]).
     appended: AppendedModel,
 }
-
-/// Where an append sink leaves the table's model re-read after appending.
-pub(crate) type AppendedModel = Arc<std::sync::RwLock<Option<Arc<TableModel>>>>;
 
 impl ZarrTable {
     /// Open the node at `location` (a local path, `file://`, `memory://`, or a cloud URL with
@@ -162,21 +159,6 @@ impl ZarrTable {
                 })
             })
     }
-}
-
-/// A `ZarrStore` over the object store the runtime has registered for `location`'s scheme and
-/// authority, used as the application set it up. `None` for local paths and `file://` (zarrow
-/// resolves `..` in them itself) and for locations nothing is registered for (zarrow then
-/// opens the store itself: `memory://` as its process-wide store, clouds from the environment).
-pub(crate) fn registered_store(runtime: &RuntimeEnv, location: &str) -> Option<ZarrStore> {
-    let url = url::Url::parse(location).ok()?;
-    if url.scheme().len() <= 1 || url.scheme() == "file" {
-        return None;
-    }
-    let base = ObjectStoreUrl::parse(format!("{}://{}", url.scheme(), url.authority())).ok()?;
-    let store: Arc<dyn ObjectStore> = runtime.object_store(&base).ok()?;
-    let root = zarrow::key::from_url_path(url.path()).ok()?;
-    Some(ZarrStore::new(store, root))
 }
 
 #[async_trait]
@@ -298,7 +280,14 @@ impl TableProvider for ZarrTable {
         input: Arc<dyn ExecutionPlan>,
         insert_op: InsertOp,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        crate::insert::insert_plan(self, input, insert_op)
+        insert_plan(
+            &self.location,
+            self.current_model(),
+            self.options.clone(),
+            self.appended_model(),
+            input,
+            insert_op,
+        )
     }
 
     fn statistics(&self) -> Option<Statistics> {
