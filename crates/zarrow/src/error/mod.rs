@@ -6,6 +6,10 @@
 
 use std::fmt;
 
+mod codec_config;
+
+pub use codec_config::ConfigError;
+
 /// `Result` with [`Error`] as the default error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -78,7 +82,7 @@ pub enum Error {
         reason: String,
     },
     /// A known codec whose configuration in the metadata is malformed, or valid but not one
-    /// zarrow reads ([`crate::codec::ConfigError::is_unsupported`]).
+    /// zarrow reads ([`ConfigError::is_unsupported`]).
     #[error("invalid metadata for '{array}' ({document}): codec {codec}: {source}")]
     CodecConfig {
         /// The array path.
@@ -89,7 +93,7 @@ pub enum Error {
         codec: String,
         /// What is wrong with its configuration (it names the key).
         #[source]
-        source: Box<crate::codec::ConfigError>,
+        source: Box<ConfigError>,
     },
     /// A chunk grid other than the regular one.
     #[error("array '{array}': unsupported chunk grid '{grid}' (zarrow reads the regular grid)")]
