@@ -43,7 +43,7 @@ fn _zarrow(m: &Bound<'_, PyModule>) -> PyResult<()> {
         }
     }));
     errors::register(m)?;
-    usage::register(m)?;
+    errors::register_usage(m)?;
     m.add_class::<table::PyZarrTable>()?;
     m.add_class::<table::PyZarrTableFactory>()?;
     m.add_class::<stream::PyZarrStream>()?;
