@@ -234,17 +234,8 @@ impl RunTimePruner {
         if exprs.is_empty() {
             return None;
         }
-        let predicate = PruningPredicateBuilder::new()
-            .with_file_schema(self.schema.clone())
-            .try_build(physical_conjunction(exprs));
-        match predicate {
-            Ok(p) if !p.always_true() => Some(p),
-            Ok(_) => None,
-            Err(e) => {
-                log::debug!("zarr: no run-time pruning by a filter: {e}");
-                None
-            }
-        }
+        let expr = physical_conjunction(exprs);
+        pruning_predicate(Ok(expr.clone()), self.schema.clone(), &expr)
     }
 
     /// Whether the chunk at `coords` may match `predicate` (over several dimensions): the
@@ -319,18 +310,28 @@ fn build_predicate(
 ) -> Option<PruningPredicate> {
     let expr = conjunction(exprs)?;
     let schema = model.schema();
-    let predicate = DFSchema::try_from(schema.as_ref().clone())
-        .and_then(|df_schema| state.create_physical_expr(expr.clone(), &df_schema))
-        .and_then(|physical| {
-            PruningPredicateBuilder::new()
-                .with_file_schema(schema.clone())
-                .try_build(physical)
-        });
+    let physical = DFSchema::try_from(schema.as_ref().clone())
+        .and_then(|df_schema| state.create_physical_expr(expr.clone(), &df_schema));
+    pruning_predicate(physical, schema, &expr)
+}
+
+/// The pruning predicate of `physical` (the filter `what`) over `schema`, or `None` (logged)
+/// if none can be built or it keeps everything.
+fn pruning_predicate(
+    physical: Result<Arc<dyn PhysicalExpr>>,
+    schema: SchemaRef,
+    what: &dyn std::fmt::Display,
+) -> Option<PruningPredicate> {
+    let predicate = physical.and_then(|physical| {
+        PruningPredicateBuilder::new()
+            .with_file_schema(schema)
+            .try_build(physical)
+    });
     match predicate {
         Ok(p) if !p.always_true() => Some(p),
         Ok(_) => None,
         Err(e) => {
-            log::debug!("zarr: no chunk pruning for {expr}: {e}");
+            log::debug!("zarr: no chunk pruning for {what}: {e}");
             None
         }
     }

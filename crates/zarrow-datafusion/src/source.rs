@@ -42,7 +42,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
 use tokio::sync::OnceCell;
 use zarrow::table::TableModel;
-use zarrow::{ChunkRanges, ReadContext, ScanContext, ScanCounts, ScanMetrics, ZarrScan};
+use zarrow::{ChunkRanges, ScanContext, ScanCounts, ScanMetrics, ZarrScan};
 
 use crate::error::to_datafusion_error;
 use crate::index_columns::IndexColumns;
@@ -292,11 +292,7 @@ impl ZarrSource {
             return Ok(None);
         };
         let schema = self.table_schema.table_schema().clone();
-        let read = ReadContext {
-            options: model.options().read.clone(),
-            cache: Some(self.ctx.cache.clone()),
-            metrics: self.ctx.metrics.clone(),
-        };
+        let read = self.ctx.read_context(model.options().read.clone());
         self.pruner
             .get_or_try_init(|| async move {
                 let pruner = RunTimePruner::new(model, filters, schema, &read).await?;

@@ -14,7 +14,7 @@ use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use zarrow::table::{ColumnRole, TableModel};
-use zarrow::{Node, ReadContext, ScanContext, ZarrScan, ZarrStore};
+use zarrow::{Node, ScanContext, ZarrScan, ZarrStore};
 
 use crate::error::to_datafusion_error;
 use crate::insert::{insert_plan, AppendedModel};
@@ -200,11 +200,7 @@ impl TableProvider for ZarrTable {
             .collect();
         // One context for the whole scan: pruning and every partition share its cache.
         let ctx = ScanContext::default();
-        let read_ctx = ReadContext {
-            options: read,
-            cache: Some(ctx.cache.clone()),
-            metrics: ctx.metrics.clone(),
-        };
+        let read_ctx = ctx.read_context(read);
         let started = Instant::now();
         let pruned = pruning::prune_chunks(state, &model, &prunable, &read_ctx).await?;
         let pruning_time = started.elapsed();

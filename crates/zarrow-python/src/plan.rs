@@ -11,7 +11,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use zarrow::{ReadContext, ScanContext, TableModel, ZarrRecordBatchStreamBuilder, ZarrScan};
+use zarrow::{ScanContext, TableModel, ZarrRecordBatchStreamBuilder, ZarrScan};
 use zarrow_datafusion::{
     from_datafusion_error, missing_column, BatchFilter, ScanPlanInfo, ZarrPredicate,
 };
@@ -114,11 +114,7 @@ impl ScanPlan {
         };
 
         let ctx = ScanContext::default();
-        let read = ReadContext {
-            options: model.options().read.clone(),
-            cache: Some(ctx.cache.clone()),
-            metrics: ctx.metrics.clone(),
-        };
+        let read = ctx.read_context(model.options().read.clone());
         let (chunks, info) = match &pruning {
             Some(p) => {
                 let pruned = p.prune(&model, &read).await.map_err(df)?;

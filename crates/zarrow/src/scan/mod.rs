@@ -28,9 +28,10 @@ use serde::{Deserialize, Serialize};
 pub use memory::ScanMemory;
 pub use stream::ZarrRecordBatchStream;
 
-use crate::array::ChunkCache;
+use crate::array::{ChunkCache, ReadContext};
 use crate::grid::ChunkRanges;
 use crate::metrics::ScanMetrics;
+use crate::options::ZarrReadOptions;
 use crate::store::ZarrStore;
 use crate::table::{TableModel, TableOptions};
 use crate::{Error, Result};
@@ -207,6 +208,16 @@ impl Default for ScanContext {
 const MAX_DECODE_AHEAD: usize = 8;
 
 impl ScanContext {
+    /// The context of this scan's reads with `options`: its chunk cache and its counters
+    /// (pruning reads coordinates through it, and every partition shares them).
+    pub fn read_context(&self, options: ZarrReadOptions) -> ReadContext {
+        ReadContext {
+            options,
+            cache: Some(self.cache.clone()),
+            metrics: self.metrics.clone(),
+        }
+    }
+
     /// The context for one of `partitions` streams that run at once. With at least as many
     /// streams as cores, each decodes as it hands out (`decode_ahead` 0), as DataFusion's
     /// partitions do. With fewer, each decodes ahead on its share of the cores

@@ -29,7 +29,6 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::memory::{Budget, Held};
 use super::{ChunkFilter, ScanContext, ZarrScan};
-use crate::array::ReadContext;
 use crate::metrics::ScanMetrics;
 use crate::table::read::ColumnRuns;
 use crate::table::{TableModel, TableReader};
@@ -132,11 +131,7 @@ pub(super) fn open(
             model.location()
         )
     })?;
-    let read = ReadContext {
-        options: model.options().read.clone(),
-        cache: Some(ctx.cache),
-        metrics: ctx.metrics,
-    };
+    let read = ctx.read_context(model.options().read.clone());
     // Rows to take of each chunk: all, until the limit.
     let mut remaining = scan.limit.unwrap_or(u64::MAX);
     let planner = model.clone();
