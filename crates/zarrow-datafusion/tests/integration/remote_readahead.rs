@@ -35,7 +35,9 @@ struct Seen {
     abandoned: AtomicUsize,
     /// `HEAD` requests (of any path).
     heads: AtomicUsize,
-    /// Connections accepted after the first chunk request arrived.
+    /// Connections whose first request was for a chunk: opened by the chunk reads, not
+    /// found open. (Counted per connection, not by when `accept` returned: a connection the
+    /// chunk reads open can be accepted before the first chunk request is read.)
     late_connections: AtomicUsize,
 }
 
@@ -61,9 +63,6 @@ async fn serve_with(
             let Ok((socket, _)) = listener.accept().await else {
                 return;
             };
-            if counters.requests.load(Ordering::SeqCst) > 0 {
-                counters.late_connections.fetch_add(1, Ordering::SeqCst);
-            }
             tokio::spawn(connection(
                 socket,
                 root.clone(),
@@ -82,6 +81,7 @@ async fn connection(
     seen: Arc<Seen>,
 ) {
     let mut socket = BufReader::new(socket);
+    let mut first_request = true;
     loop {
         // The request head, up to the blank line (8 KiB at most).
         let mut head = Vec::new();
@@ -113,6 +113,10 @@ async fn connection(
             tokio::time::sleep(metadata_delay).await;
         }
         let chunk = target.contains("/c/");
+        if chunk && first_request {
+            seen.late_connections.fetch_add(1, Ordering::SeqCst);
+        }
+        first_request = false;
         if chunk {
             seen.requests.fetch_add(1, Ordering::SeqCst);
             let now = seen.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
