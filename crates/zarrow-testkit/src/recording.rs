@@ -48,6 +48,8 @@ pub struct RecordingStore {
     log: Mutex<Vec<Request>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
+    /// The deepest request answered so far (see [`RecordingStore::round_trips`]).
+    answered_depth: AtomicUsize,
 }
 
 impl std::fmt::Display for RecordingStore {
@@ -65,6 +67,7 @@ impl RecordingStore {
             log: Mutex::default(),
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
+            answered_depth: AtomicUsize::new(0),
         })
     }
 
@@ -97,6 +100,16 @@ impl RecordingStore {
             l.clear();
         }
         self.max_in_flight.store(0, Ordering::SeqCst);
+        self.answered_depth.store(0, Ordering::SeqCst);
+    }
+
+    /// The round trips so far, one after another: each request is one deeper than the deepest
+    /// answered before it was made, and this is the deepest. Requests made together count
+    /// once however long the machine takes between them, unless one is made only after
+    /// another was answered — what a count of elapsed time over the delay cannot tell apart
+    /// from a slow machine.
+    pub fn round_trips(&self) -> usize {
+        self.answered_depth.load(Ordering::SeqCst)
     }
 
     /// The most requests in flight at once so far.
@@ -110,9 +123,14 @@ impl RecordingStore {
     }
 
     async fn hold(&self) -> InFlight<'_> {
+        let depth = self.answered_depth.load(Ordering::SeqCst) + 1;
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        let guard = InFlight(&self.in_flight);
+        let guard = InFlight {
+            in_flight: &self.in_flight,
+            answered_depth: &self.answered_depth,
+            depth,
+        };
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
         }
@@ -131,12 +149,18 @@ impl RecordingStore {
     }
 }
 
-/// A request in flight, counted down when dropped (answered or abandoned).
-struct InFlight<'a>(&'a AtomicUsize);
+/// A request in flight, counted down when dropped (answered or abandoned), its depth then
+/// counted as answered.
+struct InFlight<'a> {
+    in_flight: &'a AtomicUsize,
+    answered_depth: &'a AtomicUsize,
+    depth: usize,
+}
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.answered_depth.fetch_max(self.depth, Ordering::SeqCst);
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -1231,11 +1231,10 @@ mod tests {
     async fn the_parts_of_a_range_are_in_flight_at_once() {
         let delay = std::time::Duration::from_millis(200);
         let (store, recording, body) = recorded(64, delay).await;
-        let started = std::time::Instant::now();
         let (bytes, requests) = store.get_range_split("o", 8..64, 28, 8).await.unwrap();
         assert_eq!((bytes.as_ref(), requests), (&body[8..64], 2));
         assert_eq!(recording.max_in_flight(), 2);
-        assert!(started.elapsed() < delay * 2, "{:?}", started.elapsed());
+        assert_eq!(recording.round_trips(), 1);
         // Parts are never more than MAX_PARTS, whatever the part size.
         assert_eq!(split_ranges(0..10_000, 1).len(), 250);
         assert_eq!(split_ranges(0..(1 << 40), 1).len(), MAX_PARTS as usize);
