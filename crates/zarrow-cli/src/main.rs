@@ -89,9 +89,9 @@ struct TableArgs {
     string_type: Option<StringTypeArg>,
     /// A table option, `key=value`; repeatable. Keys: `string_type`, `fill_as_null=true`
     /// (fill values become NULL), `decode_cf=true` (CF conventions), `arrays=a,b` (the arrays of
-    /// a group table), `concurrency=N` (chunk reads in flight), `max_item_bytes=N`,
-    /// `max_chunk_bytes=N`, `max_metadata_bytes=N` (read limits in bytes; defaults from
-    /// `ZARROW_MAX_ITEM_BYTES`, `ZARROW_MAX_CHUNK_BYTES`, `ZARROW_MAX_METADATA_BYTES`).
+    /// a group table), `max_item_bytes=N` (read limits in bytes), `timeout=30s` (remote
+    /// stores), …: every key is in docs/options.md, with the environment variable
+    /// (`ZARROW_MAX_ITEM_BYTES`, `ZARROW_TIMEOUT`, …) that gives its default here.
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     options: Vec<(String, String)>,
 }

@@ -1,78 +1,80 @@
 //! Table options (`CREATE EXTERNAL TABLE … OPTIONS`, `register_zarr`) and the session
 //! settings under `zarrow.` (`SET zarrow.string_type = 'view'`) that give their defaults.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use datafusion::common::config::{ConfigEntry, ConfigOptions, ExtensionOptions};
-use datafusion::common::extensions_options;
 use datafusion::config::ConfigExtension;
 use datafusion::error::{DataFusionError, Result};
-use zarrow::options::REMOTE_KEYS;
-use zarrow::options::{FETCH_KEYS, LIMIT_KEYS};
+use zarrow::options::keys::{option_key, parse_bool, table_keys, OPTION_KEYS};
 use zarrow::table::TableOptions;
 use zarrow::{FetchOptions, ReadLimits, RemoteOptions, StringType, ZarrReadOptions};
 
 use crate::error::to_datafusion_error;
 
-extensions_options! {
-    /// The session settings DataFusion's macro can name (all but `ref`, a Rust keyword);
-    /// [`ZarrConfig`] derefs to them.
-    pub struct ZarrSettings {
-        /// How strings are read: utf8, large_utf8 or view
-        pub string_type: String, default = "utf8".to_string()
-        /// Elements equal to the array's fill value become NULL
-        pub fill_as_null: bool, default = false
-        /// Apply the CF conventions (time units, scale_factor/add_offset, _FillValue → NULL)
-        pub decode_cf: bool, default = false
-        /// Chunk reads in flight at once per partition
-        pub concurrency: usize, default = 32
-        /// Remote stores: how long a connection may take (e.g. 5s; empty: 5s)
-        pub connect_timeout: String, default = String::new()
-        /// Remote stores: how long one request may take (e.g. 30s; empty: 30s)
-        pub timeout: String, default = String::new()
-        /// Remote stores: how many times a failing request is retried (empty: 3)
-        pub max_retries: String, default = String::new()
-        /// Remote stores: for how long a request is retried (e.g. 20s; empty: 20s)
-        pub retry_timeout: String, default = String::new()
-        /// Remote stores: connections a fresh store opens while its first metadata document is on the way (empty: 32; 0: none)
-        pub warm_connections: String, default = String::new()
-        /// Icechunk repositories: URL prefixes (comma-separated, * for all) of the containers virtual chunks may be read from
-        pub virtual_chunks: String, default = String::new()
-        /// The largest element (string, bytes, fixed-size item) read, in bytes (default 16 MiB)
-        pub max_item_bytes: usize, default = zarrow::options::DEFAULT_MAX_ITEM_BYTES
-        /// The largest decoded variable-length chunk read, in bytes (default 2 GiB)
-        pub max_chunk_bytes: usize, default = zarrow::options::DEFAULT_MAX_CHUNK_BYTES
-        /// The largest metadata document read, in bytes (default 256 MiB)
-        pub max_metadata_bytes: u64, default = zarrow::options::DEFAULT_MAX_METADATA_BYTES
-        /// A chunk read of more bytes than this is split into concurrent ranged GETs (default 8 MiB; 0: never)
-        pub range_split_bytes: u64, default = zarrow::options::DEFAULT_RANGE_SPLIT_BYTES
-        /// Inner chunks of a shard at most this many bytes apart are read by one GET (default 1 MiB)
-        pub coalesce_bytes: u64, default = zarrow::options::DEFAULT_COALESCE_BYTES
-        /// Skip chunks by the filters a query learns as it runs (a join's build side, a top-k's threshold)
-        pub runtime_pruning: bool, default = true
-    }
-}
-
-/// Session settings of zarrow (`SET zarrow.<key> = …`), the defaults of every zarr table
-/// created afterwards; `concurrency` applies to every scan. `zarrow.ref` is the version
-/// Icechunk repositories are read at (plain stores, which have none, ignore it).
+/// Session settings of zarrow (`SET zarrow.<key> = …`): the defaults of every zarr table
+/// created afterwards, `FROM 'location'` tables included, and the settings only a session
+/// has (`concurrency`, which applies to every scan, and `runtime_pruning`). The keys are those
+/// of [`zarrow::options::OPTION_KEYS`] a session takes; `ref` is the version Icechunk
+/// repositories are read at (plain stores, which have none, ignore it). A blank value puts a
+/// setting back to its default.
 #[derive(Debug, Clone, Default)]
 pub struct ZarrConfig {
-    settings: ZarrSettings,
-    /// `ref`: an Icechunk branch, tag or snapshot id (empty: each location's own or `main`).
-    pub reference: String,
+    /// The settings made, each checked when it was made.
+    values: BTreeMap<&'static str, String>,
 }
 
-impl std::ops::Deref for ZarrConfig {
-    type Target = ZarrSettings;
-    fn deref(&self) -> &ZarrSettings {
-        &self.settings
+impl ZarrConfig {
+    /// The setting `key` as made, else its declared default.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        let declared = option_key(key).filter(|o| o.scope.session)?;
+        Some(
+            self.values
+                .get(declared.key)
+                .map_or(declared.default, String::as_str),
+        )
     }
-}
 
-impl std::ops::DerefMut for ZarrConfig {
-    fn deref_mut(&mut self) -> &mut ZarrSettings {
-        &mut self.settings
+    /// Chunk reads in flight at once per partition of every scan.
+    pub fn concurrency(&self) -> usize {
+        self.table_defaults().read.concurrency
+    }
+
+    /// Whether scans skip chunks by the filters a query learns as it runs.
+    pub fn runtime_pruning(&self) -> bool {
+        self.values
+            .get("runtime_pruning")
+            .is_none_or(|v| parse_bool("runtime_pruning", v).unwrap_or(true))
+    }
+
+    /// The core table options these settings give (the session's `ref` as the default
+    /// version of repositories).
+    fn try_table_defaults(values: &BTreeMap<&'static str, String>) -> Result<TableOptions> {
+        let mut table = TableOptions::default();
+        for (&key, value) in values {
+            match key {
+                "runtime_pruning" => {
+                    parse_bool(key, value).map_err(to_datafusion_error)?;
+                }
+                "ref" => table.remote.default_reference = Some(value.trim().to_string()),
+                _ => table.set(key, value).map_err(to_datafusion_error)?,
+            }
+        }
+        Ok(table)
+    }
+
+    fn table_defaults(&self) -> TableOptions {
+        // Every value was checked when it was set.
+        Self::try_table_defaults(&self.values).unwrap_or_default()
+    }
+
+    /// The settings of a session (the defaults when the extension is not registered).
+    pub fn from_config_options(options: &ConfigOptions) -> ZarrConfig {
+        options
+            .extensions
+            .get::<ZarrConfig>()
+            .cloned()
+            .unwrap_or_default()
     }
 }
 
@@ -90,39 +92,43 @@ impl ExtensionOptions for ZarrConfig {
     }
 
     fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        match key {
-            "ref" => {
-                self.reference = value.trim().to_string();
-                Ok(())
-            }
-            other => self.settings.set(other, value),
+        let Some(declared) = option_key(key).filter(|o| o.scope.session) else {
+            let keys: Vec<&str> = OPTION_KEYS
+                .iter()
+                .filter(|o| o.scope.session)
+                .map(|o| o.key)
+                .collect();
+            return Err(DataFusionError::Configuration(format!(
+                "unknown zarrow setting '{key}'; expected one of {}",
+                keys.join(", ")
+            )));
+        };
+        let mut values = self.values.clone();
+        if value.trim().is_empty() {
+            values.remove(declared.key);
+        } else {
+            values.insert(declared.key, value.to_string());
         }
+        Self::try_table_defaults(&values)?;
+        self.values = values;
+        Ok(())
     }
 
     fn entries(&self) -> Vec<ConfigEntry> {
-        let mut entries = self.settings.entries();
-        entries.push(ConfigEntry {
-            key: "ref".into(),
-            value: Some(self.reference.clone()),
-            description: "Icechunk repositories: the branch, tag or snapshot id read (empty: main)",
-        });
-        entries
+        OPTION_KEYS
+            .iter()
+            .filter(|o| o.scope.session)
+            .map(|o| ConfigEntry {
+                key: o.key.to_string(),
+                value: self.get(o.key).map(str::to_string),
+                description: o.doc,
+            })
+            .collect()
     }
 }
 
 impl ConfigExtension for ZarrConfig {
     const PREFIX: &'static str = "zarrow";
-}
-
-impl ZarrConfig {
-    /// The settings of a session (the defaults when the extension is not registered).
-    pub fn from_config_options(options: &ConfigOptions) -> ZarrConfig {
-        options
-            .extensions
-            .get::<ZarrConfig>()
-            .cloned()
-            .unwrap_or_default()
-    }
 }
 
 /// How a zarr node becomes a table (serializable: a table travels to a Ballista scheduler as
@@ -155,130 +161,67 @@ pub struct ZarrTableOptions {
     pub break_stale_lock: bool,
 }
 
-/// The option keys, as written in `OPTIONS (…)` (also accepted with a `format.` or
-/// `zarrow.` prefix), besides the remote store's [`REMOTE_KEYS`].
-const KEYS: &[&str] = &[
-    "string_type",
-    "fill_as_null",
-    "decode_cf",
-    "arrays",
-    "break_stale_lock",
-];
-
-fn set_remote(remote: &mut RemoteOptions, key: &str, value: &str) -> Result<()> {
-    remote
-        .set(key, value)
-        .map_err(|e| DataFusionError::Configuration(format!("zarr {e}")))
-}
-
-fn parse_bool(key: &str, value: &str) -> Result<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        other => Err(DataFusionError::Configuration(format!(
-            "zarr option '{key}': expected true or false, found '{other}'"
-        ))),
-    }
-}
-
 impl ZarrTableOptions {
-    /// Parse table options: `string_type` (utf8, large_utf8, view), `fill_as_null`,
-    /// `decode_cf` (true/false), `arrays` (comma-separated child array names), the read
-    /// limits `max_item_bytes`, `max_chunk_bytes`, `max_metadata_bytes` (bytes), how chunk
-    /// reads are split and merged, `range_split_bytes` and `coalesce_bytes` (bytes), and for remote
-    /// stores `connect_timeout`, `timeout`, `retry_timeout` (`500ms`, `5s`, `2m`),
-    /// `max_retries` and `warm_connections`. Keys may carry a
-    /// `format.` or `zarrow.` prefix (DataFusion adds `format.` to unqualified keys); any
-    /// other key is an error.
+    /// Parse table options: the keys of [`zarrow::options::OPTION_KEYS`] a table takes
+    /// (`string_type`, `fill_as_null`, `decode_cf`, `arrays`, the read limits, how chunk reads
+    /// are split and merged, the remote store's timeouts, `break_stale_lock`; docs/options.md
+    /// lists them). Keys may carry a `format.` or `zarrow.` prefix (DataFusion adds `format.`
+    /// to unqualified keys); any other key is an error that lists the valid ones.
     pub fn from_options(options: &HashMap<String, String>) -> Result<Self> {
         ZarrTableOptions::default().with_options(options)
     }
 
     /// The defaults a session's `zarrow.*` settings give.
     pub fn from_config(config: &ZarrConfig) -> Result<Self> {
-        let mut remote = RemoteOptions::default();
-        for (key, value) in [
-            ("connect_timeout", &config.connect_timeout),
-            ("timeout", &config.timeout),
-            ("max_retries", &config.max_retries),
-            ("retry_timeout", &config.retry_timeout),
-            ("warm_connections", &config.warm_connections),
-            ("virtual_chunks", &config.virtual_chunks),
-        ] {
-            if !value.trim().is_empty() {
-                set_remote(&mut remote, key, value)?;
-            }
-        }
-        if !config.reference.trim().is_empty() {
-            remote.default_reference = Some(config.reference.trim().to_string());
-        }
-        Ok(ZarrTableOptions {
-            string_type: StringType::parse(&config.string_type).map_err(to_datafusion_error)?,
-            fill_as_null: config.fill_as_null,
-            decode_cf: config.decode_cf,
-            arrays: None,
-            remote,
-            limits: ReadLimits {
-                max_item_bytes: config.max_item_bytes,
-                max_chunk_bytes: config.max_chunk_bytes,
-                max_metadata_bytes: config.max_metadata_bytes,
-            },
-            fetch: FetchOptions {
-                range_split_bytes: config.range_split_bytes,
-                coalesce_bytes: config.coalesce_bytes,
-            },
-            break_stale_lock: false,
-        })
+        Ok(Self::from_table_options(ZarrConfig::try_table_defaults(
+            &config.values,
+        )?))
     }
 
     /// These options with `options` (see [`Self::from_options`]) applied on top.
-    pub fn with_options(mut self, options: &HashMap<String, String>) -> Result<Self> {
+    pub fn with_options(self, options: &HashMap<String, String>) -> Result<Self> {
         let mut sorted: Vec<_> = options.iter().collect();
         sorted.sort();
+        let mut table = self.to_table_options();
+        let mut break_stale_lock = self.break_stale_lock;
         for (key, value) in sorted {
             let lower = key.to_ascii_lowercase();
             let bare = lower
                 .strip_prefix("format.")
                 .or_else(|| lower.strip_prefix("zarrow."))
                 .unwrap_or(&lower);
-            match bare {
-                "string_type" => {
-                    self.string_type =
-                        StringType::parse(value.trim()).map_err(to_datafusion_error)?
+            match option_key(bare).filter(|o| o.scope.table) {
+                Some(o) if o.key == "break_stale_lock" => {
+                    break_stale_lock = parse_bool(bare, value).map_err(to_datafusion_error)?
                 }
-                "fill_as_null" => self.fill_as_null = parse_bool(bare, value)?,
-                "decode_cf" => self.decode_cf = parse_bool(bare, value)?,
-                "break_stale_lock" => self.break_stale_lock = parse_bool(bare, value)?,
-                "arrays" => {
-                    let names: Vec<String> = value
-                        .split(',')
-                        .map(|s| s.trim().to_string())
-                        .filter(|s| !s.is_empty())
-                        .collect();
-                    self.arrays = (!names.is_empty()).then_some(names);
-                }
-                key if REMOTE_KEYS.contains(&key) => set_remote(&mut self.remote, key, value)?,
-                key if LIMIT_KEYS.iter().any(|(k, _)| *k == key) => {
-                    self.limits.set(key, value).map_err(to_datafusion_error)?
-                }
-                key if FETCH_KEYS.contains(&key) => {
-                    self.fetch.set(key, value).map_err(to_datafusion_error)?
-                }
-                _ => {
+                Some(_) => table.set(bare, value).map_err(to_datafusion_error)?,
+                None => {
                     return Err(DataFusionError::Configuration(format!(
                         "unknown zarr table option '{key}'; expected one of {}",
-                        KEYS.iter()
-                            .chain(REMOTE_KEYS)
-                            .copied()
-                            .chain(LIMIT_KEYS.iter().map(|(k, _)| *k))
-                            .chain(FETCH_KEYS.iter().copied())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        table_keys()
                     )))
                 }
             }
         }
-        Ok(self)
+        Ok(ZarrTableOptions {
+            break_stale_lock,
+            ..Self::from_table_options(table)
+        })
+    }
+
+    /// The table options of the core crate's `table` (its read concurrency aside: scans set
+    /// their own).
+    fn from_table_options(table: TableOptions) -> Self {
+        ZarrTableOptions {
+            string_type: table.read.string_type,
+            fill_as_null: table.fill_as_null,
+            decode_cf: table.decode_cf,
+            arrays: table.arrays,
+            remote: table.remote,
+            limits: table.read.limits,
+            fetch: table.read.fetch,
+            break_stale_lock: false,
+        }
     }
 
     /// Set the string type.

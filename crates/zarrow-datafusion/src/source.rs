@@ -455,7 +455,7 @@ impl FileSource for ZarrSource {
         config: &ConfigOptions,
     ) -> Result<FilterPushdownPropagation<Arc<dyn FileSource>>> {
         let not_applied = vec![PushedDown::No; filters.len()];
-        let enabled = ZarrConfig::from_config_options(config).runtime_pruning;
+        let enabled = ZarrConfig::from_config_options(config).runtime_pruning();
         let dynamic: Vec<Arc<dyn PhysicalExpr>> = filters
             .into_iter()
             .filter(|f| enabled && DynamicFilterTracking::classify(f).contains_dynamic_filter())

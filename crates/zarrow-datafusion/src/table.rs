@@ -184,7 +184,7 @@ impl TableProvider for ZarrTable {
             .options()
             .read
             .clone()
-            .with_concurrency(config.concurrency);
+            .with_concurrency(config.concurrency());
         let model = Arc::new(
             current
                 .with_read_options(read.clone())

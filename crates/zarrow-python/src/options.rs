@@ -8,22 +8,22 @@
 use std::collections::HashMap;
 
 use pyo3::prelude::*;
+use zarrow::options::keys::{PythonArg, OPTION_KEYS};
 use zarrow::{ReadLimits, RemoteOptions, StringType, ZarrStore};
 use zarrow_datafusion::ZarrTableOptions;
 
 use crate::errors::{to_py, ZarrowError};
 
-/// The names of the table options every reading function takes.
-pub(crate) const TABLE_OPTIONS: &[&str] = &[
-    "string_type",
-    "fill_as_null",
-    "decode_cf",
-    "arrays",
-    "storage_options",
-    "ref",
-    "range_split_bytes",
-    "coalesce_bytes",
-];
+/// The names of the table options every reading function takes: the keys of
+/// [`zarrow::options::OPTION_KEYS`] Python takes as keywords, and `storage_options`.
+pub(crate) fn table_options() -> Vec<&'static str> {
+    OPTION_KEYS
+        .iter()
+        .filter(|o| o.scope.python == PythonArg::Keyword)
+        .map(|o| o.key)
+        .chain(["storage_options"])
+        .collect()
+}
 
 /// The table options every reading function takes.
 #[derive(Debug, Clone, Default)]

@@ -17,7 +17,7 @@ use pyo3::types::{PyCapsule, PyDict, PyTuple};
 use zarrow::{Node, TableModel, TableWriteOptions, ZarrWriteOptions};
 
 use crate::errors::{to_py, ZarrowError};
-use crate::options::{TableKwargs, TABLE_OPTIONS};
+use crate::options::{table_options, TableKwargs};
 use crate::plan::{Batches, ScanCounters, ScanPlan, ScanRequest};
 use crate::runtime::{block_on, runtime};
 
@@ -329,8 +329,8 @@ pub(crate) fn scan(
     unknown: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyZarrStream> {
     let valid = [
-        &["columns", "filter", "prune", "batch_size", "limit"],
-        TABLE_OPTIONS,
+        &["columns", "filter", "prune", "batch_size", "limit"][..],
+        &table_options(),
     ]
     .concat();
     crate::usage::check_no_unknown("scan", unknown, &valid)?;

@@ -144,7 +144,7 @@ impl PyZarrTable {
         coalesce_bytes: Option<u64>,
         unknown: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        crate::usage::check_no_unknown("ZarrTable", unknown, crate::options::TABLE_OPTIONS)?;
+        crate::usage::check_no_unknown("ZarrTable", unknown, &crate::options::table_options())?;
         let kwargs = TableKwargs {
             string_type,
             fill_as_null,

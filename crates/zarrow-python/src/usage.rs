@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use zarrow::options::keys::{PythonArg, OPTION_KEYS};
 use zarrow::{Node, ZarrStore};
 
 use crate::errors::{
@@ -37,15 +38,22 @@ pub(crate) fn check_no_unknown(
     ))
 }
 
-/// zarrow's own remote keys, fsspec's spellings (see `options::storage_key`), then the keys of
-/// every store `object_store` builds, by provider (their canonical names; `object_store`
-/// also takes the aliases its parsers know).
-const ZARROW_KEYS: &[&str] = &[
-    "timeout",
-    "connect_timeout",
-    "retry_timeout",
-    "max_retries",
-    "warm_connections",
+/// zarrow's own storage options (timeouts, retries, …: those of
+/// [`zarrow::options::OPTION_KEYS`] Python takes in `storage_options`) and fsspec's
+/// spellings (see `options::storage_key`).
+fn zarrow_keys() -> Vec<&'static str> {
+    OPTION_KEYS
+        .iter()
+        .filter(|o| o.scope.python == PythonArg::StorageOption)
+        .map(|o| o.key)
+        .chain(FSSPEC_KEYS.iter().copied())
+        .collect()
+}
+
+/// fsspec's spellings of the common keys, then the keys of every store `object_store` builds,
+/// by provider (their canonical names; `object_store` also takes the aliases its parsers
+/// know).
+const FSSPEC_KEYS: &[&str] = &[
     "key",
     "secret",
     "token",
@@ -116,7 +124,7 @@ fn known_storage_key(key: &str) -> bool {
     use object_store::gcp::GoogleConfigKey;
     use object_store::ClientConfigKey;
     let lower = key.to_ascii_lowercase();
-    ZARROW_KEYS.contains(&lower.as_str())
+    zarrow_keys().contains(&lower.as_str())
         || lower.parse::<AmazonS3ConfigKey>().is_ok()
         || lower.parse::<GoogleConfigKey>().is_ok()
         || lower.parse::<AzureConfigKey>().is_ok()
@@ -151,7 +159,7 @@ pub(crate) fn check_storage_options(
         }
     }
     valid.extend_from_slice(CLIENT_KEYS);
-    valid.extend_from_slice(ZARROW_KEYS);
+    valid.extend(zarrow_keys());
     Err(raise(
         &OPTION_ERROR,
         format!(

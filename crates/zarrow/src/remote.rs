@@ -3,16 +3,16 @@
 //! `object_store`'s defaults retry a failing request ten times for up to three minutes, so a
 //! server that accepts and never answers holds a query for 180 s. zarrow's defaults fail a
 //! refused connection in seconds, a silent server within 30 s, and still ride out the transient faults real object stores produce (500,
-//! 503, 429, resets): a connection gets [`DEFAULT_CONNECT_TIMEOUT`], a failing request is
-//! retried (with backoff) at most [`DEFAULT_MAX_RETRIES`] times within
-//! [`DEFAULT_RETRY_TIMEOUT`], and one read gets [`DEFAULT_TIMEOUT`] in all.
+//! 503, 429, resets): a connection gets [`DEFAULT_CONNECT_TIMEOUT`](crate::options::DEFAULT_CONNECT_TIMEOUT), a failing request is
+//! retried (with backoff) at most [`DEFAULT_MAX_RETRIES`](crate::options::DEFAULT_MAX_RETRIES) times within
+//! [`DEFAULT_RETRY_TIMEOUT`](crate::options::DEFAULT_RETRY_TIMEOUT), and one read gets [`DEFAULT_TIMEOUT`](crate::options::DEFAULT_TIMEOUT) in all.
 //!
 //! `timeout` bounds a whole read — one metadata document, one chunk, one byte range of a
 //! shard, one listing — with every request it makes: the ranged first `GET` and its parts,
 //! the whole `GET` it falls back to, every retry and its backoff, the body. A server that stops
 //! answering fails the read with a timeout error `timeout` after it started, whatever
 //! `max_retries` and `retry_timeout` say (retries only fit inside it), and the query with it:
-//! with the defaults a silent server ends a query at most [`DEFAULT_TIMEOUT`] (30 s) after the
+//! with the defaults a silent server ends a query at most [`DEFAULT_TIMEOUT`](crate::options::DEFAULT_TIMEOUT) (30 s) after the
 //! read it stopped answering started. The `HEAD`s of the warm-up (see
 //! [`RemoteOptions::warm_connections`]) are held to it as well, so nothing of a failed query
 //! waits on a silent server longer.
@@ -39,23 +39,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
-/// How long a connection may take by default.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long one read (every request it makes, retries and bodies included) may take by default:
-/// a silent server fails a read this long after it started.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// How many times a failing request is retried by default.
-pub const DEFAULT_MAX_RETRIES: usize = 3;
-/// For how long after its first attempt a request is retried by default (within the read's
-/// `timeout`).
-pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(20);
-/// How many connections a remote store opens by default while its first metadata document is
-/// on the way (see [`RemoteOptions::warm_connections`]): the chunk reads one partition keeps in
-/// flight at the default `concurrency`.
+use crate::options::keys::{self, Group};
+use crate::options::MAX_WARM_CONNECTIONS;
 #[cfg(feature = "cloud")]
-pub const DEFAULT_WARM_CONNECTIONS: usize = 32;
-/// The most connections `warm_connections` may ask for.
-pub const MAX_WARM_CONNECTIONS: usize = 256;
+use crate::options::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_TIMEOUT, DEFAULT_TIMEOUT,
+    DEFAULT_WARM_CONNECTIONS,
+};
 
 /// Timeouts and retries of remote stores; `None` takes the default (see the module docs).
 ///
@@ -112,19 +102,8 @@ pub struct RemoteOptions {
     pub virtual_chunks: Option<String>,
 }
 
-/// The option keys [`RemoteOptions`] reads, as store options and table options.
-pub const REMOTE_KEYS: &[&str] = &[
-    "connect_timeout",
-    "timeout",
-    "max_retries",
-    "retry_timeout",
-    "warm_connections",
-    "ref",
-    "virtual_chunks",
-];
-
 impl RemoteOptions {
-    /// Set `key` (one of [`REMOTE_KEYS`]) from its text; an error is an
+    /// Set `key` (one of the remote keys of [`crate::options::OPTION_KEYS`]) from its text; an error is an
     /// [`Error::InvalidOption`] naming the key and quoting the value.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let invalid = |message: String| Error::invalid_option(key, message);
@@ -172,7 +151,7 @@ impl RemoteOptions {
         let mut rest = Vec::with_capacity(options.len());
         for (key, value) in options {
             let bare = key.to_ascii_lowercase();
-            if REMOTE_KEYS.contains(&bare.as_str()) {
+            if keys::keys_of(Group::Remote).any(|k| k == bare) {
                 self.set(&bare, value)?;
             } else {
                 rest.push((key.clone(), value.clone()));
@@ -199,16 +178,16 @@ impl RemoteOptions {
         }
     }
 
-    /// The defaults with the settings the environment gives ([`REMOTE_ENV`]) applied; a
-    /// value that does not parse is an error naming its variable. Only the edges (the CLI,
-    /// Python) call this: the library reads no `ZARROW_*` variable on its own.
+    /// The defaults with the settings the environment gives (`ZARROW_TIMEOUT`, …; see
+    /// [`crate::options::OPTION_KEYS`]) applied; a value that does not parse is an error
+    /// naming its variable. Only the edges (the CLI, Python) call this: the library reads no
+    /// `ZARROW_*` variable on its own.
     pub fn from_env() -> Result<Self> {
         let mut options = RemoteOptions::default();
-        for (key, value) in crate::options::env_values(REMOTE_ENV) {
-            let var = REMOTE_ENV
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map_or("", |e| e.1);
+        for (key, value) in keys::env_values(|o| o.group == Group::Remote) {
+            let var = keys::option_key(&key)
+                .and_then(|o| o.env)
+                .unwrap_or_default();
             options.set(&key, &value).map_err(|e| match e {
                 Error::InvalidOption { message, .. } => Error::InvalidOption {
                     key: var.to_string(),
@@ -220,16 +199,6 @@ impl RemoteOptions {
         Ok(options)
     }
 }
-
-/// The settings of [`RemoteOptions`] the CLI and Python take from the environment: the option
-/// key and its variable.
-pub const REMOTE_ENV: &[(&str, &str)] = &[
-    ("connect_timeout", "ZARROW_CONNECT_TIMEOUT"),
-    ("timeout", "ZARROW_TIMEOUT"),
-    ("max_retries", "ZARROW_MAX_RETRIES"),
-    ("retry_timeout", "ZARROW_RETRY_TIMEOUT"),
-    ("warm_connections", "ZARROW_WARM_CONNECTIONS"),
-];
 
 /// [`RemoteOptions`] with every setting decided.
 #[cfg(feature = "cloud")]

@@ -80,7 +80,7 @@ impl ZarrStore {
             location: root.to_string(),
             store,
             root,
-            body_retries: crate::remote::DEFAULT_MAX_RETRIES,
+            body_retries: crate::options::DEFAULT_MAX_RETRIES,
             timeout: None,
             limits: ReadLimits::default(),
             metrics: ScanMetrics::default(),

@@ -37,7 +37,7 @@ pub(crate) use column::ColumnSource;
 
 use serde::{Deserialize, Serialize};
 
-use crate::options::ZarrReadOptions;
+use crate::options::{StringType, ZarrReadOptions};
 use crate::remote::RemoteOptions;
 use crate::{Error, Result};
 
@@ -85,6 +85,66 @@ pub struct TableOptions {
 }
 
 impl TableOptions {
+    /// Set the read option `key` (a key of [`crate::options::OPTION_KEYS`] that a table or a
+    /// session takes, but not the DataFusion session's or a written table's own) from its
+    /// text: the one parser of table options, which SQL's `OPTIONS (…)`, `SET zarrow.<key>`,
+    /// the CLI's `--option` and Python go through. An error names the key; an unknown key's
+    /// lists the valid ones.
+    ///
+    /// ```
+    /// use zarrow::table::TableOptions;
+    ///
+    /// let mut options = TableOptions::default();
+    /// options.set("fill_as_null", "yes")?;
+    /// options.set("arrays", "temperature, flag")?;
+    /// options.set("max_chunk_bytes", "1048576")?;
+    /// options.set("timeout", "5s")?;
+    /// assert!(options.fill_as_null);
+    /// assert_eq!(options.arrays.as_deref(), Some(&["temperature".into(), "flag".into()][..]));
+    /// assert_eq!(options.read.limits.max_chunk_bytes, 1 << 20);
+    /// let unknown = options.set("bogus", "1").unwrap_err().to_string();
+    /// assert!(unknown.contains("string_type, fill_as_null"), "{unknown}");
+    /// # Ok::<(), zarrow::Error>(())
+    /// ```
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        use crate::options::keys::{option_key, parse_bool, table_keys, Group};
+        match (key, option_key(key).map(|o| o.group)) {
+            ("string_type", _) => self.read.string_type = StringType::parse(value.trim())?,
+            ("fill_as_null", _) => self.fill_as_null = parse_bool(key, value)?,
+            ("decode_cf", _) => self.decode_cf = parse_bool(key, value)?,
+            ("arrays", _) => {
+                let names: Vec<String> = value
+                    .split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                self.arrays = (!names.is_empty()).then_some(names);
+            }
+            ("concurrency", _) => match value.trim().parse::<usize>() {
+                Ok(n) if n > 0 => self.read.concurrency = n,
+                _ => {
+                    return Err(Error::invalid_option(
+                        key,
+                        format!("expected a number of reads, at least 1, found '{value}'"),
+                    ))
+                }
+            },
+            (_, Some(Group::Remote)) => self.remote.set(key, value)?,
+            (_, Some(Group::Limit)) => self.read.limits.set(key, value)?,
+            (_, Some(Group::Fetch)) => self.read.fetch.set(key, value)?,
+            _ => {
+                return Err(Error::invalid_option(
+                    key,
+                    format!(
+                        "unknown zarr table option; expected one of {}",
+                        table_keys()
+                    ),
+                ))
+            }
+        }
+        Ok(())
+    }
+
     /// Refuses the `arrays` option for the node at `path`, which is `what` (an array, a sparse
     /// matrix): the option chooses a group's members.
     fn refuse_arrays(&self, path: &str, what: &str) -> Result<()> {

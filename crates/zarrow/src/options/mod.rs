@@ -1,15 +1,34 @@
 //! Reader options: which Arrow representation strings and bytes take, and I/O limits; with
-//! the option keys the CLI, SQL and Python pass them by, and their defaults.
+//! the option keys the CLI, SQL and Python pass them by ([`keys`]), and their defaults.
+//! Plain data: the lowest layer, which every other module may read.
+
+use std::time::Duration;
 
 use arrow_schema::DataType as ArrowType;
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
-pub use crate::remote::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_TIMEOUT, DEFAULT_TIMEOUT,
-    REMOTE_ENV, REMOTE_KEYS,
-};
+pub mod keys;
+
+pub use keys::{env_options, option_key, parse_bool, OptionKey, OPTION_KEYS};
+
+/// How long a connection may take by default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one read (every request it makes, retries and bodies included) may take by default:
+/// a silent server fails a read this long after it started.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many times a failing request is retried by default.
+pub const DEFAULT_MAX_RETRIES: usize = 3;
+/// For how long after its first attempt a request is retried by default (within the read's
+/// `timeout`).
+pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(20);
+/// How many connections a remote store opens by default while its first metadata document is
+/// on the way (see [`crate::RemoteOptions::warm_connections`]): the chunk reads one partition
+/// keeps in flight at the default `concurrency`.
+pub const DEFAULT_WARM_CONNECTIONS: usize = 32;
+/// The most connections `warm_connections` may ask for.
+pub const MAX_WARM_CONNECTIONS: usize = 256;
 
 /// The largest element zarrow can read, in bytes: numpy's own limit on an item size (a C
 /// `int`).
@@ -226,11 +245,8 @@ impl Default for FetchOptions {
     }
 }
 
-/// The keys of [`FetchOptions::set`], as table options and session settings name them.
-pub const FETCH_KEYS: &[&str] = &["range_split_bytes", "coalesce_bytes"];
-
 impl FetchOptions {
-    /// Set the option named `key` (one of [`FETCH_KEYS`]) to `value`, a number of bytes; an
+    /// Set the option named `key` (`range_split_bytes` or `coalesce_bytes`) to `value`, a number of bytes; an
     /// error names the key and the value.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let invalid = |message: String| Error::invalid_option(key, message);
@@ -290,14 +306,6 @@ impl Default for ReadLimits {
     }
 }
 
-/// The keys of [`ReadLimits::set`], as table options and session settings name them, with
-/// the environment variable the CLI and Python read each from.
-pub const LIMIT_KEYS: &[(&str, &str)] = &[
-    ("max_item_bytes", "ZARROW_MAX_ITEM_BYTES"),
-    ("max_chunk_bytes", "ZARROW_MAX_CHUNK_BYTES"),
-    ("max_metadata_bytes", "ZARROW_MAX_METADATA_BYTES"),
-];
-
 impl ReadLimits {
     /// The item limit in force: [`Self::max_item_bytes`], never past numpy's
     /// [`MAX_ITEM_BYTES`].
@@ -305,7 +313,8 @@ impl ReadLimits {
         self.max_item_bytes.min(MAX_ITEM_BYTES)
     }
 
-    /// Set the limit named `key` (one of [`LIMIT_KEYS`]) to `value`, a number of bytes; an
+    /// Set the limit named `key` (`max_item_bytes`, `max_chunk_bytes` or
+    /// `max_metadata_bytes`) to `value`, a number of bytes; an
     /// error names the key and the value.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         self.set_named(key, key, value)
@@ -331,41 +340,17 @@ impl ReadLimits {
         Ok(())
     }
 
-    /// The defaults with the limits the environment sets ([`LIMIT_KEYS`]) applied; a
-    /// variable that is not a number of bytes is an error naming it. Only the edges (the
-    /// CLI, Python) call this.
+    /// The defaults with the limits the environment sets (`ZARROW_MAX_ITEM_BYTES`, …; see
+    /// [`keys::OPTION_KEYS`]) applied; a variable that is not a number of bytes is an error
+    /// naming it. Only the edges (the CLI, Python) call this.
     pub fn from_env() -> Result<Self> {
         let mut limits = ReadLimits::default();
-        for (key, value) in env_values(LIMIT_KEYS) {
-            let var = LIMIT_KEYS
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map_or("", |e| e.1);
+        for (key, value) in keys::env_values(|o| o.group == keys::Group::Limit) {
+            let var = option_key(&key).and_then(|o| o.env).unwrap_or_default();
             limits.set_named(&key, var, &value)?;
         }
         Ok(limits)
     }
-}
-
-/// The `(option key, value)` of each `(key, variable)` of `settings` whose environment
-/// variable is set and not blank.
-pub(crate) fn env_values(settings: &[(&str, &str)]) -> Vec<(String, String)> {
-    settings
-        .iter()
-        .filter_map(|(key, var)| {
-            let value = std::env::var(var).ok().filter(|v| !v.trim().is_empty())?;
-            Some((key.to_string(), value))
-        })
-        .collect()
-}
-
-/// Every setting the environment gives, as the table option keys the CLI passes on (read
-/// limits, [`LIMIT_KEYS`], and remote timeouts, [`crate::remote::REMOTE_ENV`]): what the
-/// CLI starts its options from. Only the edges call this.
-pub fn env_options() -> Vec<(String, String)> {
-    let mut options = env_values(LIMIT_KEYS);
-    options.extend(env_values(crate::remote::REMOTE_ENV));
-    options
 }
 
 impl ZarrReadOptions {
