@@ -25,12 +25,15 @@ use datafusion::common::pruning::PruningStatistics;
 use datafusion::common::{Column, DFSchema, ScalarValue};
 use datafusion::error::Result;
 use datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{Accumulator, Expr};
+use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::{
-    conjunction as physical_conjunction, split_conjunction as split_physical_conjunction,
-    DynamicFilterTracking, PhysicalExpr,
+    conjunction as physical_conjunction, create_physical_expr,
+    split_conjunction as split_physical_conjunction, DynamicFilterTracking, PhysicalExpr,
 };
 use datafusion::physical_expr_common::physical_expr::{
     snapshot_generation, snapshot_physical_expr,
@@ -311,8 +314,29 @@ fn build_predicate(
     let expr = conjunction(exprs)?;
     let schema = model.schema();
     let physical = DFSchema::try_from(schema.as_ref().clone())
-        .and_then(|df_schema| state.create_physical_expr(expr.clone(), &df_schema));
+        .and_then(|df_schema| physical_expr(state, expr.clone(), &df_schema));
     pruning_predicate(physical, schema, &expr)
+}
+
+/// `expr` planned in this library, as `SessionState::create_physical_expr` plans it (coerced
+/// to `df_schema`, with the session's options and execution properties), without asking the
+/// session to. Through datafusion-ffi (a table registered in datafusion-python), the session
+/// is the caller's: it would plan the expression on its side of the boundary and hand back an
+/// opaque foreign expression that a pruning predicate cannot look into, so nothing would be
+/// pruned.
+fn physical_expr(
+    state: &dyn Session,
+    expr: Expr,
+    df_schema: &DFSchema,
+) -> Result<Arc<dyn PhysicalExpr>> {
+    let props = state.execution_props();
+    let context = SimplifyContext::builder()
+        .with_schema(Arc::new(df_schema.clone()))
+        .with_config_options(Arc::new(state.config_options().clone()))
+        .with_query_execution_start_time(props.query_execution_start_time)
+        .build();
+    let expr = ExprSimplifier::new(context).coerce(expr, df_schema)?;
+    create_physical_expr(&expr, df_schema, props, &PhysicalPlanningContext::default())
 }
 
 /// The pruning predicate of `physical` (the filter `what`) over `schema`, or `None` (logged)
