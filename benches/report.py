@@ -8,7 +8,7 @@
 Every figure on the page comes from a result file, and every table is stamped with the commit,
 machine and date its file records; each target is checked against the figures of the run that
 measured them. A result file is the JSON a harness writes (`sql_compare.py`,
-`cluster_compare.py`, `icechunk_compare.py`, `python_compare.py --json`), copied into
+`cluster_compare.py`, `icechunk_compare.py`, `join_compare.py`, `python_compare.py --json`), copied into
 `benches/results/` under a name that starts with the harness's (`sql_compare_results*.json`, …).
 With no result files the page says how to produce them and holds no figures. Standard library
 only.
@@ -43,6 +43,7 @@ HOW = """\
 | a remote store at 0, 20 and 80 ms RTT (nginx + `delay_proxy`) | `.venv-zarr3/bin/python benches/remote_compare.py` | `target/bench-data/remote_compare_results.json` |
 | the sizes of the CLI and the Python extension | `.venv-zarr3/bin/python benches/sizes.py --datafusion-python target/venv-zarrow-wheel --json target/sizes_results.json` | the `--json` file |
 | Python tools side by side (in a venv with the release wheel; the other tools' venv made by `--setup-bench-venv --bench-python python3.12`) | `python benches/python_tools_compare.py --bench-venv target/venv-bench-tools --json target/bench-data/python_tools_compare_results.json` | the `--json` file |
+| joins, semi-joins and top-k on an AnnData store, pruning at run time on and off (local, and HTTP behind `delay_proxy`) | `.venv-zarr3/bin/python benches/join_compare.py` | `target/bench-data/join_compare_results.json` |
 | writing zarr: `COPY … STORED AS ZARR` vs Parquet, xarray, zarr-python | `.venv-zarr3/bin/python benches/write_compare.py` | `target/bench-data/write_compare_results.json` |
 | Python package (in a venv with the release wheel) | `python benches/python_compare.py --cli-ratios target/bench-data/sql_compare_results.json --json target/bench-data/python_compare_results.json` | the `--json` file |
 
@@ -351,6 +352,37 @@ def render_sizes(data: dict) -> list[str]:
     return out + render_checks(checks)
 
 
+def render_join(data: dict) -> list[str]:
+    shape = data.get("shape", {})
+    rtt = data.get("rtt_ms")
+    out = [f"A synthetic AnnData written by anndata: {int(shape.get('cells', 0)):,} cells × "
+           f"{int(shape.get('genes', 0)):,} genes; dense `X` in chunks of "
+           f"{int(shape.get('chunk_cells', 0)):,} × {int(shape.get('chunk_genes', 0)):,}, and a CSR "
+           f"`X` ({shape.get('density', '?')} of the cells × genes stored, `data` in as many chunks "
+           f"as the dense `X` has along the cells). `{data.get('build', '?')}` build of the CLI; "
+           "each query its own process, `SET zarrow.runtime_pruning` true and false; chunks of "
+           "`X` read from `EXPLAIN ANALYZE`; median seconds of "
+           f"{data.get('repeat', '?')} runs after a warm-up, on and off interleaved"
+           + (f"; *http*: loopback HTTP ({data.get('server', '?')}) behind the delay proxy at "
+              f"{rtt:g} ms RTT" if rtt is not None else "") + ". The answers with pruning on and "
+           "off are equal (checked). Queries: *join*, the README's mean NKG7 expression per cell "
+           "type (`X` joined to `obs` and `var`); *semi*, `WHERE dim_1 IN (SELECT dim_0 FROM var "
+           "WHERE gene_symbol LIKE 'NKG%')`; *topk*, `ORDER BY dim_0 DESC, dim_1 DESC LIMIT 3`.", ""]
+    rows = []
+    for kind, by_where in data["results"].items():
+        for where, by_query in by_where.items():
+            for query, r in by_query.items():
+                on, off = r["on"], r["off"]
+                times = [f"{med(x['seconds']):.3f}" if x["seconds"] else "—" for x in (on, off)]
+                rows.append([f"{kind} `X`", where, query,
+                             f"{on['chunks_read']} of {on.get('chunks_total') or '?'}",
+                             str(on["chunks_pruned_at_run_time"]), str(off["chunks_read"])] + times)
+    out += md_table(["`X`", "store", "query", "chunks read, pruning on", "pruned at run time",
+                     "chunks read, off", "seconds, on", "seconds, off"], rows) + [""]
+    checks = [(c["target"], c["value"], c["ok"]) for c in data.get("checks", [])]
+    return out + render_checks(checks)
+
+
 def render_checks(checks: list[tuple[str, str, bool]]) -> list[str]:
     if not checks:
         return []
@@ -368,6 +400,8 @@ HARNESSES = [
      render_remote),
     ("python_tools_compare", "Python tools: polars, DuckDB, datafusion-python, rainbear, xarray-sql, "
      "zarr-python (`python_tools_compare.py`)", render_python_tools),
+    ("join_compare", "Joins, semi-joins and top-k: pruning at run time (`join_compare.py`)",
+     render_join),
     ("write_compare", "Writing zarr: COPY vs Parquet, xarray and zarr-python (`write_compare.py`)",
      render_write),
 ]

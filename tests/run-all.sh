@@ -51,6 +51,10 @@ step "benchmark harness, tiny data (debug build; checks it runs and both sides a
 .venv-zarr3/bin/python benches/remote_compare.py --rows 300000 --chunks 3 --rtt 0 20 --repeat 1 \
     --parquet-partitions 2 --sweep 8 --split-sweep 0 262144 --warm-sweep 0 8 --zarrow target/debug/zarrow --proxy target/debug/delay_proxy \
     --data-dir target/bench-data-smoke --json target/bench-data-smoke/remote_compare_results.json >/dev/null
+# the join harness: an AnnData store of 600 × 60, join, semi-join and top-k with pruning at run
+# time on and off (answers equal, chunk targets met), local only, nothing timed
+.venv-zarr3/bin/python benches/join_compare.py --smoke --zarrow target/debug/zarrow \
+    --data-dir target/bench-data-smoke >/dev/null
 # the write harness: COPY … STORED AS ZARR against Parquet, xarray and zarr-python
 .venv-zarr3/bin/python benches/write_compare.py --rows 300000 --chunk 100000 --repeat 1 \
     --zarrow target/debug/zarrow --data-dir target/bench-data-smoke >/dev/null
