@@ -194,6 +194,7 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=REPO / "target/bench-data")
     ap.add_argument("--json", type=Path, default=None, help="results file (default in --data-dir)")
     ap.add_argument("--no-http", action="store_true", help="the local store only")
+    ap.add_argument("--note", default=None, help="a remark on the run, printed with its stamp")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny sizes, local only, nothing timed: the harness runs and the answers "
                          "with pruning on and off agree")
@@ -231,7 +232,8 @@ def main() -> None:
     partitions = sc.run_stamp()["nproc"]  # DataFusion's default target_partitions: the cores
     found = checks(args, results, partitions)
     data = {
-        "stamp": {**sc.run_stamp(), "zarrow": sc.run_checked([str(args.zarrow), "--version"]).strip()},
+        "stamp": {**sc.run_stamp(), "zarrow": sc.run_checked([str(args.zarrow), "--version"]).strip(),
+                  **({"note": args.note} if args.note else {})},
         "build": "release" if "release" in args.zarrow.parts else "debug",
         "shape": {"cells": args.cells, "genes": args.genes, "chunk_cells": args.chunk_cells,
                   "chunk_genes": args.chunk_genes, "density": args.density},
