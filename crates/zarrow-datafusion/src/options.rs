@@ -119,7 +119,7 @@ impl ExtensionOptions for ZarrConfig {
             .iter()
             .filter(|o| o.scope.session)
             .map(|o| ConfigEntry {
-                key: o.key.to_string(),
+                key: format!("{}.{}", Self::PREFIX, o.key),
                 value: self.get(o.key).map(str::to_string),
                 description: o.doc,
             })
