@@ -17,6 +17,7 @@ mod rectilinear;
 mod remote;
 mod scan;
 mod sparse;
+mod struct_type;
 mod write_table;
 mod xarray_nat;
 mod zero_copy;
