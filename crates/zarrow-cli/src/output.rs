@@ -356,7 +356,7 @@ impl<'a, W: Write> ResultWriter<'a, W> {
                     line.clear();
                     line.push('|');
                     for (formatter, field) in formatters.iter().zip(schema.fields()) {
-                        let value = cell(formatter, field.name(), *first_row + row)?;
+                        let value = cell(formatter, field.name(), row, *first_row)?;
                         line.push(' ');
                         line.push_str(&markdown_cell(&value));
                         line.push_str(" |");
@@ -425,7 +425,7 @@ fn check_displayable(batches: &[RecordBatch]) -> Result<()> {
             let formatter = ArrayFormatter::try_new(column.as_ref(), &options)
                 .with_context(|| format!("cannot format column '{}'", field.name()))?;
             for row in 0..batch.num_rows() {
-                cell(&formatter, field.name(), first_row + row)?;
+                cell(&formatter, field.name(), row, first_row)?;
             }
         }
         first_row += batch.num_rows();
@@ -433,12 +433,20 @@ fn check_displayable(batches: &[RecordBatch]) -> Result<()> {
     Ok(())
 }
 
-/// One value as text; an error names the column and the row.
-fn cell(formatter: &ArrayFormatter<'_>, column: &str, row: usize) -> Result<String> {
-    formatter
-        .value(row)
-        .try_to_string()
-        .with_context(|| format!("cannot format column '{column}' at row {row}"))
+/// Row `row` of a batch as text; an error names the column and the row of the result (the
+/// batch's first row is row `first_row` of the result).
+fn cell(
+    formatter: &ArrayFormatter<'_>,
+    column: &str,
+    row: usize,
+    first_row: usize,
+) -> Result<String> {
+    formatter.value(row).try_to_string().with_context(|| {
+        format!(
+            "cannot format column '{column}' at row {}",
+            first_row + row
+        )
+    })
 }
 
 /// Text for a Markdown table cell: `|` escaped, line breaks as `<br>`.

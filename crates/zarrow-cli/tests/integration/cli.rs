@@ -331,6 +331,23 @@ fn sql_table_format() {
     assert!(out.contains("Megakaryocyte"), "{out}");
 }
 
+/// A result of several batches whose columns are checked cell by cell (structs, timestamps)
+/// prints in the table and Markdown formats: each batch's cells are looked up in that batch.
+#[test]
+fn struct_results_of_several_batches_print() {
+    // three chunks of 4 records: a batch each
+    let query = format!(
+        "SELECT records FROM '{}'",
+        fixture("struct_v3.zarr/records")
+    );
+    for format in ["table", "markdown"] {
+        let out = ok(&["sql", "--format", format, &query]);
+        let rows = out.lines().filter(|l| l.contains("id: ")).count();
+        assert_eq!(rows, 11, "{format}:\n{out}");
+        assert!(out.contains("when: "), "{format}:\n{out}");
+    }
+}
+
 #[test]
 fn sql_csv_format() {
     let out = ok(&["sql", "--format", "csv", BY_TYPE]);
