@@ -12,6 +12,7 @@ mod holdouts;
 mod icechunk;
 mod low_precision;
 mod nested_sharding;
+mod optional_type;
 mod python_roundtrip;
 mod rectilinear;
 mod remote;

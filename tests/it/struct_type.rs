@@ -47,7 +47,8 @@ fn struct_arrays_read_as_zarr_python_reads_them() {
 
 #[test]
 fn only_fields_that_hold_nat_are_nullable() {
-    let (_, array) = read_c_order(&location("struct_v3.zarr", "records"), StringType::Utf8).unwrap();
+    let (_, array) =
+        read_c_order(&location("struct_v3.zarr", "records"), StringType::Utf8).unwrap();
     let DataType::Struct(fields) = array.data_type() else {
         panic!("{}", array.data_type())
     };
@@ -58,7 +59,10 @@ fn only_fields_that_hold_nat_are_nullable() {
         .collect();
     assert_eq!(nullable, ["when", "took"]);
     let types: Vec<String> = fields.iter().map(|f| f.data_type().to_string()).collect();
-    assert_eq!(types[1], r#"Struct("x": non-null Float32, "y": non-null Float64)"#);
+    assert_eq!(
+        types[1],
+        r#"Struct("x": non-null Float32, "y": non-null Float64)"#
+    );
     assert_eq!(
         types[2..].join(", "),
         "Binary, Timestamp(ns), Duration(s), Utf8, Boolean, \
@@ -80,12 +84,17 @@ async fn struct_fields_in_sql() {
     let entries = entries();
     let ctx = datafusion::prelude::SessionContext::new();
     let loc = location("struct_v3.zarr", "records");
-    ctx.register_zarr("r", &loc, Default::default()).await.unwrap();
+    ctx.register_zarr("r", &loc, Default::default())
+        .await
+        .unwrap();
     let sql = "SELECT count(*) FILTER (WHERE records['when'] IS NULL), \
                count(*) FILTER (WHERE records['pos']['x'] < 0) FROM r";
     let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
     let got = |c: usize| batches[0].column(c).as_primitive::<Int64Type>().value(0) as usize;
-    let nats = field(&entries[0], "when").iter().filter(|v| v.is_null()).count();
+    let nats = field(&entries[0], "when")
+        .iter()
+        .filter(|v| v.is_null())
+        .count();
     let negative = field(&entries[0], "pos")
         .iter()
         .filter(|p| p["x"].as_f64().is_some_and(|x| x < 0.0))

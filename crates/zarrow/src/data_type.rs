@@ -168,6 +168,10 @@ pub enum DataType {
     LowFloat(LowFloat),
     /// `int2`, `int4`, `uint2`, `uint4`, read as Int8 or UInt8.
     SubByteInt(SubByteInt),
+    /// zarrs' `optional` (`zarrs.optional`): an element of the inner type or missing, stored by
+    /// the `optional` codec (a validity mask and the valid elements). Read as the inner type's
+    /// Arrow type, missing elements NULL. Not fixed-size: a chunk's bytes depend on its mask.
+    Optional(Box<DataType>),
 }
 
 /// One field of a [`DataType::Struct`].
@@ -214,7 +218,7 @@ impl DataType {
                 .try_fold(0usize, |sum, f| sum.checked_add(f.data_type.fixed_size()?))?,
             DataType::LowFloat(f) => f.stored_size(),
             DataType::SubByteInt(_) => 1,
-            DataType::String | DataType::Bytes => return None,
+            DataType::String | DataType::Bytes | DataType::Optional(_) => return None,
         })
     }
 
@@ -272,6 +276,7 @@ impl DataType {
             }
             DataType::LowFloat(f) => f.name().into(),
             DataType::SubByteInt(i) => i.name().into(),
+            DataType::Optional(inner) => format!("optional({})", inner.name()),
         }
     }
 
@@ -312,6 +317,7 @@ impl DataType {
             DataType::LowFloat(_) => ArrowType::Float16,
             DataType::SubByteInt(SubByteInt { signed: true, .. }) => ArrowType::Int8,
             DataType::SubByteInt(_) => ArrowType::UInt8,
+            DataType::Optional(inner) => inner.arrow_type(strings, binary),
         }
     }
 }
@@ -330,7 +336,8 @@ fn struct_type(fields: Vec<StructField>) -> Result<DataType, DataTypeError> {
         if !names.insert(f.name.as_str()) {
             return Err(bad_field(format!("'{}'", f.name), "a field named twice"));
         }
-        if f.data_type.is_variable() {
+        // variable-length and optional fields have no fixed size
+        if f.data_type.fixed_size().is_none() {
             return Err(DataTypeError::Unsupported);
         }
     }
@@ -415,6 +422,21 @@ fn parse_v3_struct(config: Option<&Value>) -> Result<DataType, DataTypeError> {
         });
     }
     struct_type(fields)
+}
+
+/// Parse zarrs' `optional` data type: its configuration is the inner data type
+/// (`{"name", "configuration"}`). An optional of an optional is not read (Arrow has one NULL).
+fn parse_v3_optional(config: Option<&Value>) -> Result<DataType, DataTypeError> {
+    let inner = config.ok_or_else(|| DataTypeError::BadParameter {
+        data_type: "optional".to_string(),
+        parameter: "configuration",
+        found: None,
+        expected: "the inner data type ({\"name\", \"configuration\"})",
+    })?;
+    match parse_v3_data_type(inner)? {
+        DataType::Optional(_) => Err(DataTypeError::Unsupported),
+        inner => Ok(DataType::Optional(Box::new(inner))),
+    }
 }
 
 /// Reverse the byte order of each unit of one element of `data_type` in place (per field for
@@ -591,6 +613,7 @@ pub fn parse_v3_data_type(value: &Value) -> Result<DataType, DataTypeError> {
             length_bytes: length_bytes()?,
         },
         "structured" | "struct" => parse_v3_struct(config)?,
+        "optional" | "zarrs.optional" => parse_v3_optional(config)?,
         other => {
             if let Some(f) = LowFloat::from_name(other) {
                 DataType::LowFloat(f)
@@ -924,7 +947,8 @@ pub fn parse_v2_dtype(dtype: &str) -> Result<(DataType, Endian), DataTypeError> 
 
 /// A fill value, normalised: for fixed-size types the element's little-endian bytes
 /// (`fixed_size()` of them; for a struct, each field in its stored byte order, as decoding
-/// reads it); for variable-length types the value's bytes.
+/// reads it); for variable-length types the value's bytes; for an optional type those of the
+/// inner value, none for a missing one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FillValue {
     /// The bytes described above.
@@ -940,6 +964,12 @@ impl FillValue {
             bytes: bytes.into(),
             json,
         }
+    }
+
+    /// Whether this fill value of an array of `data_type` is a missing element: `null` of an
+    /// [`DataType::Optional`] (its bytes are then empty).
+    pub fn is_missing(&self, data_type: &DataType) -> bool {
+        matches!(data_type, DataType::Optional(_)) && self.json.is_null()
     }
 }
 
@@ -1043,6 +1073,15 @@ pub fn parse_fill_value(
     let bytes: Vec<u8> = match (data_type, json) {
         (DataType::String, Value::Null) | (DataType::Bytes, Value::Null) => Vec::new(),
         (DataType::Struct(fields), v) if !v.is_null() => struct_fill(fields, zero().len(), v)?,
+        // `null`: missing (no bytes); `[value]`: a value of the inner type.
+        (DataType::Optional(_), Value::Null) => Vec::new(),
+        (DataType::Optional(inner), Value::Array(items)) if items.len() == 1 => {
+            return Ok(FillValue::new(
+                parse_fill_value(inner, &items[0], v2)?.bytes.to_vec(),
+                json.clone(),
+            ))
+        }
+        (DataType::Optional(_), v) => return Err(not_a(v, "null or [value]")),
         (_, Value::Null) => zero(),
         (DataType::Bool, Value::Bool(b)) => vec![*b as u8],
         (DataType::Bool, v) => vec![(int_from_json(v)? != 0) as u8],
@@ -1222,6 +1261,38 @@ mod tests {
             parse_v3_data_type(&json!("float8")).unwrap_err(),
             DataTypeError::Unsupported
         );
+    }
+
+    #[test]
+    fn optional_types_and_their_fill_values() {
+        let uint8 = json!({"name": "uint8", "configuration": {}});
+        for name in ["optional", "zarrs.optional"] {
+            let dt = parse_v3_data_type(&json!({"name": name, "configuration": uint8})).unwrap();
+            assert_eq!(dt, DataType::Optional(Box::new(DataType::UInt8)));
+            assert_eq!((dt.fixed_size(), dt.is_variable()), (None, false));
+            assert_eq!(dt.name(), "optional(uint8)");
+        }
+        let dt = DataType::Optional(Box::new(DataType::Int16));
+        let missing = parse_fill_value(&dt, &Value::Null, false).unwrap();
+        assert!(missing.is_missing(&dt) && missing.bytes.is_empty());
+        let some = parse_fill_value(&dt, &json!([-2]), false).unwrap();
+        assert!(!some.is_missing(&dt));
+        assert_eq!(&*some.bytes, &(-2i16).to_le_bytes());
+        assert!(parse_fill_value(&dt, &json!(-2), false).is_err());
+        // an optional of an optional (Arrow has one NULL), an optional field of a struct
+        let nested = json!({"name": "optional", "configuration":
+            {"name": "zarrs.optional", "configuration": uint8}});
+        assert_eq!(
+            parse_v3_data_type(&nested).unwrap_err(),
+            DataTypeError::Unsupported
+        );
+        let field = json!({"name": "struct", "configuration": {"fields": [
+            {"name": "a", "data_type": {"name": "optional", "configuration": uint8}}]}});
+        assert_eq!(
+            parse_v3_data_type(&field).unwrap_err(),
+            DataTypeError::Unsupported
+        );
+        assert!(parse_v3_data_type(&json!({"name": "optional"})).is_err());
     }
 
     #[test]

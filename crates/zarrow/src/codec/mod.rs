@@ -28,6 +28,7 @@ mod gzip;
 mod lz4;
 mod lzma;
 mod numcodecs_vlen;
+pub mod optional;
 pub mod packbits;
 mod registry;
 mod scalar;
@@ -127,6 +128,8 @@ pub enum ArrayToBytes {
     Sharding(Box<Sharding>),
     /// `packbits` (zarr-extensions): a few bits of each element, packed.
     PackBits(packbits::PackBits),
+    /// zarrs' `optional`: a validity mask and the valid elements, each through a chain.
+    Optional(Box<optional::Optional>),
 }
 
 impl ArrayToBytes {
@@ -140,6 +143,7 @@ impl ArrayToBytes {
             ArrayToBytes::ArrowVlen { .. } => "zarrow.arrow_vlen",
             ArrayToBytes::Sharding(_) => "sharding_indexed",
             ArrayToBytes::PackBits(_) => "packbits",
+            ArrayToBytes::Optional(_) => "zarrs.optional",
         }
     }
 }
@@ -188,6 +192,11 @@ impl CodecChain {
             ArrayToBytes::Sharding(s) => {
                 parts.push(format!("sharding_indexed[{}]", s.codecs.describe()))
             }
+            ArrayToBytes::Optional(o) => parts.push(format!(
+                "zarrs.optional[mask {}; data {}]",
+                o.mask_codecs.describe(),
+                o.data_codecs.describe()
+            )),
             other => parts.push(other.name().to_string()),
         }
         parts.extend(self.bytes_to_bytes.iter().map(|c| c.name().to_string()));
@@ -462,12 +471,13 @@ const ELEMENTWISE: &str = "element-wise array-to-array codecs (numcodecs filters
 /// Whether an array-to-bytes codec can carry elements of `data_type`.
 fn check_fits(codec: &ArrayToBytes, data_type: &DataType) -> Result<(), ChainError> {
     let ok = match codec {
-        ArrayToBytes::Bytes { .. } | ArrayToBytes::PackBits(_) => !data_type.is_variable(),
+        ArrayToBytes::Bytes { .. } | ArrayToBytes::PackBits(_) => data_type.fixed_size().is_some(),
         ArrayToBytes::VlenUtf8
         | ArrayToBytes::VlenBytes
         | ArrayToBytes::ZarrsVlen(_)
         | ArrayToBytes::ArrowVlen { .. } => data_type.is_variable(),
         ArrayToBytes::Sharding(_) => true,
+        ArrayToBytes::Optional(_) => matches!(data_type, DataType::Optional(_)),
     };
     if ok {
         Ok(())

@@ -18,8 +18,8 @@ use super::config::{Config, ConfigError};
 use super::filters::{self, Filter};
 use super::{
     arrow_vlen, blosc, bytes, bz2, cast_value, config_error, crc32c, gzip, lz4, lzma,
-    numcodecs_vlen, packbits, scale_offset, sharding, shuffle, transpose, zarrs_vlen, zlib, zstd,
-    ArrayToArray, ArrayToBytes, BytesToBytes, ChainError,
+    numcodecs_vlen, optional, packbits, scale_offset, sharding, shuffle, transpose, zarrs_vlen,
+    zlib, zstd, ArrayToArray, ArrayToBytes, BytesToBytes, ChainError,
 };
 use crate::data_type::DataType;
 
@@ -87,6 +87,13 @@ const V3: &[(&str, Kind, V3Constructor)] = &[
     ("zarrow.arrow_vlen", Kind::ArrayToBytes, arrow_vlen::v3),
     ("sharding_indexed", Kind::ArrayToBytes, sharding::v3),
     ("packbits", Kind::ArrayToBytes, packbits::v3),
+    ("zarrs.optional", Kind::ArrayToBytes, optional::v3),
+    ("optional", Kind::ArrayToBytes, optional::v3),
+    (
+        "https://codec.zarrs.dev/array_to_bytes/optional",
+        Kind::ArrayToBytes,
+        optional::v3,
+    ),
     ("scale_offset", Kind::Filter, scale_offset::v3),
     ("cast_value", Kind::Filter, cast_value::v3),
     ("gzip", Kind::BytesToBytes, |n, c, _| {

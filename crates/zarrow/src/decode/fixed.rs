@@ -132,10 +132,11 @@ pub(crate) fn decode_fixed(
                 Arc::new(PrimitiveArray::<UInt8Type>::from(values))
             }
         }
-        DataType::String | DataType::Bytes => {
-            return Err(ChunkError::Invalid(
-                "variable-length data with the bytes codec".into(),
-            ))
+        DataType::String | DataType::Bytes | DataType::Optional(_) => {
+            return Err(ChunkError::Invalid(format!(
+                "{} data with the bytes codec",
+                data_type.name()
+            )))
         }
     };
     Ok(array)

@@ -11,6 +11,7 @@
 //! Missing chunks never reach the decoder: [`fill_array`] builds the fill value directly.
 
 pub(crate) mod fixed;
+mod optional;
 pub(crate) mod rows;
 pub(crate) mod vlen;
 
@@ -192,6 +193,7 @@ pub(crate) fn decode_chunk_counted(
             vlen::decode_arrow_layout(buf, n, *large, vlen_target(data_type, opts))
         }
         ArrayToBytes::ZarrsVlen(z) => decode_zarrs_vlen(z, buf, n, data_type, opts, metrics),
+        ArrayToBytes::Optional(o) => optional::decode_optional(o, buf, n, data_type, opts, metrics),
         ArrayToBytes::Sharding(_) => Err(ChunkError::Invalid(
             "a shard reached the chunk decoder (shards are read by inner chunk)".into(),
         )),
@@ -280,6 +282,13 @@ pub fn fill_array(
     n: usize,
     opts: &ZarrReadOptions,
 ) -> Result<ArrayRef, ChunkError> {
+    if let DataType::Optional(inner) = data_type {
+        if fill.is_missing(data_type) {
+            let arrow = inner.arrow_type(opts.string_type, opts.binary_type());
+            return Ok(arrow_array::new_null_array(&arrow, n));
+        }
+        return fill_array(inner, fill, n, opts);
+    }
     match data_type.fixed_size() {
         Some(size) => {
             let mut buf = Vec::with_capacity(size.saturating_mul(n));
