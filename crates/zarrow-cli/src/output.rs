@@ -441,12 +441,10 @@ fn cell(
     row: usize,
     first_row: usize,
 ) -> Result<String> {
-    formatter.value(row).try_to_string().with_context(|| {
-        format!(
-            "cannot format column '{column}' at row {}",
-            first_row + row
-        )
-    })
+    formatter
+        .value(row)
+        .try_to_string()
+        .with_context(|| format!("cannot format column '{column}' at row {}", first_row + row))
 }
 
 /// Text for a Markdown table cell: `|` escaped, line breaks as `<br>`.
