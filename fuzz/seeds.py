@@ -11,7 +11,10 @@ xarray, anndata and zarrs — see tests/fixtures/README.md).
   (among them tensorstore's nested shards, `tensorstore_nested.zarr`, json2 chunks of
   `numcodecs_v{2,3}.zarr`, and `holdouts_*.zarr`: node names in several scripts and with ASCII
   punctuation as their keys, v2 `null` fill values, a struct whose datetime field holds NaT;
-  `rectilinear_v3.zarr`: rectilinear chunk grids, explicit and run-length edges, in shards).
+  `rectilinear_v3.zarr`: rectilinear chunk grids, explicit and run-length edges, in shards;
+  `struct_v3.zarr`: zarr-python 3.4's `struct` type, nested, big-endian, sharded, NaT in fields
+  and fill values; `zarrs_optional.zarr`: zarrs' `optional` type and codec, masks through
+  `packbits` with and without a padding byte and `zstd`, strings).
 - decode_chunk: chunk files of the fixtures' string arrays, behind the selector bytes of their
   codec (v3 `vlen-utf8` + zstd, v2 `vlen-utf8` + blosc/zstd where the fixture says so).
 - icechunk: every snapshot and manifest of the Icechunk fixture repositories (among them
