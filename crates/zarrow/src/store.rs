@@ -64,6 +64,9 @@ pub struct ZarrStore {
     /// The root's path on the local file system, when the store is one (the writer stages
     /// and renames there; see `write/publish.rs`).
     local: Option<std::path::PathBuf>,
+    /// The Icechunk repository's node this store reads (writers open a session on it).
+    #[cfg(feature = "icechunk")]
+    repository: Option<Arc<crate::icechunk::RepositoryObjectStore>>,
 }
 
 /// The process-wide store behind `memory://` locations.
@@ -86,6 +89,8 @@ impl ZarrStore {
             metrics: ScanMetrics::default(),
             warm_up: None,
             local: None,
+            #[cfg(feature = "icechunk")]
+            repository: None,
         }
     }
 
@@ -163,6 +168,8 @@ impl ZarrStore {
             metrics: ScanMetrics::default(),
             warm_up,
             local: local_path,
+            #[cfg(feature = "icechunk")]
+            repository: None,
         })
     }
 
@@ -188,8 +195,9 @@ impl ZarrStore {
             },
             location,
         );
+        let store = Arc::new(store);
         Ok(ZarrStore {
-            store: Arc::new(store),
+            store: store.clone(),
             root: Path::from(""),
             location: location.to_string(),
             body_retries: 0,
@@ -198,6 +206,7 @@ impl ZarrStore {
             metrics: ScanMetrics::default(),
             warm_up: None,
             local: None,
+            repository: Some(store),
         })
     }
 
@@ -268,7 +277,23 @@ impl ZarrStore {
             local: self.local.as_ref().map(|p| {
                 (relative.split('/').filter(|p| !p.is_empty())).fold(p.clone(), |p, s| p.join(s))
             }),
+            #[cfg(feature = "icechunk")]
+            repository: None,
         }
+    }
+
+    /// The Icechunk repository node this store reads, for a store opened from an
+    /// `icechunk+` location (a writer opens a writable session there).
+    #[cfg(feature = "icechunk")]
+    pub(crate) fn repository(&self) -> Option<&Arc<crate::icechunk::RepositoryObjectStore>> {
+        self.repository.as_ref()
+    }
+
+    /// This store named `location` (a store over an Icechunk session keeps the location the
+    /// user gave).
+    pub(crate) fn with_location(mut self, location: &str) -> Self {
+        self.location = location.to_string();
+        self
     }
 
     /// The root's path on the local file system, for a local store (`None` for object stores,

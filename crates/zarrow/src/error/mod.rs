@@ -241,6 +241,24 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// A commit to an Icechunk branch lost to a commit another writer made to the same branch
+    /// since this write's session began, touching the same arrays (icechunk's conflict
+    /// detector could not rebase over it): nothing of this write was committed.
+    #[error(
+        "writing '{location}': another commit reached branch '{branch}' after snapshot {base}, \
+         where this write began, and changed the same arrays ({conflicts}); nothing was \
+         committed: run the write again"
+    )]
+    CommitConflict {
+        /// The location written.
+        location: String,
+        /// The branch.
+        branch: String,
+        /// The snapshot the write began from.
+        base: String,
+        /// What conflicted, as icechunk says.
+        conflicts: String,
+    },
     /// An error of another library zarrow runs inside (a DataFusion error coming back through
     /// zarrow's streams), kept whole so the layer that knows its type gets it back.
     #[error(transparent)]
@@ -334,6 +352,7 @@ impl Error {
             Error::CodecConfig { document, .. } => Some(document),
             Error::Location { location, .. } => Some(location),
             Error::ColumnNotFound { table, .. } => Some(table),
+            Error::CommitConflict { location, .. } => Some(location),
             _ => None,
         }
     }

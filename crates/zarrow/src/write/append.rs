@@ -22,9 +22,10 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, UpdateVersion};
 use serde_json::{json, Value};
 
 use super::chunk::VlenEncoding;
+use super::commit::{CommitOptions, Transaction};
 use super::column::ColumnWriter;
 use super::options::TableWriteOptions;
-use super::{refuse_group_member, LockPolicy, Steps, TableWriter, WriterLock};
+use super::{refuse_group_member, LockPolicy, Steps, TableWriter, WriterLock, Written};
 use crate::codec::{ArrayToBytes, CodecChain};
 use crate::grid::GridKind;
 use crate::metadata::ArrayMetadata;
@@ -99,6 +100,8 @@ pub struct TableAppender {
     /// The root's consolidated document as read at the start, and its version.
     root_doc: Option<(Value, UpdateVersion)>,
     lock: Option<WriterLock>,
+    /// The Icechunk session appended in (committed by [`Self::finish`]).
+    transaction: Option<Transaction>,
     steps: Steps,
 }
 
@@ -219,9 +222,18 @@ impl TableAppender {
         steps: Steps,
     ) -> Result<Self> {
         let location = store.location().to_string();
-        let lock =
-            WriterLock::acquire_counted(&store, "INSERT (appending rows)", policy, steps.clone())
-                .await?;
+        // An Icechunk branch: appended in a session, committed at the end (no lock until then).
+        let transaction =
+            Transaction::begin(&store, &CommitOptions::default(), policy, steps.clone()).await?;
+        let (store, lock) = match &transaction {
+            Some(t) => (t.store().clone(), None),
+            None => {
+                let operation = "INSERT (appending rows)";
+                let lock =
+                    WriterLock::acquire_counted(&store, operation, policy, steps.clone()).await?;
+                (store, Some(lock))
+            }
+        };
         let options = TableOptions {
             read: read.clone(),
             ..Default::default()
@@ -443,6 +455,11 @@ impl TableAppender {
             tail,
             steps.clone(),
         );
+        if let Some(t) = &transaction {
+            for target in &targets {
+                t.declare_array(&target.path, target.doc.clone()).await?;
+            }
+        }
         Ok(Self {
             writer,
             store,
@@ -452,7 +469,8 @@ impl TableAppender {
             zarr_format,
             old_rows,
             root_doc,
-            lock: Some(lock),
+            lock,
+            transaction,
             steps,
         })
     }
@@ -526,13 +544,19 @@ impl TableAppender {
 
     /// Write the last chunks, then the metadata with the new shape. Returns the number of rows
     /// appended.
-    pub async fn finish(mut self) -> Result<u64> {
+    pub async fn finish(self) -> Result<u64> {
+        Ok(self.finish_written().await?.rows)
+    }
+
+    /// [`Self::finish`], saying also which snapshot an append to an Icechunk branch committed
+    /// (nothing is committed when no rows came).
+    pub async fn finish_written(mut self) -> Result<Written> {
         let total = self.writer.rows();
         if total <= self.old_rows {
             if let Some(lock) = self.lock.take() {
                 lock.release().await?;
             }
-            return Ok(0);
+            return Ok(Written::default());
         }
         let total = self.writer.finish_chunks().await?;
         for (c, t) in self.writer.columns.iter().zip(&self.targets) {
@@ -603,7 +627,12 @@ impl TableAppender {
         if let Some(lock) = self.lock.take() {
             lock.release().await?;
         }
-        Ok(total - self.old_rows)
+        let rows = total - self.old_rows;
+        let snapshot = match self.transaction.take() {
+            Some(t) => Some(t.commit(&format!("INSERT: {rows} rows")).await?),
+            None => None,
+        };
+        Ok(Written { rows, snapshot })
     }
 
     /// Before any metadata is written: the root's document is still the version read at the

@@ -16,6 +16,7 @@ use super::chunk::{
     VlenEncoding,
 };
 use super::options::MAX_UNIT_ELEMENTS;
+use super::commit::CommitOptions;
 use super::publish::{put_doc, LockPolicy, Publication, Steps};
 use crate::codec::compression::BytesToBytes;
 use crate::grid::c_order;
@@ -277,6 +278,7 @@ pub async fn write_array(
         opts.overwrite,
         opts.lock,
         Steps::default(),
+        &CommitOptions::default(),
     )
     .await?;
     let target = publication.store();
@@ -293,7 +295,7 @@ pub async fn write_array(
     }
     let create = publication.root_create_only();
     put_doc(target, "", "zarr.json", meta_bytes, create).await?;
-    publication.publish().await
+    publication.publish("write_array").await.map(|_| ())
 }
 
 /// Write a v3 group `zarr.json` at `path` below `store`.

@@ -17,6 +17,9 @@ pub mod append;
 mod array;
 pub(crate) mod chunk;
 mod column;
+mod commit;
+#[cfg(all(test, feature = "icechunk"))]
+mod commit_tests;
 pub mod options;
 mod publish;
 #[cfg(test)]
@@ -44,6 +47,17 @@ pub(crate) use publish::refuse_group_member;
 use publish::Publication;
 pub(crate) use publish::Steps;
 pub use publish::{LockPolicy, WriterLock, LOCK_SUFFIX};
+
+/// What a write did: the rows written and, for an Icechunk repository, the snapshot its
+/// commit made.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Rows written (appended, for an append).
+    pub rows: u64,
+    /// The id of the snapshot committed (`None`: not an Icechunk location, or nothing was
+    /// committed).
+    pub snapshot: Option<String>,
+}
 
 /// The metadata documents at a store's root: one of them makes a location a zarr store (what
 /// `overwrite` replaces); an object store's old table loses them first when replaced.
@@ -271,14 +285,27 @@ impl TableWriter {
             }
         };
         check_unit_memory(&columns, &options)?;
+        commit::check_format(&store, options.zarr_format)?;
+        let commit = commit::CommitOptions {
+            create_repository: options.create_repository,
+            message: options.commit_message.clone(),
+        };
         let publication = Publication::prepare(
             &store,
             "COPY (writing a table)",
             options.overwrite,
             options.lock,
             steps.clone(),
+            &commit,
         )
         .await?;
+        if let Some(transaction) = publication.transaction() {
+            for c in &columns {
+                transaction
+                    .declare_array(&c.path, c.v3_metadata(0, &options))
+                    .await?;
+            }
+        }
         let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
         let max_in_flight = (2 * columns.len()).max(2 * parallel);
         Ok(Self {
@@ -491,7 +518,13 @@ impl TableWriter {
     /// array's (and the AnnData layout's categories and encoded groups), then the root group's;
     /// then publish the table (see `publish.rs`) and release the lock. Returns the number of
     /// rows written.
-    pub async fn finish(mut self) -> Result<u64> {
+    pub async fn finish(self) -> Result<u64> {
+        Ok(self.finish_written().await?.rows)
+    }
+
+    /// [`Self::finish`], saying also which snapshot a write to an Icechunk repository
+    /// committed.
+    pub async fn finish_written(mut self) -> Result<Written> {
         self.finish_chunks().await?;
         let opts = self.options.clone();
         let mut consolidated = Map::new();
@@ -502,13 +535,14 @@ impl TableWriter {
                     let mut one = (*opts).clone();
                     one.chunk_rows = (values.len() as u64).max(1);
                     one.shard_rows = None;
+                    // The array first: an Icechunk session takes chunks of arrays it has.
+                    self.put_array_metadata(&writer, values.len() as u64, &one, &mut consolidated)
+                        .await?;
                     if !values.is_empty() {
                         let key = writer.key(0, &one);
                         let bytes = writer.encode_unit(&values, &key, &one)?;
                         self.put_doc(&writer.path, &key, bytes, false).await?;
                     }
-                    self.put_array_metadata(&writer, values.len() as u64, &one, &mut consolidated)
-                        .await?;
                 }
                 (Value::Object(frame.attributes()), frame.groups())
             }
@@ -555,10 +589,14 @@ impl TableWriter {
             crate::metadata::parse_v3("", &bytes, &limits)?;
             self.put_doc("", "zarr.json", bytes, true).await?;
         }
-        if let Some(publication) = self.publication.take() {
-            publication.publish().await?;
-        }
-        Ok(self.rows)
+        let snapshot = match self.publication.take() {
+            Some(p) => p.publish(&format!("COPY: {} rows", self.rows)).await?,
+            None => None,
+        };
+        Ok(Written {
+            rows: self.rows,
+            snapshot,
+        })
     }
 
     /// Put `name` below the node at `path`; the root's documents (`root`) create-only where

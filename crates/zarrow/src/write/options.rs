@@ -108,6 +108,12 @@ pub struct TableWriteOptions {
     /// (`COPY` sets it to its session's memory limit): a larger unit is refused before
     /// anything is written. `None`: only [`MAX_UNIT_ELEMENTS`] bounds it. Not a string option.
     pub memory_budget: Option<u64>,
+    /// Icechunk locations: create the repository when there is none (`create_repository`;
+    /// default: a missing repository is an error). Refused on other locations.
+    pub create_repository: bool,
+    /// Icechunk locations: the commit's message (`commit_message`; default: zarrow says
+    /// what it wrote, `zarrow COPY: 10 rows to /obs`). Refused on other locations.
+    pub commit_message: Option<String>,
 }
 
 impl Default for TableWriteOptions {
@@ -127,6 +133,8 @@ impl Default for TableWriteOptions {
             overwrite: false,
             lock: crate::write::LockPolicy::default(),
             memory_budget: None,
+            create_repository: false,
+            commit_message: None,
         }
     }
 }
@@ -174,10 +182,21 @@ pub const WRITE_OPTION_KEYS: &[&str] = &[
     "overwrite",
     "break_stale_lock",
     "stale_lock_seconds",
+    "create_repository",
+    "commit_message",
 ];
 
 fn bad(key: &str, value: &str, expected: &str) -> Error {
     Error::invalid_option(key, format!("expected {expected}, found '{value}'"))
+}
+
+/// A true/false option's value.
+fn flag(key: &str, value: &str) -> Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(bad(key, value, "true or false")),
+    }
 }
 
 fn positive(key: &str, value: &str) -> Result<u64> {
@@ -296,20 +315,10 @@ impl TableWriteOptions {
                 crate::write::check_name("index column", v)?;
                 self.index = Some(v.to_string());
             }
-            "overwrite" => {
-                self.overwrite = match v.to_ascii_lowercase().as_str() {
-                    "true" | "1" | "yes" | "on" => true,
-                    "false" | "0" | "no" | "off" => false,
-                    _ => return Err(bad(bare, value, "true or false")),
-                }
-            }
-            "break_stale_lock" => {
-                self.lock.break_stale = match v.to_ascii_lowercase().as_str() {
-                    "true" | "1" | "yes" | "on" => true,
-                    "false" | "0" | "no" | "off" => false,
-                    _ => return Err(bad(bare, value, "true or false")),
-                }
-            }
+            "overwrite" => self.overwrite = flag(bare, value)?,
+            "break_stale_lock" => self.lock.break_stale = flag(bare, value)?,
+            "create_repository" => self.create_repository = flag(bare, value)?,
+            "commit_message" => self.commit_message = Some(value.to_string()),
             "stale_lock_seconds" => {
                 self.lock.stale_after = std::time::Duration::from_secs(positive(bare, v)?)
             }

@@ -22,7 +22,7 @@
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -30,6 +30,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode};
 use serde_json::{json, Value};
 
+use super::commit::{CommitOptions, Transaction};
 use super::ROOT_DOCUMENTS;
 use crate::store::ZarrStore;
 use crate::{Error, Result};
@@ -226,6 +227,28 @@ impl WriterLock {
         policy: LockPolicy,
         steps: Steps,
     ) -> Result<Self> {
+        Self::acquire_within(store, operation, policy, steps, None).await
+    }
+
+    /// [`Self::acquire_counted`], waiting up to `wait` while another writer holds the lock
+    /// (a lock held for a short step: an Icechunk commit).
+    pub(crate) async fn acquire_waiting(
+        store: &ZarrStore,
+        operation: &str,
+        policy: LockPolicy,
+        steps: Steps,
+        wait: Duration,
+    ) -> Result<Self> {
+        Self::acquire_within(store, operation, policy, steps, Some(Instant::now() + wait)).await
+    }
+
+    async fn acquire_within(
+        store: &ZarrStore,
+        operation: &str,
+        policy: LockPolicy,
+        steps: Steps,
+        until: Option<Instant>,
+    ) -> Result<Self> {
         // One lock whatever links the location was named through.
         let store = &canonical(store)?;
         let os = store.object_store().clone();
@@ -271,6 +294,9 @@ impl WriterLock {
                                 _ => {}
                             }
                             broke = true;
+                        }
+                        None if until.is_some_and(|t| Instant::now() < t) => {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
                         }
                         _ => return Err(locked(store, &key, &held, stale)),
                     }
@@ -405,6 +431,9 @@ enum Publish {
     InPlace,
     /// Object store, replacing: written to `staging`, then copied over the old table.
     Copy { staging: ZarrStore },
+    /// Icechunk: written in a session (the old node deleted in it first when replacing),
+    /// committed at the end.
+    Commit(Box<Transaction>),
 }
 
 /// Where a new table is written and how it is published; see the module documentation.
@@ -417,6 +446,33 @@ pub(crate) struct Publication {
     lock: Option<WriterLock>,
     steps: Steps,
     done: bool,
+}
+
+/// Whether a session's `store` holds a node at its root: anything but an empty group with no
+/// attributes (the root group of a new repository).
+async fn holds_a_node(store: &ZarrStore) -> Result<bool> {
+    let os = store.object_store();
+    let root = store.root();
+    let doc_key = store.key("zarr.json");
+    let prefix = (!root.as_ref().is_empty()).then_some(root);
+    let keys: Vec<Path> = os
+        .list(prefix)
+        .map_ok(|m| m.location)
+        .take(2)
+        .try_collect()
+        .await
+        .map_err(|e| store_err(root, e))?;
+    if keys.iter().any(|k| *k != doc_key) {
+        return Ok(true);
+    }
+    let Some(doc) = store.get_opt("zarr.json").await? else {
+        return Ok(false);
+    };
+    let doc: Value = serde_json::from_slice(&doc).unwrap_or(Value::Null);
+    let empty_attributes = doc
+        .get("attributes")
+        .is_none_or(|a| a.as_object().is_some_and(|a| a.is_empty()));
+    Ok(doc["node_type"] != "group" || !empty_attributes)
 }
 
 /// Whether `store` holds a zarr root document.
@@ -499,7 +555,11 @@ impl Publication {
         overwrite: bool,
         policy: LockPolicy,
         steps: Steps,
+        commit: &CommitOptions,
     ) -> Result<Self> {
+        if let Some(transaction) = Transaction::begin(target, commit, policy, steps.clone()).await? {
+            return Self::in_session(target, transaction, overwrite, steps).await;
+        }
         let location = target.location().to_string();
         let refuse = |message: String| Error::Write {
             path: location.clone(),
@@ -583,6 +643,7 @@ impl Publication {
             Publish::Rename { staging, .. } => ZarrStore::open(&staging.to_string_lossy())?,
             Publish::InPlace => target.clone(),
             Publish::Copy { staging } => staging.clone(),
+            Publish::Commit(transaction) => transaction.store().clone(),
         };
         Ok(Self {
             publish,
@@ -592,6 +653,50 @@ impl Publication {
             steps,
             done: false,
         })
+    }
+
+    /// Icechunk: check the node in the session (without `overwrite`, anything there is an
+    /// error; with it, the node is deleted in the session), then write there.
+    async fn in_session(
+        target: &ZarrStore,
+        transaction: Transaction,
+        overwrite: bool,
+        steps: Steps,
+    ) -> Result<Self> {
+        let store = transaction.store().clone();
+        if holds_a_node(&store).await? {
+            if !overwrite {
+                return Err(Error::Write {
+                    path: target.location().to_string(),
+                    message: "the location already exists on this branch; set overwrite to \
+                              replace it (in the same commit)"
+                        .into(),
+                });
+            }
+            steps.hit("deleting the old table")?;
+            let key = store.key("zarr.json");
+            store
+                .object_store()
+                .delete(&key)
+                .await
+                .map_err(|e| store_err(&key, e))?;
+        }
+        Ok(Self {
+            publish: Publish::Commit(Box::new(transaction)),
+            target: target.clone(),
+            store,
+            lock: None,
+            steps,
+            done: false,
+        })
+    }
+
+    /// The Icechunk transaction the table is written in, if it is.
+    pub(crate) fn transaction(&self) -> Option<&Transaction> {
+        match &self.publish {
+            Publish::Commit(transaction) => Some(transaction),
+            _ => None,
+        }
     }
 
     /// Where the table is written.
@@ -604,8 +709,17 @@ impl Publication {
         matches!(self.publish, Publish::InPlace)
     }
 
-    /// Make the written table visible at the target, then release the lock.
-    pub(crate) async fn publish(mut self) -> Result<()> {
+    /// Make the written table visible at the target, then release the lock; an Icechunk
+    /// write is committed, with a message saying `summary` unless one was given, and the new
+    /// snapshot's id returned.
+    pub(crate) async fn publish(mut self, summary: &str) -> Result<Option<String>> {
+        match std::mem::replace(&mut self.publish, Publish::InPlace) {
+            Publish::Commit(transaction) => {
+                self.done = true;
+                return transaction.commit(summary).await.map(Some);
+            }
+            other => self.publish = other,
+        }
         match &self.publish {
             Publish::Rename {
                 staging,
@@ -631,11 +745,12 @@ impl Publication {
                 self.steps.hit("deleting the staged table")?;
                 delete_prefix(&staging).await?;
             }
+            Publish::Commit(_) => {}
         }
         if let Some(lock) = self.lock.take() {
             lock.release().await?;
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Object stores: delete the old table (root documents first), then copy the staged
@@ -698,7 +813,9 @@ impl Drop for Publication {
             Publish::Rename { staging, .. } => {
                 let _ = remove_tree(staging);
             }
-            Publish::InPlace => {}
+            // The session's chunk files stay unreferenced (icechunk's garbage collection
+            // removes them); the branch is as it was.
+            Publish::InPlace | Publish::Commit(_) => {}
             Publish::Copy { staging } => {
                 if let Ok(handle) = tokio::runtime::Handle::try_current() {
                     let staging = staging.clone();

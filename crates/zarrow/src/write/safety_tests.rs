@@ -15,7 +15,7 @@ use super::{LockPolicy, Steps, TableWriteOptions, TableWriter, WriterLock};
 use crate::table::TableModel;
 use crate::{Error, TableOptions, ZarrRecordBatchStreamBuilder, ZarrStore};
 
-fn schema() -> SchemaRef {
+pub(super) fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("a", DataType::Int64, false),
         Field::new("b", DataType::Float64, false),
@@ -23,7 +23,7 @@ fn schema() -> SchemaRef {
     ]))
 }
 
-fn batch(rows: std::ops::Range<i64>) -> RecordBatch {
+pub(super) fn batch(rows: std::ops::Range<i64>) -> RecordBatch {
     let columns: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from_iter_values(rows.clone())),
         Arc::new(Float64Array::from_iter_values(
@@ -61,7 +61,7 @@ async fn write(
 
 /// The table at `location` as zarrow reads it: column `a`, after checking `b` and `s` agree
 /// with it; `None` when no table opens there.
-async fn read(location: &str) -> Option<Vec<i64>> {
+pub(super) async fn read(location: &str) -> Option<Vec<i64>> {
     let builder = ZarrRecordBatchStreamBuilder::try_new(location).await.ok()?;
     let batches: Vec<RecordBatch> = builder.build().ok()?.try_collect().await.ok()?;
     let mut out = Vec::new();

@@ -59,6 +59,10 @@ use tokio::sync::{OnceCell, RwLock};
 
 use crate::ICECHUNK_PREFIX as PREFIX;
 
+mod session;
+
+pub use session::WritableSession;
+
 /// Where a repository lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Backend {
@@ -649,25 +653,30 @@ impl Kept {
         if self.checked.lock().is_ok_and(|c| c.contains(id)) {
             return Ok(());
         }
-        let snapshot = self
-            .repo
-            .asset_manager()
-            .fetch_snapshot(id)
-            .await
-            .map_err(|e| icechunk_failed(format!("reading snapshot {id}"), e.kind()))?;
-        let unknown = unknown_node(snapshot.bytes())
-            .map_err(|e| icechunk_failed(format!("reading snapshot {id}"), e))?;
-        if let Some((node, node_type)) = unknown {
-            return Err(RepositoryErrorKind::UnknownNodeType {
-                snapshot: id.to_string(),
-                node,
-                node_type,
-            });
-        }
+        check_snapshot_nodes(&self.repo, id).await?;
         if let Ok(mut checked) = self.checked.lock() {
             checked.insert(id.clone());
         }
         Ok(())
+    }
+}
+
+/// An error if a node of snapshot `id` of `repo` has a type icechunk does not know.
+async fn check_snapshot_nodes(repo: &Repository, id: &SnapshotId) -> Result<(), RepositoryErrorKind> {
+    let snapshot = repo
+        .asset_manager()
+        .fetch_snapshot(id)
+        .await
+        .map_err(|e| icechunk_failed(format!("reading snapshot {id}"), e.kind()))?;
+    let unknown = unknown_node(snapshot.bytes())
+        .map_err(|e| icechunk_failed(format!("reading snapshot {id}"), e))?;
+    match unknown {
+        Some((node, node_type)) => Err(RepositoryErrorKind::UnknownNodeType {
+            snapshot: id.to_string(),
+            node,
+            node_type,
+        }),
+        None => Ok(()),
     }
 }
 
