@@ -479,3 +479,94 @@ async fn a_scan_downloads_each_manifest_once() {
         );
     }
 }
+
+/// `COPY … TO 'icechunk+file://…@main/t'` and `INSERT INTO` a table registered at the branch:
+/// one commit each; the snapshot before keeps the old table; a missing repository and an
+/// existing table are refused unless asked for.
+#[tokio::test]
+async fn copy_and_insert_into_a_branch_commit_once_each() {
+    use std::sync::Arc;
+
+    use arrow::array::{Int64Array, RecordBatch, StringArray};
+    use arrow::datatypes::{Field, Schema};
+    use zarrow::{TableWriteOptions, TableWriter, ZarrStore};
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = format!("icechunk+file://{}/w.icechunk", dir.path().display());
+    let t = format!("{root}@main/t");
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    let text = |sql: String| {
+        let ctx = ctx.clone();
+        async move {
+            let batches = ctx.sql(&sql).await?.collect().await?;
+            let text = arrow::util::pretty::pretty_format_batches(&batches)?.to_string();
+            Ok::<_, datafusion::error::DataFusionError>(text)
+        }
+    };
+    let copy = |values: &str, options: &str| {
+        format!(
+            "COPY (SELECT * FROM (VALUES {values}) AS v(id, s)) TO '{t}' STORED AS ZARR \
+             OPTIONS (chunk_rows 2{options})"
+        )
+    };
+    let e = text(copy("(1, 'a')", "")).await.unwrap_err();
+    assert!(e.to_string().contains("create_repository"), "{e}");
+
+    // The first table through the library, which says which snapshot it committed.
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("s", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from(vec![1, 2])),
+            Arc::new(StringArray::from(vec![Some("a"), Some("bb")])),
+        ],
+    )
+    .unwrap();
+    let options = TableWriteOptions {
+        chunk_rows: 2,
+        create_repository: true,
+        ..Default::default()
+    };
+    let mut writer = TableWriter::try_new(ZarrStore::open(&t).unwrap(), schema, options)
+        .await
+        .unwrap();
+    writer.write(&batch).await.unwrap();
+    let first = writer.finish_written().await.unwrap().snapshot.unwrap();
+
+    text(format!(
+        "CREATE EXTERNAL TABLE ice STORED AS ZARR LOCATION '{t}'"
+    ))
+    .await
+    .unwrap();
+    text("INSERT INTO ice (id, s) VALUES (3, 'ccc'), (4, NULL), (5, 'e')".into())
+        .await
+        .unwrap();
+    let sums = "count(*) AS n, sum(id) AS total";
+    let after = text(format!("SELECT {sums} FROM ice")).await.unwrap();
+    assert!(after.contains("| 5 | 15    |"), "{after}");
+    let at_main = text(format!("SELECT {sums} FROM '{t}'")).await.unwrap();
+    assert_eq!(at_main, after);
+    let before = text(format!("SELECT {sums} FROM '{root}@{first}/t'"))
+        .await
+        .unwrap();
+    assert!(before.contains("| 2 | 3     |"), "{before}");
+
+    // COPY over the table: refused without overwrite, one commit with it.
+    let e = text(copy("(10, 'x')", "")).await.unwrap_err();
+    assert!(e.to_string().contains("overwrite"), "{e}");
+    text(copy(
+        "(10, 'x'), (20, NULL)",
+        ", overwrite true, commit_message 'replace t'",
+    ))
+    .await
+    .unwrap();
+    let replaced = text(format!("SELECT {sums} FROM '{t}'")).await.unwrap();
+    assert!(replaced.contains("| 2 | 30    |"), "{replaced}");
+    let before = text(format!("SELECT {sums} FROM '{root}@{first}/t'"))
+        .await
+        .unwrap();
+    assert!(before.contains("| 2 | 3     |"), "{before}");
+}

@@ -2,7 +2,8 @@
 //! `DataSinkExec` over [`ZarrAppendSink`], which appends the query's rows along the table's
 //! dimension through `zarrow::write::append::TableAppender` (new chunks first, the partial
 //! last chunk rewritten merged, the grown metadata last, under the table's writer lock; see
-//! docs/writing.md). Appending only:
+//! docs/writing.md; on an Icechunk branch, in a session committed once, see docs/icechunk.md).
+//! Appending only:
 //! `INSERT OVERWRITE` and `REPLACE INTO` are not supported.
 
 use std::fmt;
@@ -45,11 +46,6 @@ pub(crate) fn insert_plan(
     if insert_op != InsertOp::Append {
         return not_impl_err!(
             "{insert_op} on a zarr table: only INSERT INTO (appending rows) is supported"
-        );
-    }
-    if location.starts_with("icechunk") {
-        return not_impl_err!(
-            "INSERT INTO an Icechunk table ('{location}'): zarrow reads Icechunk repositories only"
         );
     }
     // Index columns (the positions along the dimension) are not stored: whatever the query

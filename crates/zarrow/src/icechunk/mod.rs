@@ -9,6 +9,9 @@
 //!  RepositoryObjectStore: an object_store::ObjectStore over that Store, rooted at the node
 //! ```
 //!
+//! Writes (`session.rs`) go through a writable session on a branch, served as an object store
+//! the same way, and one commit; `write/commit.rs` drives them.
+//!
 //! The repository is opened lazily, on the first read, so a location opens as synchronously
 //! as a plain store's and everything above [`crate::store::ZarrStore`] reads a repository as
 //! it reads any store: tables, pruning, `tree`, export. `REF` (or the option `ref`) is a branch
@@ -662,7 +665,10 @@ impl Kept {
 }
 
 /// An error if a node of snapshot `id` of `repo` has a type icechunk does not know.
-async fn check_snapshot_nodes(repo: &Repository, id: &SnapshotId) -> Result<(), RepositoryErrorKind> {
+async fn check_snapshot_nodes(
+    repo: &Repository,
+    id: &SnapshotId,
+) -> Result<(), RepositoryErrorKind> {
     let snapshot = repo
         .asset_manager()
         .fetch_snapshot(id)

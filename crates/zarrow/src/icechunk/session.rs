@@ -29,7 +29,7 @@ use object_store::{
 use tokio::sync::RwLock;
 
 use super::{
-    chrono_now, check_snapshot_nodes, generic, icechunk_failed, names, store_error, Backend,
+    check_snapshot_nodes, chrono_now, generic, icechunk_failed, names, store_error, Backend,
     RepositoryError, RepositoryErrorKind, RepositoryObjectStore,
 };
 use crate::{Error, Result};

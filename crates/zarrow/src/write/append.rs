@@ -22,8 +22,8 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, UpdateVersion};
 use serde_json::{json, Value};
 
 use super::chunk::VlenEncoding;
-use super::commit::{CommitOptions, Transaction};
 use super::column::ColumnWriter;
+use super::commit::{CommitOptions, Transaction};
 use super::options::TableWriteOptions;
 use super::{refuse_group_member, LockPolicy, Steps, TableWriter, WriterLock, Written};
 use crate::codec::{ArrayToBytes, CodecChain};

@@ -15,8 +15,8 @@ use super::chunk::{
     array_to_bytes_json, self_check_limits, v3_array_json, zarr_type, ChunkEncoder, V3Array,
     VlenEncoding,
 };
-use super::options::MAX_UNIT_ELEMENTS;
 use super::commit::CommitOptions;
+use super::options::MAX_UNIT_ELEMENTS;
 use super::publish::{put_doc, LockPolicy, Publication, Steps};
 use crate::codec::compression::BytesToBytes;
 use crate::grid::c_order;

@@ -5,8 +5,8 @@
 //! tag, see what was there; a writer stopped before the commit leaves the branch as it was.
 //!
 //! Icechunk records a chunk only for an array that already exists with a shape that holds
-//! it, so an array is declared first with a provisional length ([`PROVISIONAL_ROWS`]) and
-//! given its real one with its last metadata write, before the commit.
+//! it, so an array is declared first with a provisional length ([`PROVISIONAL_CHUNKS`] of its
+//! chunks) and given its real one with its last metadata write, before the commit.
 //!
 //! Commits are optimistic: one that finds the branch moved since the session's base snapshot
 //! is rebased over the other commit when the two changed different arrays and chunks, and
@@ -17,6 +17,7 @@
 
 use std::time::Duration;
 
+#[cfg(feature = "icechunk")]
 use object_store::path::Path;
 use serde_json::Value;
 
@@ -45,10 +46,10 @@ impl WritableSession {
     }
 }
 
-/// The length an array is declared with in a session before its chunks are written: more rows
-/// than any table has (2^53, exact in every JSON reader), replaced by the real length before
-/// the commit.
-pub(crate) const PROVISIONAL_ROWS: u64 = 1 << 53;
+/// How many chunks an array is declared with in a session before its chunks are written:
+/// more than any table written has (Icechunk counts an array's chunks in a `u32`), replaced by
+/// the real length before the commit.
+pub(crate) const PROVISIONAL_CHUNKS: u64 = 1 << 31;
 
 /// How long a commit to a local repository waits for another process's commit to finish.
 const COMMIT_LOCK_WAIT: Duration = Duration::from_secs(30);
@@ -97,7 +98,8 @@ impl Transaction {
                 steps,
             }));
         }
-        let _ = (policy, steps, Path::default());
+        #[cfg(not(feature = "icechunk"))]
+        let _ = (policy, steps);
         let refused = match commit {
             c if c.create_repository => Some("create_repository"),
             c if c.message.is_some() => Some("commit_message"),
@@ -124,7 +126,11 @@ impl Transaction {
     /// Declare the array at `path` (below the node) with its metadata document `doc`, its
     /// length provisional, so that its chunks can be written.
     pub(crate) async fn declare_array(&self, path: &str, mut doc: Value) -> Result<()> {
-        doc["shape"] = Value::from(vec![PROVISIONAL_ROWS]);
+        let chunk = doc["chunk_grid"]["configuration"]["chunk_shape"][0]
+            .as_u64()
+            .unwrap_or(1)
+            .max(1);
+        doc["shape"] = Value::from(vec![chunk.saturating_mul(PROVISIONAL_CHUNKS)]);
         let bytes = super::to_bytes(path, &doc)?;
         self.steps.hit("zarr.json")?;
         self.store
@@ -163,6 +169,9 @@ impl Transaction {
         let committed = self.session.commit(&message).await;
         if let Some(lock) = lock {
             lock.release().await?;
+        }
+        if let Ok(id) = &committed {
+            log::info!("{}: committed snapshot {id} ({message})", self.store.location());
         }
         committed
     }

@@ -557,7 +557,8 @@ impl Publication {
         steps: Steps,
         commit: &CommitOptions,
     ) -> Result<Self> {
-        if let Some(transaction) = Transaction::begin(target, commit, policy, steps.clone()).await? {
+        if let Some(transaction) = Transaction::begin(target, commit, policy, steps.clone()).await?
+        {
             return Self::in_session(target, transaction, overwrite, steps).await;
         }
         let location = target.location().to_string();
