@@ -48,21 +48,18 @@ fn option_value(value: &Bound<'_, PyAny>) -> PyResult<String> {
 /// 1-D arrays, one per column, over one dimension (or, with `layout="anndata"`, an AnnData
 /// dataframe). Options (keywords): chunk_rows, shard_rows, compression, string_encoding,
 /// zarr_format, layout, index, dimension, overwrite, break_stale_lock, stale_lock_seconds
-/// (docs/writing.md, "Write safety"). Returns the number of rows written.
-///
-/// Example::
-///
-///     >>> zarrow.write_table("obs.zarr", pyarrow.table({"a": [1, 2]}), chunk_rows=1_000_000)
-///     2
+/// (docs/writing.md, "Write safety"), create_repository, commit_message (Icechunk locations,
+/// docs/icechunk.md). Returns the number of rows written and the snapshot an Icechunk commit
+/// made (`None` for other stores): `zarrow.write_table` (Python) makes them one `WriteResult`.
 #[pyfunction]
-#[pyo3(signature = (location, data, *, storage_options=None, **options))]
+#[pyo3(name = "_write_table", signature = (location, data, *, storage_options=None, **options))]
 pub(crate) fn write_table(
     py: Python<'_>,
     location: String,
     data: Bound<'_, PyAny>,
     storage_options: Option<HashMap<String, String>>,
     options: Option<Bound<'_, PyDict>>,
-) -> PyResult<u64> {
+) -> PyResult<(u64, Option<String>)> {
     let mut write_options = TableWriteOptions::default();
     if let Some(options) = options {
         for (key, value) in options.iter() {
@@ -86,7 +83,8 @@ pub(crate) fn write_table(
         for batch in reader.by_ref() {
             writer.write(&batch?).await?;
         }
-        writer.finish().await
+        let written = writer.finish_written().await?;
+        Ok::<_, zarrow::Error>((written.rows, written.snapshot))
     })?
     .map_err(to_py)
 }

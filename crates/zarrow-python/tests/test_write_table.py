@@ -133,3 +133,20 @@ def test_anndata_layout(tmp_path):
     assert list(df.index) == ["0", "1", "2", "3"]
     assert str(df["n"].dtype) == "Int32" and df["n"].isna().tolist() == [False, True, False, False]
     assert str(df["cat"].dtype) == "category"
+
+
+def test_icechunk_write_returns_the_snapshot_and_older_snapshots_keep_their_table(tmp_path):
+    # A plain store: the row count, with no snapshot.
+    plain = zarrow.write_table(str(tmp_path / "p.zarr"), pa.table({"a": [1, 2]}))
+    assert plain == 2 and isinstance(plain, int) and plain.snapshot_id is None
+    repo = f"icechunk+file://{tmp_path}/r.icechunk"
+    with pytest.raises(zarrow.ZarrowError, match="create_repository"):
+        zarrow.write_table(f"{repo}@main/t", pa.table({"a": [1]}))
+    first = zarrow.write_table(f"{repo}@main/t", pa.table({"a": [1, 2, 3]}), create_repository=True)
+    assert first == 3 and isinstance(first.snapshot_id, str)
+    second = zarrow.write_table(
+        f"{repo}@main/t", pa.table({"a": [7]}), overwrite=True, commit_message="replace t"
+    )
+    assert second.snapshot_id not in (None, first.snapshot_id)
+    assert zarrow.read_table(f"{repo}@main/t")["a"].to_pylist() == [7]
+    assert zarrow.read_table(f"{repo}@{first.snapshot_id}/t")["a"].to_pylist() == [1, 2, 3]

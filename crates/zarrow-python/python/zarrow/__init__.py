@@ -40,10 +40,10 @@ from ._zarrow import (
     ZarrTable,
     ZarrTableFactory,
     __version__,
+    _write_table,
     scan,
     tree,
     write_array,
-    write_table,
 )
 
 from ._dataset import ZarrDataset, dataset
@@ -76,9 +76,51 @@ __all__ = [
     "schema",
     "session_context",
     "tree",
+    "WriteResult",
     "write_array",
     "write_table",
 ]
+
+
+class WriteResult(int):
+    """What :func:`write_table` returns: the number of rows written (an ``int``, as before),
+    with ``snapshot_id``, the id of the snapshot an Icechunk commit made (``None`` for any other
+    store)."""
+
+    snapshot_id: str | None
+
+    def __new__(cls, rows: int, snapshot_id: str | None = None) -> "WriteResult":
+        result = super().__new__(cls, rows)
+        result.snapshot_id = snapshot_id
+        return result
+
+
+def write_table(
+    location: str,
+    data: Any,
+    *,
+    storage_options: dict[str, str] | None = None,
+    **options: str | int | bool,
+) -> WriteResult:
+    """Write Arrow data (``__arrow_c_stream__``) as a zarr table, streamed.
+
+    Options: chunk_rows, shard_rows, compression ('zstd', 'zstd(5)', 'gzip', 'none'),
+    string_encoding ('vlen-utf8', 'arrow_vlen'), zarr_format (2 or 3), layout ('xarray', or
+    'anndata': an AnnData dataframe), index (layout 'anndata': the index column), dimension,
+    overwrite; for Icechunk locations (``icechunk+file://repo@branch/path``: one commit)
+    create_repository and commit_message. Returns the row count, a :class:`WriteResult`
+    (an ``int``) whose ``snapshot_id`` is the new Icechunk snapshot's id, or ``None``.
+
+    Example::
+
+        >>> zarrow.write_table("obs.zarr", pyarrow.table({"a": [1, 2]}), chunk_rows=1_000_000)
+        2
+        >>> zarrow.write_table("icechunk+file:///data/r.icechunk@main/obs", table,
+        ...                    create_repository=True).snapshot_id
+        '5XN2Q2SH1E4M3ZJ0A6CG'
+    """
+    rows, snapshot_id = _write_table(location, data, storage_options=storage_options, **options)
+    return WriteResult(rows, snapshot_id)
 
 
 def read_table(location: str, columns: list[str] | None = None, **options: Any) -> "pyarrow.Table":

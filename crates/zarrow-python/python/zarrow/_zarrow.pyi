@@ -202,22 +202,11 @@ def write_array(
         >>> zarrow.write_array("labels.zarr", pyarrow.array(["a", "b"]), compression="zstd")
     """
 
-def write_table(
+def _write_table(
     location: str,
     data: Any,
     *,
     storage_options: dict[str, str] | None = None,
     **options: str | int | bool,
-) -> int:
-    """Write Arrow data (``__arrow_c_stream__``) as a zarr table, streamed; the row count.
-
-    Options: chunk_rows, shard_rows, compression ('zstd', 'zstd(5)', 'gzip', 'none'),
-    string_encoding ('vlen-utf8', 'arrow_vlen'), zarr_format (2 or 3), layout ('xarray', or
-    'anndata': an AnnData dataframe), index (layout 'anndata': the index column), dimension,
-    overwrite.
-
-    Example::
-
-        >>> zarrow.write_table("obs.zarr", pyarrow.table({"a": [1, 2]}), chunk_rows=1_000_000)
-        2
-    """
+) -> tuple[int, str | None]:
+    """``zarrow.write_table``'s work: the rows written and the Icechunk snapshot committed."""
