@@ -171,7 +171,10 @@ impl Transaction {
             lock.release().await?;
         }
         if let Ok(id) = &committed {
-            log::info!("{}: committed snapshot {id} ({message})", self.store.location());
+            log::info!(
+                "{}: committed snapshot {id} ({message})",
+                self.store.location()
+            );
         }
         committed
     }
