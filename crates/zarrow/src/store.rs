@@ -291,6 +291,7 @@ impl ZarrStore {
 
     /// This store named `location` (a store over an Icechunk session keeps the location the
     /// user gave).
+    #[cfg(feature = "icechunk")]
     pub(crate) fn with_location(mut self, location: &str) -> Self {
         self.location = location.to_string();
         self
