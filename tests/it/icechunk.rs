@@ -570,3 +570,70 @@ async fn copy_and_insert_into_a_branch_commit_once_each() {
         .unwrap();
     assert!(before.contains("| 2 | 3     |"), "{before}");
 }
+
+/// The same writes into a repository in the loopback S3 bucket: the library creates it with
+/// one commit, `INSERT INTO` appends with another, and the first snapshot keeps the first
+/// table.
+#[tokio::test]
+#[ignore = "needs the loopback servers: tests/run-all.sh runs them"]
+async fn copy_and_insert_into_a_branch_over_s3() {
+    use std::sync::Arc;
+
+    use arrow::array::{Int64Array, RecordBatch, StringArray};
+    use arrow::datatypes::{Field, Schema};
+    use zarrow::{TableWriteOptions, TableWriter, ZarrStore};
+
+    let bucket = loopback("ZARROW_TEST_S3");
+    let unique = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let root = format!(
+        "icechunk+{bucket}/writes-{}-{unique}.icechunk",
+        std::process::id()
+    );
+    let t = format!("{root}@main/t");
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("s", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from(vec![1, 2, 3])),
+            Arc::new(StringArray::from(vec![Some("a"), Some("bb"), None])),
+        ],
+    )
+    .unwrap();
+    let options = TableWriteOptions {
+        chunk_rows: 2,
+        create_repository: true,
+        ..Default::default()
+    };
+    let mut writer = TableWriter::try_new(ZarrStore::open(&t).unwrap(), schema, options)
+        .await
+        .unwrap();
+    writer.write(&batch).await.unwrap();
+    let first = writer.finish_written().await.unwrap().snapshot.unwrap();
+
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    let text = |sql: String| {
+        let ctx = ctx.clone();
+        async move {
+            let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+            arrow::util::pretty::pretty_format_batches(&batches)
+                .unwrap()
+                .to_string()
+        }
+    };
+    text(format!(
+        "CREATE EXTERNAL TABLE ice STORED AS ZARR LOCATION '{t}'"
+    ))
+    .await;
+    text("INSERT INTO ice (id, s) VALUES (4, 'dddd'), (5, 'e')".into()).await;
+    let sums = "count(*) AS n, sum(id) AS total, max(length(s)) AS longest";
+    let after = text(format!("SELECT {sums} FROM '{t}'")).await;
+    assert!(after.contains("| 5 | 15    | 4       |"), "{after}");
+    let before = text(format!("SELECT {sums} FROM '{root}@{first}/t'")).await;
+    assert!(before.contains("| 3 | 6     | 2       |"), "{before}");
+}
