@@ -20,7 +20,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use futures::StreamExt;
-use zarrow_datafusion::zarr_scans;
+use zarrow_datafusion::{metrics, zarr_scans};
 
 use crate::memory::RuntimeArgs;
 use crate::output::{refuse_inside_inputs, Progress, ResultWriter, Sink, SqlFormat};
@@ -422,8 +422,9 @@ pub(crate) fn tables(ctx: &SessionContext) -> Vec<TableName> {
 fn print_scans(plan: &dyn ExecutionPlan) {
     for scan in zarr_scans(plan) {
         eprintln!(
-            "scan of {}: chunks_pruned={} {}",
+            "scan of {}: {}={} {}",
             scan.location(),
+            metrics::CHUNKS_PRUNED,
             scan.chunks_pruned(),
             scan.counts()
         );

@@ -46,6 +46,7 @@ mod factory;
 mod format;
 mod index_columns;
 mod insert;
+pub mod metrics;
 mod options;
 mod predicate;
 mod pruning;

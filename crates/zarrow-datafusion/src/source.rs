@@ -33,9 +33,7 @@ use datafusion::physical_expr::{
     conjunction, DynamicFilterTracking, EquivalenceProperties, PhysicalExpr, PhysicalSortExpr,
 };
 use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
-use datafusion::physical_plan::metrics::{
-    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricValue, Time,
-};
+use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::SortOrderPushdownResult;
 use datafusion::physical_plan::{DisplayFormatType, ExecutionPlan};
 use futures::{StreamExt, TryStreamExt};
@@ -46,6 +44,7 @@ use zarrow::{ChunkRanges, ScanContext, ScanCounts, ScanMetrics, ZarrScan};
 
 use crate::error::to_datafusion_error;
 use crate::index_columns::IndexColumns;
+use crate::metrics::{self, PartitionMetrics};
 use crate::options::ZarrConfig;
 use crate::pruning::RunTimePruner;
 use crate::store::registered_store;
@@ -133,17 +132,9 @@ impl ZarrSource {
     /// With how its chunks were chosen: shown by `EXPLAIN`, and `chunks_pruned` and
     /// `pruning_time` in its metrics.
     pub fn with_plan(mut self, plan: ScanPlan) -> Self {
-        let set = &self.metrics;
         let pruned = plan.info.total_chunks.saturating_sub(plan.info.kept_chunks);
-        MetricBuilder::new(set)
-            .global_counter("chunks_pruned")
-            .add(usize::try_from(pruned).unwrap_or(usize::MAX));
-        let time = Time::new();
-        time.add_duration(Duration::from_nanos(plan.pruning_nanos));
-        MetricBuilder::new(set).build(MetricValue::Time {
-            name: "pruning_time".into(),
-            time,
-        });
+        let spent = Duration::from_nanos(plan.pruning_nanos);
+        metrics::record_pruning(&self.metrics, pruned, spent);
         self.plan = Some(Arc::new(plan));
         self
     }
@@ -156,20 +147,7 @@ impl ZarrSource {
     /// (`FROM 'x.zarr'`) that is this query's; a registered table's were made when it was
     /// registered. A run opened by its partition (an executor) counts its own, labelled.
     pub fn with_model(mut self, model: Arc<TableModel>, ctx: ScanContext) -> Self {
-        let opened = model.metadata_counts();
-        let set = &self.metrics;
-        MetricBuilder::new(set)
-            .global_counter("metadata_requests")
-            .add(usize::try_from(opened.metadata_requests).unwrap_or(usize::MAX));
-        MetricBuilder::new(set)
-            .global_counter("metadata_bytes")
-            .add(usize::try_from(opened.metadata_bytes).unwrap_or(usize::MAX));
-        let time = Time::new();
-        time.add_duration(opened.metadata_time);
-        MetricBuilder::new(set).build(MetricValue::Time {
-            name: "metadata_time".into(),
-            time,
-        });
+        metrics::record_opening(&self.metrics, &model.metadata_counts());
         self.model = Arc::new(OnceCell::from(model));
         self.ctx = ctx;
         self
@@ -478,40 +456,6 @@ impl FileSource for ZarrSource {
     }
 }
 
-/// One partition's scan counters in the source's metrics set.
-#[derive(Debug, Clone)]
-struct PartitionMetrics {
-    metadata_requests: Count,
-    metadata_bytes: Count,
-    metadata_time: Time,
-    chunks_read: Count,
-    chunks_pruned_at_run_time: Count,
-    requests: Count,
-    bytes_fetched: Count,
-    fetch_time: Time,
-    decompress_time: Time,
-    decode_time: Time,
-}
-
-impl PartitionMetrics {
-    fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
-        let count = |name: &'static str| MetricBuilder::new(set).counter(name, partition);
-        let time = |name: &'static str| MetricBuilder::new(set).subset_time(name, partition);
-        PartitionMetrics {
-            metadata_requests: count("metadata_requests"),
-            metadata_bytes: count("metadata_bytes"),
-            metadata_time: time("metadata_time"),
-            chunks_read: count("chunks_read"),
-            chunks_pruned_at_run_time: count("chunks_pruned_at_run_time"),
-            requests: count("requests"),
-            bytes_fetched: count("bytes_fetched"),
-            fetch_time: time("fetch_time"),
-            decompress_time: time("decompress_time"),
-            decode_time: time("decode_time"),
-        }
-    }
-}
-
 /// Adds a partition's scan counters to its metrics as they grow.
 struct Publisher {
     metrics: PartitionMetrics,
@@ -527,32 +471,7 @@ impl Publisher {
         let Ok(mut seen) = self.seen.lock() else {
             return now;
         };
-        let m = &self.metrics;
-        let add = |c: &Count, n: u64, s: u64| {
-            c.add(usize::try_from(n.saturating_sub(s)).unwrap_or(usize::MAX))
-        };
-        add(
-            &m.metadata_requests,
-            now.metadata_requests,
-            seen.metadata_requests,
-        );
-        add(&m.metadata_bytes, now.metadata_bytes, seen.metadata_bytes);
-        m.metadata_time
-            .add_duration(now.metadata_time.saturating_sub(seen.metadata_time));
-        add(&m.chunks_read, now.chunks_read, seen.chunks_read);
-        add(
-            &m.chunks_pruned_at_run_time,
-            now.chunks_pruned_at_run_time,
-            seen.chunks_pruned_at_run_time,
-        );
-        add(&m.requests, now.requests, seen.requests);
-        add(&m.bytes_fetched, now.bytes_fetched, seen.bytes_fetched);
-        m.fetch_time
-            .add_duration(now.fetch_time.saturating_sub(seen.fetch_time));
-        m.decompress_time
-            .add_duration(now.decompress_time.saturating_sub(seen.decompress_time));
-        m.decode_time
-            .add_duration(now.decode_time.saturating_sub(seen.decode_time));
+        self.metrics.add_since(&now, &seen);
         *seen = now;
         now
     }
@@ -777,27 +696,7 @@ impl<'a> ZarrScanRef<'a> {
 
     /// What the partitions have done so far, added up.
     pub fn counts(&self) -> ScanCounts {
-        let mut c = ScanCounts::default();
-        let metrics = self.source.metrics().clone_inner();
-        for m in metrics.iter() {
-            let n = m.value().as_usize() as u64;
-            let d = Duration::from_nanos(n);
-            match m.value().name() {
-                "output_rows" => c.rows_out += n,
-                "metadata_requests" => c.metadata_requests += n,
-                "metadata_bytes" => c.metadata_bytes += n,
-                "metadata_time" => c.metadata_time += d,
-                "chunks_read" => c.chunks_read += n,
-                "chunks_pruned_at_run_time" => c.chunks_pruned_at_run_time += n,
-                "requests" => c.requests += n,
-                "bytes_fetched" => c.bytes_fetched += n,
-                "fetch_time" => c.fetch_time += d,
-                "decompress_time" => c.decompress_time += d,
-                "decode_time" => c.decode_time += d,
-                _ => {}
-            }
-        }
-        c
+        metrics::scan_counts(&self.source.metrics().clone_inner())
     }
 }
 

@@ -13,7 +13,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use zarrow::{ScanContext, TableModel, ZarrRecordBatchStreamBuilder, ZarrScan};
 use zarrow_datafusion::{
-    from_datafusion_error, missing_column, BatchFilter, ScanPlanInfo, ZarrPredicate,
+    from_datafusion_error, metrics, missing_column, BatchFilter, ScanPlanInfo, ZarrPredicate,
 };
 
 /// Batches as a scan hands them out.
@@ -64,14 +64,14 @@ impl ScanCounters {
             ("chunks_total", info.total_chunks as f64),
             ("chunks_kept", info.kept_chunks as f64),
             (
-                "chunks_pruned",
+                metrics::CHUNKS_PRUNED,
                 info.total_chunks.saturating_sub(info.kept_chunks) as f64,
             ),
-            ("chunks_read", c.chunks_read as f64),
+            (metrics::CHUNKS_READ, c.chunks_read as f64),
             ("rows_read", c.rows_out as f64),
             ("rows_out", self.rows_out.load(Ordering::Relaxed) as f64),
-            ("requests", c.requests as f64),
-            ("bytes_fetched", c.bytes_fetched as f64),
+            (metrics::REQUESTS, c.requests as f64),
+            (metrics::BYTES_FETCHED, c.bytes_fetched as f64),
             ("fetch_seconds", c.fetch_time.as_secs_f64()),
             ("decode_seconds", c.decode_time.as_secs_f64()),
         ]
