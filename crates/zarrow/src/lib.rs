@@ -69,6 +69,8 @@
 //! # }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod array;
 mod codec;
 mod data_type;
@@ -100,6 +102,7 @@ pub use data_type::{DataTypeError, FillValueError, LowFloat, SubByteInt};
 pub use error::{ChunkError, Error, MemoryError, MemoryExhausted, Result};
 pub use grid::{ChunkGrid, ChunkRanges, ChunkRangesIter, GridError, GridKind, MAX_GRID_RUNS};
 #[cfg(feature = "icechunk")]
+#[cfg_attr(docsrs, doc(cfg(feature = "icechunk")))]
 pub use icechunk::{panic_is_guarded, RepositoryError, RepositoryErrorKind, RepositoryPanic};
 pub use metadata::{
     ArrayMetadata, ChunkKeyEncoding, DataType, Endian, FillValue, GroupMetadata, NodeMetadata,

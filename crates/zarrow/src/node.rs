@@ -186,6 +186,21 @@ impl Node {
 
 impl ZarrArray {
     /// Open the array at a location.
+    ///
+    /// ```
+    /// use zarrow::ZarrArray;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> zarrow::Result<()> {
+    /// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr");
+    /// let umap = ZarrArray::open(&format!("{sample}/obsm/X_umap")).await?;
+    /// assert_eq!(umap.shape(), [2000, 2]);
+    /// // A group is an error that names the location.
+    /// let err = ZarrArray::open(&format!("{sample}/obs")).await.unwrap_err();
+    /// assert!(err.to_string().contains("obs"), "{err}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn open(location: &str) -> Result<Self> {
         Node::open(location).await?.into_array(location)
     }

@@ -95,6 +95,21 @@ impl ZarrStore {
     }
 
     /// Open a location (see the module docs), cloud credentials from the environment.
+    ///
+    /// Opening reads nothing: the nodes are read from the store when opened on it.
+    ///
+    /// ```
+    /// use zarrow::{Node, ZarrStore};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> zarrow::Result<()> {
+    /// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr");
+    /// let store = ZarrStore::open(sample)?;
+    /// let root = Node::open_store(store, "pbmc_sample.zarr").await?;
+    /// assert!(matches!(root, Node::Group(_)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open(location: &str) -> Result<Self> {
         Self::open_with_options(location, &[])
     }

@@ -246,6 +246,7 @@ impl Opened {
 /// A panic inside icechunk while reading a repository (icechunk-format panics on some corrupt
 /// repositories, e.g. a snapshot naming a node type it does not know), as the error of that
 /// read: the source of the `object_store` error zarrow reports for the key.
+#[cfg_attr(docsrs, doc(cfg(feature = "icechunk")))]
 #[derive(Debug, thiserror::Error)]
 #[error("Icechunk repository {repository}: icechunk panicked {reading}: {message}")]
 pub struct RepositoryPanic {
@@ -259,6 +260,7 @@ pub struct RepositoryPanic {
 
 /// Why a repository could not be opened, as the error of the read that needed it: the source
 /// of the `object_store` error zarrow reports for the key.
+#[cfg_attr(docsrs, doc(cfg(feature = "icechunk")))]
 #[derive(Debug, thiserror::Error)]
 #[error("Icechunk repository {repository}: {cause}")]
 pub struct RepositoryError {
@@ -269,6 +271,7 @@ pub struct RepositoryError {
 }
 
 /// What went wrong opening a repository (see [`RepositoryError`]).
+#[cfg_attr(docsrs, doc(cfg(feature = "icechunk")))]
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum RepositoryErrorKind {
@@ -338,6 +341,7 @@ thread_local! {
 /// Whether a panic on this thread now happens inside a read of an Icechunk repository, where
 /// zarrow catches it and makes it the read's error (a [`RepositoryPanic`]): a panic hook
 /// (the `zarrow` command's, which reports a panic as an internal error) can stay silent.
+#[cfg_attr(docsrs, doc(cfg(feature = "icechunk")))]
 pub fn panic_is_guarded() -> bool {
     GUARDED.with(|g| g.get() > 0)
 }

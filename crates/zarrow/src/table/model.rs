@@ -66,6 +66,21 @@ pub(super) struct TableParts {
 
 impl TableModel {
     /// Open the node at `location` as a table.
+    ///
+    /// ```
+    /// use zarrow::{TableModel, TableOptions};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> zarrow::Result<()> {
+    /// let obs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/pbmc_sample.zarr/obs");
+    /// let mut options = TableOptions::default();
+    /// options.set("string_type", "large_utf8")?;
+    /// let model = TableModel::open(obs, options).await?;
+    /// let batch = model.schema().field_with_name("batch")?.clone();
+    /// assert_eq!(batch.data_type(), &arrow_schema::DataType::LargeUtf8);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn open(location: &str, options: TableOptions) -> Result<Self> {
         let store = ZarrStore::open_configured(location, &[], &options.remote)?;
         Self::open_store(store, "", options).await
