@@ -31,6 +31,8 @@ LABEL_SPEEDUP_MIN = 20.0      # zarr-python / zarrow, full read of `label`
 RSS_MAX = GIB                 # GROUP BY peak RSS
 ICECHUNK_RATIO_MAX = 1.10     # repository / store
 PYTHON_VS_CLI_MAX = 1.10      # zarr/Parquet through datafusion-python over the CLI's
+SCALING_RATIO_MAX = {"q1": 1.5}  # scan_scaling.py: zarr / Parquet, q1 (dictionary pages help Parquet)
+SCALING_RATIO_DEFAULT = 1.25     # … and every other query
 
 HOW = """\
 ## How the figures are made
@@ -44,6 +46,7 @@ HOW = """\
 | the sizes of the CLI and the Python extension | `.venv-zarr3/bin/python benches/sizes.py --datafusion-python target/venv-zarrow-wheel --json target/sizes_results.json` | the `--json` file |
 | Python tools side by side (in a venv with the release wheel; the other tools' venv made by `--setup-bench-venv --bench-python python3.12`) | `python benches/python_tools_compare.py --bench-venv target/venv-bench-tools --json target/bench-data/python_tools_compare_results.json` | the `--json` file |
 | joins, semi-joins and top-k on an AnnData store, pruning at run time on and off (local, and HTTP behind `delay_proxy`) | `.venv-zarr3/bin/python benches/join_compare.py` | `target/bench-data/join_compare_results.json` |
+| one core and many partitions, zarr vs Parquet (standard library only; data made by SQL) | `python3 benches/scan_scaling.py` | `target/bench-data/scan_scaling_results.json` |
 | writing zarr: `COPY … STORED AS ZARR` vs Parquet, xarray, zarr-python | `.venv-zarr3/bin/python benches/write_compare.py` | `target/bench-data/write_compare_results.json` |
 | Python package (in a venv with the release wheel) | `python benches/python_compare.py --cli-ratios target/bench-data/sql_compare_results.json --json target/bench-data/python_compare_results.json` | the `--json` file |
 
@@ -383,6 +386,30 @@ def render_join(data: dict) -> list[str]:
     return out + render_checks(checks)
 
 
+def render_scaling(data: dict) -> list[str]:
+    parts = list(data["results"])
+    pinned = not data.get("no_taskset")
+    out = [f"{int(data.get('rows', 0)):,} rows made by SQL, {int(data.get('chunk_rows', 0)):,}-row "
+           f"zarr chunks; median of {data.get('repeat', '?')} runs after a warm-up, each query its "
+           "own `zarrow sql` process; `target_partitions` as in the column head"
+           + (", 1 partition pinned to one core (`taskset -c 0`)" if pinned else "")
+           + ". zarr / Parquet seconds:", ""]
+    rows, checks = [], []
+    for qid, q in data["queries"].items():
+        cells = [f"{qid} {q['description']}"]
+        for p in parts:
+            r = data["results"][p][qid]
+            z, pq = med(r["zarr"]), med(r["parquet"])
+            cells.append(f"{z:.2f} / {pq:.2f} = {z / pq:.2f}×")
+            limit = SCALING_RATIO_MAX.get(qid, SCALING_RATIO_DEFAULT)
+            checks.append((f"{qid} at {p} partition{'s' if p != '1' else ''}: zarr/Parquet ≤ {limit}",
+                           f"{z / pq:.2f}", z / pq <= limit))
+        rows.append(cells)
+    out += md_table(["query"] + [f"{p} partition{'s' if p != '1' else ''}"
+                                 + (" (1 core)" if p == "1" and pinned else "") for p in parts], rows)
+    return out + [""] + render_checks(checks)
+
+
 def render_checks(checks: list[tuple[str, str, bool]]) -> list[str]:
     if not checks:
         return []
@@ -402,6 +429,8 @@ HARNESSES = [
      "zarr-python (`python_tools_compare.py`)", render_python_tools),
     ("join_compare", "Joins, semi-joins and top-k: pruning at run time (`join_compare.py`)",
      render_join),
+    ("scan_scaling", "One core and many partitions: zarr vs Parquet (`scan_scaling.py`)",
+     render_scaling),
     ("write_compare", "Writing zarr: COPY vs Parquet, xarray and zarr-python (`write_compare.py`)",
      render_write),
 ]

@@ -37,7 +37,6 @@ Prints a table (`--markdown`: also as markdown) and writes the numbers to
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -57,6 +56,9 @@ warnings.simplefilter("ignore")  # zarr's "unstable specification" warning for t
 
 import zarr  # noqa: E402
 from zarr.codecs import ZstdCodec  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stamp import cpu_model, run_stamp  # noqa: E402,F401  (cluster/icechunk use sc.cpu_model)
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = 20240601
@@ -502,16 +504,6 @@ def du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
-
-
 def mib(n: float) -> str:
     return f"{n / (1 << 20):,.0f} MiB"
 
@@ -613,28 +605,6 @@ def report(args, facts: dict, results: dict, label: dict, rss_big: dict | None,
     out.append("")
     out.append("targets: " + ("all met" if not misses else "MISSED: " + "; ".join(misses)))
     return "\n".join(out), misses
-
-
-def run_stamp() -> dict:
-    """What every harness writes into its results file as `stamp` (benches/report.py prints it
-    above each table): the commit, the machine and the date of the run."""
-    mem = "?"
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem = f"{int(line.split()[1]) / (1 << 20):.0f} GiB RAM"
-    except OSError:
-        pass
-    git = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
-                         capture_output=True, text=True).stdout.strip() or "?"
-    return {
-        "git": git,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "cpu": cpu_model(),
-        "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "mem": mem,
-        "os": f"{platform.system()} {platform.release()}",
-    }
 
 
 def machine_facts(args) -> dict:
