@@ -55,6 +55,11 @@ step "benchmark harness, tiny data (debug build; checks it runs and both sides a
 # time on and off (answers equal, chunk targets met), local only, nothing timed
 .venv-zarr3/bin/python benches/join_compare.py --smoke --zarrow target/debug/zarrow \
     --data-dir target/bench-data-smoke >/dev/null
+# the scaling harness: the table made and written by SQL, q1–q4 on zarr and Parquet (answers
+# equal), nothing published
+python3 benches/scan_scaling.py --rows 20000 --chunk-rows 10000 --partitions 2 --repeat 1 \
+    --no-taskset --zarrow target/debug/zarrow --data-dir target/bench-data-smoke/scan_scaling \
+    --json target/bench-data-smoke/scan_scaling_results.json >/dev/null
 # the write harness: COPY … STORED AS ZARR against Parquet, xarray and zarr-python
 .venv-zarr3/bin/python benches/write_compare.py --rows 300000 --chunk 100000 --repeat 1 \
     --zarrow target/debug/zarrow --data-dir target/bench-data-smoke >/dev/null

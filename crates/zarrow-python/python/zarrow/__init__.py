@@ -85,7 +85,14 @@ __all__ = [
 class WriteResult(int):
     """What :func:`write_table` returns: the number of rows written (an ``int``, as before),
     with ``snapshot_id``, the id of the snapshot an Icechunk commit made (``None`` for any other
-    store)."""
+    store).
+
+    Example::
+
+        >>> result = zarrow.write_table("obs.zarr", pyarrow.table({"a": [1, 2]}))
+        >>> result == 2, result.snapshot_id
+        (True, None)
+    """
 
     snapshot_id: str | None
 
