@@ -395,3 +395,41 @@ fn insert_through_one_array_of_a_group_is_refused() {
     );
     assert_eq!(summary(loc), Ok(whole(10, 0)));
 }
+
+/// Two processes inserting into one branch of an `icechunk+file:` repository at once: both
+/// row sets land exactly once, or one statement fails with a conflict naming the branch and
+/// the snapshot it began from; the table is never torn, and the snapshot before both keeps
+/// the first table.
+#[test]
+fn two_processes_inserting_into_one_icechunk_branch_add_both_or_one_conflicts() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..2 {
+        let repo = format!("icechunk+file://{}/r{round}.icechunk", dir.path().display());
+        let loc = format!("{repo}@main/t");
+        ok_sql(&copy(&loc, 1000, 0, ", create_repository true"));
+        let insert = |w: u32| {
+            format!(
+                "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{loc}'; \
+                 INSERT INTO t (a, b, s, w) SELECT value AS a, value / 2.0 AS b, \
+                 concat('r', CAST(value AS VARCHAR)) AS s, {w} AS w \
+                 FROM generate_series(1000, 30999)"
+            )
+        };
+        let outs = outputs(vec![spawn_sql(&insert(1)), spawn_sql(&insert(2))]);
+        let won = outs.iter().filter(|o| o.status.success()).count();
+        assert!(won >= 1, "{}", stderr(&outs[0]));
+        for out in outs.iter().filter(|o| !o.status.success()) {
+            let err = stderr(out);
+            assert!(err.contains("another commit reached branch 'main'"), "{err}");
+        }
+        let (n, sum, _, _, bad) = summary(&loc).unwrap();
+        assert_eq!(bad, 0);
+        let new: i64 = (1000..31000).sum();
+        let old: i64 = (0..1000).sum();
+        assert_eq!(
+            (n, sum),
+            (1000 + 30_000 * won as u64, old + new * won as i64),
+            "{won} INSERTs succeeded"
+        );
+    }
+}
