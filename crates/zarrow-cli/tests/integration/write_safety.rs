@@ -420,7 +420,10 @@ fn two_processes_inserting_into_one_icechunk_branch_add_both_or_one_conflicts() 
         assert!(won >= 1, "{}", stderr(&outs[0]));
         for out in outs.iter().filter(|o| !o.status.success()) {
             let err = stderr(out);
-            assert!(err.contains("another commit reached branch 'main'"), "{err}");
+            assert!(
+                err.contains("another commit reached branch 'main'"),
+                "{err}"
+            );
         }
         let (n, sum, _, _, bad) = summary(&loc).unwrap();
         assert_eq!(bad, 0);
