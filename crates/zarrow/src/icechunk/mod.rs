@@ -988,13 +988,7 @@ impl RepositoryObjectStore {
             }
             bytes
         };
-        let meta = ObjectMeta {
-            location: location.clone(),
-            last_modified: chrono_now(),
-            size,
-            e_tag: None,
-            version: None,
-        };
+        let meta = meta(location.clone(), size);
         Ok(GetResult {
             payload: GetResultPayload::Stream(futures::stream::once(async { Ok(bytes) }).boxed()),
             meta,
@@ -1007,30 +1001,41 @@ impl RepositoryObjectStore {
         let opened = self.opened().await?;
         let base = prefix.cloned().unwrap_or_default();
         let key = opened.key(&base);
-        let items: Vec<_> = opened
-            .store
-            .list_dir_items(&key)
-            .await
-            .map_err(|e| store_error(&base, &key, e))?
-            .collect()
-            .await;
-        let mut result = ListResult {
-            common_prefixes: Vec::new(),
-            objects: Vec::new(),
-        };
-        for item in items {
-            match item.map_err(|e| store_error(&base, &key, e))? {
-                ListDirItem::Prefix(p) => result.common_prefixes.push(crate::key::join(&base, &p)),
-                ListDirItem::Key(k) => result.objects.push(ObjectMeta {
-                    location: crate::key::join(&base, &k),
-                    last_modified: chrono_now(),
-                    size: 0,
-                    e_tag: None,
-                    version: None,
-                }),
-            }
+        list_dir(&opened.store, &base, &key).await
+    }
+}
+
+/// The children of `key` in `store` (the object path `base`), as a delimited listing: groups
+/// and arrays as prefixes, documents and chunks as objects (sizes unknown: 0).
+async fn list_dir(store: &Store, base: &Path, key: &str) -> object_store::Result<ListResult> {
+    let items: Vec<_> = store
+        .list_dir_items(key)
+        .await
+        .map_err(|e| store_error(base, key, e))?
+        .collect()
+        .await;
+    let mut result = ListResult {
+        common_prefixes: Vec::new(),
+        objects: Vec::new(),
+    };
+    for item in items {
+        match item.map_err(|e| store_error(base, key, e))? {
+            ListDirItem::Prefix(p) => result.common_prefixes.push(crate::key::join(base, &p)),
+            ListDirItem::Key(k) => result.objects.push(meta(crate::key::join(base, &k), 0)),
         }
-        Ok(result)
+    }
+    Ok(result)
+}
+
+/// The metadata of an object of the repository at `location`, `size` bytes long (the
+/// repository keeps no modification time per key).
+fn meta(location: Path, size: u64) -> ObjectMeta {
+    ObjectMeta {
+        location,
+        last_modified: chrono_now(),
+        size,
+        e_tag: None,
+        version: None,
     }
 }
 

@@ -19,7 +19,7 @@ use futures::stream::{BoxStream, StreamExt};
 use icechunk::conflicts::detector::ConflictDetector;
 use icechunk::format::{ByteRange, SnapshotId};
 use icechunk::session::{Session, SessionError, SessionErrorKind};
-use icechunk::store::{ListDirItem, StoreErrorKind};
+use icechunk::store::StoreErrorKind;
 use icechunk::{Repository, Store};
 use object_store::path::Path;
 use object_store::{
@@ -29,7 +29,7 @@ use object_store::{
 use tokio::sync::RwLock;
 
 use super::{
-    check_snapshot_nodes, chrono_now, generic, icechunk_failed, names, store_error, Backend,
+    check_snapshot_nodes, generic, icechunk_failed, list_dir, meta, names, store_error, Backend,
     RepositoryError, RepositoryErrorKind, RepositoryObjectStore,
 };
 use crate::{Error, Result};
@@ -360,24 +360,7 @@ impl ObjectStore for SessionObjectStore {
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
         let base = prefix.cloned().unwrap_or_default();
         let key = base.as_ref().to_string();
-        let items: Vec<_> = self
-            .store
-            .list_dir_items(&key)
-            .await
-            .map_err(|e| store_error(&base, &key, e))?
-            .collect()
-            .await;
-        let mut result = ListResult {
-            common_prefixes: Vec::new(),
-            objects: Vec::new(),
-        };
-        for item in items {
-            match item.map_err(|e| store_error(&base, &key, e))? {
-                ListDirItem::Prefix(p) => result.common_prefixes.push(crate::key::join(&base, &p)),
-                ListDirItem::Key(k) => result.objects.push(meta(crate::key::join(&base, &k), 0)),
-            }
-        }
-        Ok(result)
+        list_dir(&self.store, &base, &key).await
     }
 
     async fn copy_opts(
@@ -393,14 +376,4 @@ impl ObjectStore for SessionObjectStore {
 /// Whether icechunk refused to list a prefix because no node is there.
 fn no_node(e: &icechunk::store::StoreError) -> bool {
     matches!(e.kind(), StoreErrorKind::BadKeyPrefix { .. })
-}
-
-fn meta(location: Path, size: u64) -> ObjectMeta {
-    ObjectMeta {
-        location,
-        last_modified: chrono_now(),
-        size,
-        e_tag: None,
-        version: None,
-    }
 }
