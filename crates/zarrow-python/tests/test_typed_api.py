@@ -41,6 +41,14 @@ def test_zarr_table() -> None:
     assert table.location.endswith("xarray_v3.zarr")
 
 
+def test_write_table_result(tmp_path: Path) -> None:
+    result: zarrow.WriteResult = zarrow.write_table(str(tmp_path / "t.zarr"),
+                                                    pa.table({"a": [1, 2, 3]}))
+    rows: int = result
+    snapshot: str | None = result.snapshot_id
+    assert rows == 3 and snapshot is None
+
+
 def test_scan_polars() -> None:
     seen: list[dict[str, object]] = []
     lf: pl.LazyFrame = zarrow.scan_polars(XARRAY, columns=["time", "temperature"],
