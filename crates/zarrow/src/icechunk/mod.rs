@@ -942,12 +942,7 @@ impl RepositoryObjectStore {
             Some(p) => p.length(),
             None => opened.store.getsize(&key).await.map_err(err)?,
         };
-        let range: Range<u64> = match &options.range {
-            None => 0..size,
-            Some(GetRange::Bounded(r)) => r.start.min(size)..r.end.min(size),
-            Some(GetRange::Offset(o)) => (*o).min(size)..size,
-            Some(GetRange::Suffix(n)) => size.saturating_sub(*n)..size,
-        };
+        let range = requested(options.range.as_ref(), size);
         let bytes = if options.head || range.is_empty() {
             Bytes::new()
         } else if let (Some(ChunkPayload::Inline(inline)), true) =
@@ -979,13 +974,7 @@ impl RepositoryObjectStore {
                 ByteRange::Bounded(range.clone())
             };
             let bytes = opened.store.get(&key, &wanted).await.map_err(err)?;
-            if bytes.len() as u64 != range.end - range.start {
-                return Err(generic(format!(
-                    "Icechunk key '{key}': {} bytes where {} were asked for",
-                    bytes.len(),
-                    range.end - range.start
-                )));
-            }
+            check_length(&key, &bytes, &range)?;
             bytes
         };
         let meta = meta(location.clone(), size);
@@ -1037,6 +1026,28 @@ fn meta(location: Path, size: u64) -> ObjectMeta {
         e_tag: None,
         version: None,
     }
+}
+
+/// The bytes a request asks for of an object of `size` bytes, clamped to it.
+fn requested(range: Option<&GetRange>, size: u64) -> Range<u64> {
+    match range {
+        None => 0..size,
+        Some(GetRange::Bounded(r)) => r.start.min(size)..r.end.min(size),
+        Some(GetRange::Offset(o)) => (*o).min(size)..size,
+        Some(GetRange::Suffix(n)) => size.saturating_sub(*n)..size,
+    }
+}
+
+/// An error unless icechunk answered `range` of `key` with as many bytes as it asked for.
+fn check_length(key: &str, bytes: &Bytes, range: &Range<u64>) -> object_store::Result<()> {
+    if bytes.len() as u64 != range.end - range.start {
+        return Err(generic(format!(
+            "Icechunk key '{key}': {} bytes where {} were asked for",
+            bytes.len(),
+            range.end - range.start
+        )));
+    }
+    Ok(())
 }
 
 /// The length of an inline payload (0 for any other).

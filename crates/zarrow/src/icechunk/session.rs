@@ -9,7 +9,6 @@
 //! arrays and chunks, and otherwise the commit fails with [`crate::Error::CommitConflict`]
 //! naming the branch and the base snapshot.
 
-use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -23,14 +22,14 @@ use icechunk::store::StoreErrorKind;
 use icechunk::{Repository, Store};
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetRange, GetResult, GetResultPayload, ListResult, MultipartUpload,
-    ObjectMeta, ObjectStore, PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult,
+    CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
+    ObjectStore, PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 use tokio::sync::RwLock;
 
 use super::{
-    check_snapshot_nodes, generic, icechunk_failed, list_dir, meta, names, store_error, Backend,
-    RepositoryError, RepositoryErrorKind, RepositoryObjectStore,
+    check_length, check_snapshot_nodes, icechunk_failed, list_dir, meta, names, requested,
+    store_error, Backend, RepositoryError, RepositoryErrorKind, RepositoryObjectStore,
 };
 use crate::{Error, Result};
 
@@ -274,12 +273,7 @@ impl ObjectStore for SessionObjectStore {
         let key = location.as_ref();
         let err = |e| store_error(location, key, e);
         let size = self.store.getsize(key).await.map_err(err)?;
-        let range: Range<u64> = match &options.range {
-            None => 0..size,
-            Some(GetRange::Bounded(r)) => r.start.min(size)..r.end.min(size),
-            Some(GetRange::Offset(o)) => (*o).min(size)..size,
-            Some(GetRange::Suffix(n)) => size.saturating_sub(*n)..size,
-        };
+        let range = requested(options.range.as_ref(), size);
         let bytes = if options.head || range.is_empty() {
             Bytes::new()
         } else {
@@ -288,13 +282,7 @@ impl ObjectStore for SessionObjectStore {
                 .get(key, &ByteRange::Bounded(range.clone()))
                 .await
                 .map_err(err)?;
-            if bytes.len() as u64 != range.end - range.start {
-                return Err(generic(format!(
-                    "Icechunk key '{key}': {} bytes where {} were asked for",
-                    bytes.len(),
-                    range.end - range.start
-                )));
-            }
+            check_length(key, &bytes, &range)?;
             bytes
         };
         Ok(GetResult {
