@@ -1,95 +1,175 @@
 #!/usr/bin/env python3
-"""Two builds of zarrow against each other, runs alternating, on `sql_compare.py`'s data.
+"""Two builds of zarrow against each other: wall time with runs alternating, and instruction
+counts under callgrind.
 
-A change worth a few percent is smaller than the run-to-run spread of a whole `sql_compare.py`
-run on a small VM; alternating the two builds' runs cancels most of that drift. The Parquet
-query (`q1p`) runs the same code in both builds: how far it moves is the noise floor.
+A change worth a few percent is smaller than the run-to-run spread of a whole benchmark run on a
+small VM; alternating the two builds' runs cancels most of that drift. The Parquet query (`q1p`)
+runs the same code in both builds: how far it moves is the noise floor. Instruction counts
+(`cg-q1` …) do not depend on the machine's load and repeat to a fraction of a percent.
 
-    python3 benches/ab_builds.py BUILD_A BUILD_B [--data DIR] [--what rc,q1,q1p,ex] [--runs N]
+    python3 benches/ab_builds.py BUILD_A BUILD_B [--data DIR] [--what rc,q1,q1p,cg-q1] [--runs N]
+                                 [--json FILE] [--publish]
 
 BUILD_A / BUILD_B: directories holding a `zarrow` and a `read_column` binary each (copy
-`target/release/{zarrow,read_column}` aside before and after a change). `--data`: a data set of
-`sql_compare.py` (default `target/bench-data/r10000000_c1000000`). What it times:
+`target/release/{zarrow,read_column}` aside before and after a change; any build profile, e.g.
+`--profile profiling`). `--data`: a data set of `scan_scaling.py` (`t.zarr`, `t.parquet`; the
+default, `target/bench-data/scan_scaling/r5000000_c1048576`, made with `python3
+benches/scan_scaling.py --rows 5000000 …`, standard library only) or of `sql_compare.py`
+(`bench.zarr`, `bench.parquet`). What it measures:
 
-- `rc`: `read_column <data>/bench.zarr/label --repeat 8`, every round but the warm-up;
-- `q1`…`q4`: `sql_compare.py`'s queries (GROUP BY label, id LIKE, the full scan, the `id`
-  projection) over the zarr group, each run its own process;
-- `q1p`: q1 over the Parquet file;
-- `ex`: `zarrow export <data>/bench.zarr/label` to an Arrow IPC stream on /dev/null, one
-  partition in the table's order (where decoding ahead works).
+- `rc`: `read_column <data>/<zarr>/label --repeat 8`, every round but the warm-up;
+- `q1`…`q4`: the data set's harness's queries over the zarr group, each run its own process,
+  one partition (`target_partitions = 1`);
+- `q1p`: q1 over the Parquet file (the noise floor);
+- `ex`: `zarrow export <data>/<zarr>/label` to an Arrow IPC stream on /dev/null;
+- `cg-q1` … `cg-q4`, `cg-q1p`: the query's instruction count under `valgrind --tool=callgrind`
+  (one run each; needs valgrind).
 
-Prints the median and minimum of each build, and the change of the median.
+Prints the median and minimum of each build and the change of the median; `--json` writes the
+runs stamped with commit, machine and date, and `--publish` copies that file to
+`benches/results/ab_builds_results-<commit>.json` and renders docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import shutil
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-# sql_compare.py's queries, `t` the table (kept here: that module needs numpy, this one nothing)
-QUERIES = {
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stamp import REPO, run_stamp  # noqa: E402
+
+# sql_compare.py's queries (kept here: that module needs numpy, this one nothing)
+SQL_COMPARE_QUERIES = {
     "q1": "SELECT label, count(*) FROM t GROUP BY label",
     "q2": "SELECT count(*) FROM t WHERE id LIKE '%zz%'",
     "q3": "SELECT max(label), max(length(id)), sum(n), max(score) FROM t",
     "q4": "SELECT max(length(id)) FROM t",
 }
+DEFAULT_DATA = REPO / "target/bench-data/scan_scaling/r5000000_c1048576"
 
 
-def read_column(build: Path, data: Path) -> list[float]:
-    cmd = [str(build / "read_column"), str(data / "bench.zarr" / "label"), "--repeat", "8"]
+def layout(data: Path) -> tuple[Path, Path, dict[str, str]]:
+    """The zarr group, the Parquet file and the queries of a data set of either harness."""
+    if (data / "t.zarr").is_dir():
+        from scan_scaling import QUERIES
+        return data / "t.zarr", data / "t.parquet", {q: sql for q, _, sql in QUERIES}
+    if (data / "bench.zarr").is_dir():
+        return data / "bench.zarr", data / "bench.parquet", SQL_COMPARE_QUERIES
+    sys.exit(f"ab_builds.py: {data} holds no t.zarr (scan_scaling.py) or bench.zarr "
+             "(sql_compare.py) data set")
+
+
+def sql_command(build: Path, source: Path, sql: str) -> list[str]:
+    sql = sql.replace("FROM t", "FROM '" + str(source).replace("'", "''") + "'")
+    return [str(build / "zarrow"), "sql", "--format", "csv",
+            "SET datafusion.execution.target_partitions = 1; " + sql]
+
+
+def read_column(build: Path, zarr: Path) -> list[float]:
+    cmd = [str(build / "read_column"), str(zarr / "label"), "--repeat", "8"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return json.loads(out)["seconds"][1:]
 
 
-def query(build: Path, source: Path, sql: str) -> list[float]:
-    sql = sql.replace("FROM t", "FROM '" + str(source).replace("'", "''") + "'")
+def timed(cmd: list[str]) -> list[float]:
     started = time.perf_counter()
-    subprocess.run([str(build / "zarrow"), "sql", "--format", "csv", sql], capture_output=True,
-                   check=True)
+    subprocess.run(cmd, capture_output=True, check=True)
     return [time.perf_counter() - started]
 
 
-def export(build: Path, data: Path) -> list[float]:
-    started = time.perf_counter()
-    subprocess.run([str(build / "zarrow"), "export", str(data / "bench.zarr" / "label"), "--format",
-                    "arrow-stream", "--output", "/dev/null"], capture_output=True, check=True)
-    return [time.perf_counter() - started]
+def instructions(cmd: list[str]) -> list[float]:
+    """The instructions callgrind counts for the whole process (its `Collected` line)."""
+    run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + cmd,
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"ab_builds.py: {' '.join(cmd)} failed under callgrind:\n{run.stderr[-2000:]}")
+    found = re.search(r"Collected\s*:\s*(\d+)", run.stderr)
+    if not found:
+        sys.exit("ab_builds.py: callgrind printed no instruction count")
+    return [float(found.group(1))]
+
+
+def measurement(name: str, args, zarr: Path, parquet: Path, queries: dict[str, str]):
+    """(runs, a function of a build giving a list of values, unit) for a measurement name."""
+    if name == "rc":
+        return max(1, args.runs // 4), lambda b: read_column(b, zarr), "s"
+    if name == "ex":
+        return args.runs, lambda b: timed([str(b / "zarrow"), "export", str(zarr / "label"),
+                                           "--format", "arrow-stream", "--output", "/dev/null"]), "s"
+    counted = name.startswith("cg-")
+    query = name.removeprefix("cg-")
+    if query.removesuffix("p") not in queries:
+        sys.exit(f"ab_builds.py: unknown measurement {name!r}")
+    source = parquet if query.endswith("p") else zarr
+    sql = queries[query.removesuffix("p")]
+    if counted:
+        return 1, lambda b: instructions(sql_command(b, source, sql)), "instructions"
+    return args.runs, lambda b: timed(sql_command(b, source, sql)), "s"
+
+
+def compare(args) -> dict:
+    zarr, parquet, queries = layout(args.data)
+    results = {}
+    for name in args.what.split(","):
+        runs, run, unit = measurement(name, args, zarr, parquet, queries)
+        values: dict[str, list[float]] = {"a": [], "b": []}
+        for i in range(runs):
+            for side in ("a", "b") if i % 2 == 0 else ("b", "a"):
+                values[side] += run(args.a if side == "a" else args.b)
+        ma, mb = statistics.median(values["a"]), statistics.median(values["b"])
+        show = (lambda v: f"{v:,.0f}") if unit == "instructions" else (lambda v: f"{v:.4f}")
+        for side, build, m in (("a", args.a, ma), ("b", args.b, mb)):
+            print(f"{name} {build}: median {show(m)} {unit}, min {show(min(values[side]))} {unit}, "
+                  f"n={len(values[side])}")
+        print(f"{name}: B/A {mb / ma:.3f}", flush=True)
+        sql = queries.get(name.removeprefix("cg-").removesuffix("p"))
+        results[name] = {"unit": unit, "a": values["a"], "b": values["b"], "sql": sql}
+    return results
+
+
+def build_facts(build: Path, label: str | None) -> dict:
+    version = subprocess.run([str(build / "zarrow"), "--version"], capture_output=True,
+                             text=True).stdout.strip()
+    return {"path": str(build), "label": label or build.name, "version": version}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("a", type=Path, help="build A: a directory with zarrow and read_column")
     ap.add_argument("b", type=Path, help="build B")
-    ap.add_argument("--data", type=Path, default=REPO / "target/bench-data/r10000000_c1000000")
-    ap.add_argument("--what", default="rc,q1,q1p", help="rc, q1 … q4, q1p, ex (comma-separated)")
+    ap.add_argument("--label-a", help="what build A is (e.g. its commit), for the result file")
+    ap.add_argument("--label-b", help="what build B is")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--what", default="rc,q1,q1p",
+                    help="rc, q1 … q4, q1p, ex, cg-q1 … cg-q4, cg-q1p (comma-separated)")
     ap.add_argument("--runs", type=int, default=20,
                     help="runs of each query per build (read_column: a quarter of it, 8 rounds each)")
+    ap.add_argument("--json", type=Path, help="write the runs, stamped, to this file")
+    ap.add_argument("--note", help="a note stored in the stamp (e.g. the build profile)")
+    ap.add_argument("--publish", action="store_true",
+                    help="copy the result file to benches/results/ and run report.py")
     args = ap.parse_args()
-    for name in args.what.split(","):
-        if name == "rc":
-            runs, timed = max(1, args.runs // 4), lambda b: read_column(b, args.data)
-        elif name == "ex":
-            runs, timed = args.runs, lambda b: export(b, args.data)
-        elif name in QUERIES or name == "q1p":
-            source = args.data / ("bench.parquet" if name == "q1p" else "bench.zarr")
-            sql = QUERIES[name.removesuffix("p")]
-            runs, timed = args.runs, lambda b, s=source, q=sql: query(b, s, q)
-        else:
-            ap.error(f"unknown measurement {name!r}")
-        seconds: dict[Path, list[float]] = {args.a: [], args.b: []}
-        for i in range(runs):
-            for build in (args.a, args.b) if i % 2 == 0 else (args.b, args.a):
-                seconds[build] += timed(build)
-        ma, mb = (statistics.median(seconds[b]) for b in (args.a, args.b))
-        for build, m in ((args.a, ma), (args.b, mb)):
-            print(f"{name} {build}: median {m:.4f} s, min {min(seconds[build]):.4f} s, "
-                  f"n={len(seconds[build])}")
-        print(f"{name}: B/A {mb / ma:.3f}")
+    stamp = run_stamp()
+    if args.note:
+        stamp["note"] = args.note
+    data = {"stamp": stamp, "data": str(args.data), "runs": args.runs,
+            "builds": {"a": build_facts(args.a, args.label_a), "b": build_facts(args.b, args.label_b)},
+            "results": compare(args)}
+    out = args.json or (REPO / "target/bench-data/ab_builds_results.json" if args.publish else None)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {out}")
+    if args.publish:
+        shutil.copyfile(out, REPO / "benches/results" / f"ab_builds_results-{stamp['git']}.json")
+        subprocess.run([sys.executable, str(REPO / "benches/report.py")], check=True)
 
 
 if __name__ == "__main__":

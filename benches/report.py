@@ -8,9 +8,9 @@
 Every figure on the page comes from a result file, and every table is stamped with the commit,
 machine and date its file records; each target is checked against the figures of the run that
 measured them. A result file is the JSON a harness writes (`sql_compare.py`,
-`cluster_compare.py`, `icechunk_compare.py`, `join_compare.py`, `python_compare.py --json`), copied into
-`benches/results/` under a name that starts with the harness's (`sql_compare_results*.json`, …).
-With no result files the page says how to produce them and holds no figures. Standard library
+`cluster_compare.py`, `icechunk_compare.py`, `join_compare.py`, `python_compare.py --json`,
+`ab_builds.py --json`), copied into `benches/results/` under a name that starts with the
+harness's (`sql_compare_results*.json`, …). With no result files the page says how to produce them and holds no figures. Standard library
 only.
 """
 
@@ -47,6 +47,7 @@ HOW = """\
 | Python tools side by side (in a venv with the release wheel; the other tools' venv made by `--setup-bench-venv --bench-python python3.12`) | `python benches/python_tools_compare.py --bench-venv target/venv-bench-tools --json target/bench-data/python_tools_compare_results.json` | the `--json` file |
 | joins, semi-joins and top-k on an AnnData store, pruning at run time on and off (local, and HTTP behind `delay_proxy`) | `.venv-zarr3/bin/python benches/join_compare.py` | `target/bench-data/join_compare_results.json` |
 | one core and many partitions, zarr vs Parquet (standard library only; data made by SQL) | `python3 benches/scan_scaling.py` | `target/bench-data/scan_scaling_results.json` |
+| two builds against each other: wall time alternating, and callgrind instruction counts (standard library only, plus valgrind) | `python3 benches/ab_builds.py BUILD_A BUILD_B --what rc,q1,q2,q1p,cg-q1,cg-q2,cg-q1p --json target/bench-data/ab_builds_results.json` | the `--json` file |
 | writing zarr: `COPY … STORED AS ZARR` vs Parquet, xarray, zarr-python | `.venv-zarr3/bin/python benches/write_compare.py` | `target/bench-data/write_compare_results.json` |
 | Python package (in a venv with the release wheel) | `python benches/python_compare.py --cli-ratios target/bench-data/sql_compare_results.json --json target/bench-data/python_compare_results.json` | the `--json` file |
 
@@ -62,8 +63,7 @@ benches/report.py`, and commit the result file with the page. `python3 benches/r
 --check` (run by `.ci/run`) fails when the page differs from what the result files give.
 
 Not on this page: the criterion chunk-decode benchmark (`cargo bench -p zarrow-benches --bench
-decode`; criterion's files record no commit or machine) and `benches/ab_builds.py`, which
-compares two builds and prints its figures only.
+decode`; criterion's files record no commit or machine).
 """
 
 
@@ -410,6 +410,32 @@ def render_scaling(data: dict) -> list[str]:
     return out + [""] + render_checks(checks)
 
 
+def render_ab(data: dict) -> list[str]:
+    a, b = data["builds"]["a"], data["builds"]["b"]
+    out = [f"Build A: {a['label']} (`{a['version']}`); build B: {b['label']} (`{b['version']}`); "
+           f"data `{Path(data['data']).name}`; one partition; wall times alternate A and B "
+           f"({data['runs']} runs of each query), instruction counts are callgrind's, one run "
+           "each. `q1p` runs the same Parquet code in both builds: its change is the noise floor.",
+           ""]
+    results = data["results"]
+    floor = {}
+    for name in ("q1p", "cg-q1p"):
+        if name in results:
+            r = results[name]
+            floor[r["unit"]] = abs(med(r["b"]) / med(r["a"]) - 1)
+    rows, checks = [], []
+    for name, r in results.items():
+        ma, mb = med(r["a"]), med(r["b"])
+        fmt = (lambda v: f"{v / 1e6:,.0f} M") if r["unit"] == "instructions" else (lambda v: f"{v:.3f} s")
+        rows.append([f"`{name}`", fmt(ma), fmt(mb), f"{mb / ma:.3f}"])
+        if not name.endswith("p"):
+            slack = max(floor.get(r["unit"], 0.0), 0.01 if r["unit"] == "instructions" else 0.03)
+            checks.append((f"`{name}`: B/A ≤ {1 + slack:.3f} (no regression beyond the noise floor)",
+                           f"{mb / ma:.3f}", mb / ma <= 1 + slack))
+    out += md_table(["measurement", "A median", "B median", "B / A"], rows)
+    return out + [""] + render_checks(checks)
+
+
 def render_checks(checks: list[tuple[str, str, bool]]) -> list[str]:
     if not checks:
         return []
@@ -433,6 +459,7 @@ HARNESSES = [
      render_scaling),
     ("write_compare", "Writing zarr: COPY vs Parquet, xarray and zarr-python (`write_compare.py`)",
      render_write),
+    ("ab_builds", "Build against build (`ab_builds.py`)", render_ab),
 ]
 
 

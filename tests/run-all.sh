@@ -60,6 +60,14 @@ step "benchmark harness, tiny data (debug build; checks it runs and both sides a
 python3 benches/scan_scaling.py --rows 20000 --chunk-rows 10000 --partitions 2 --repeat 1 \
     --no-taskset --zarrow target/debug/zarrow --data-dir target/bench-data-smoke/scan_scaling \
     --json target/bench-data-smoke/scan_scaling_results.json >/dev/null
+# the build-against-build harness on that data (one build against itself; its report renders)
+python3 benches/ab_builds.py target/debug target/debug --data \
+    target/bench-data-smoke/scan_scaling/r20000_c10000 --what rc,q2,q1p --runs 1 \
+    --json target/bench-data-smoke/ab_builds_results.json >/dev/null
+mkdir -p target/bench-data-smoke/ab-report
+cp target/bench-data-smoke/ab_builds_results.json target/bench-data-smoke/ab-report/
+python3 benches/report.py --results target/bench-data-smoke/ab-report \
+    --out target/bench-data-smoke/ab-report/benchmarks.md >/dev/null
 # the write harness: COPY … STORED AS ZARR against Parquet, xarray and zarr-python
 .venv-zarr3/bin/python benches/write_compare.py --rows 300000 --chunk 100000 --repeat 1 \
     --zarrow target/debug/zarrow --data-dir target/bench-data-smoke >/dev/null
