@@ -3,13 +3,11 @@
 //! is the table's choice ([`crate::ZarrTable`] prunes and splits), so a zarr location is
 //! opened as a table (`CREATE EXTERNAL TABLE … STORED AS ZARR` goes through
 //! [`crate::ZarrTableFactory`]), never listed as files. Writing: `COPY (SELECT …) TO
-//! 'out.zarr' STORED AS ZARR OPTIONS (…)` writes a zarr table through [`ZarrSink`], which
-//! streams the query's batches into `zarrow::TableWriter` (memory reserved in the session's
-//! pool).
+//! 'out.zarr' STORED AS ZARR OPTIONS (…)` writes a zarr table through [`ZarrSink`] (see
+//! [`crate::sink`]).
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -19,22 +17,17 @@ use datafusion::common::{not_impl_err, plan_err, GetExt, Statistics};
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
 use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
 use datafusion::datasource::physical_plan::{FileScanConfig, FileSinkConfig, FileSource};
-use datafusion::datasource::sink::{DataSink, DataSinkExec};
+use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit};
-use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::LexRequirement;
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
-use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan};
-use futures::StreamExt;
+use datafusion::physical_plan::ExecutionPlan;
 use object_store::{ObjectMeta, ObjectStore};
-use zarrow::{TableWriteOptions, TableWriter, ZarrStore};
+use zarrow::TableWriteOptions;
 
-use crate::error::to_datafusion_error;
+use crate::sink::ZarrSink;
 use crate::source::ZarrSource;
-use crate::store::registered_store;
 
 /// The extension and `STORED AS` name.
 const EXTENSION: &str = "zarr";
@@ -241,91 +234,5 @@ impl FileFormat for ZarrFormat {
 
     fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
         Arc::new(ZarrSource::new(table_schema))
-    }
-}
-
-/// Writes a query's result as a zarr table at the `COPY` target.
-#[derive(Debug)]
-pub struct ZarrSink {
-    config: FileSinkConfig,
-    options: TableWriteOptions,
-    metrics: ExecutionPlanMetricsSet,
-}
-
-impl ZarrSink {
-    /// A sink writing to `config`'s target with `options`.
-    pub fn new(config: FileSinkConfig, options: TableWriteOptions) -> Self {
-        Self {
-            config,
-            options,
-            metrics: ExecutionPlanMetricsSet::new(),
-        }
-    }
-
-    fn store(&self, context: &TaskContext) -> Result<ZarrStore> {
-        let location = self.config.original_url.as_str();
-        match registered_store(context.runtime_env().as_ref(), location) {
-            Some(store) => Ok(store),
-            None => ZarrStore::open(location).map_err(to_datafusion_error),
-        }
-    }
-}
-
-impl DisplayAs for ZarrSink {
-    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match t {
-            DisplayFormatType::TreeRender => write!(f, "location={}", self.config.original_url),
-            _ => write!(
-                f,
-                "ZarrSink(location={}, zarr_format={}, chunk_rows={})",
-                self.config.original_url, self.options.zarr_format, self.options.chunk_rows
-            ),
-        }
-    }
-}
-
-#[async_trait]
-impl DataSink for ZarrSink {
-    fn metrics(&self) -> Option<MetricsSet> {
-        Some(self.metrics.clone_inner())
-    }
-
-    fn schema(&self) -> &SchemaRef {
-        self.config.output_schema()
-    }
-
-    async fn write_all(
-        &self,
-        mut data: SendableRecordBatchStream,
-        context: &Arc<TaskContext>,
-    ) -> Result<u64> {
-        if self.config.original_url.is_empty() {
-            return plan_err!("COPY … STORED AS ZARR needs a target location");
-        }
-        let rows = MetricBuilder::new(&self.metrics).output_rows(0);
-        let reservation = MemoryConsumer::new("ZarrSink").register(context.memory_pool());
-        let store = self.store(context)?;
-        let mut options = self.options.clone();
-        // A unit of rows larger than the session's memory limit is refused before anything
-        // is written (it could never be reserved).
-        if let MemoryLimit::Finite(limit) = context.memory_pool().memory_limit() {
-            options.memory_budget = Some(limit as u64);
-        }
-        let mut writer = TableWriter::try_new(store, data.schema(), options)
-            .await
-            .map_err(to_datafusion_error)?;
-        while let Some(batch) = data.next().await {
-            let batch = batch?;
-            rows.add(batch.num_rows());
-            writer.write(&batch).await.map_err(to_datafusion_error)?;
-            if reservation.try_resize(writer.buffered_bytes()).is_err() {
-                // Over the pool's limit: let the chunks in flight land, then try again.
-                writer.drain().await.map_err(to_datafusion_error)?;
-                reservation.try_resize(writer.buffered_bytes())?;
-            }
-        }
-        let written = writer.finish().await.map_err(to_datafusion_error)?;
-        reservation.free();
-        Ok(written)
     }
 }

@@ -45,26 +45,26 @@ mod error;
 mod factory;
 mod format;
 mod index_columns;
-mod insert;
 pub mod metrics;
 mod options;
 mod predicate;
 mod pruning;
 mod remote_files;
 mod session;
+mod sink;
 mod source;
 mod store;
 mod table;
 
 pub use error::{from_datafusion_error, to_datafusion_error};
 pub use factory::{StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
-pub use format::{check_statement, ZarrFormat, ZarrFormatFactory, ZarrSink};
-pub use insert::ZarrAppendSink;
+pub use format::{check_statement, ZarrFormat, ZarrFormatFactory};
 pub use options::{ZarrConfig, ZarrTableOptions};
 pub use predicate::{missing_column, BatchFilter, PrunedChunks, ZarrPredicate};
 pub use session::{
     enable_zarr_url_table, zarr_session_context, zarr_session_context_with_runtime,
     zarr_session_state, zarr_session_state_with_runtime, SessionContextZarrExt,
 };
+pub use sink::{ZarrAppendSink, ZarrSink};
 pub use source::{zarr_scans, ScanPlan, ScanPlanInfo, ZarrRun, ZarrScanRef, ZarrSource};
 pub use table::ZarrTable;

@@ -17,9 +17,9 @@ use zarrow::table::{ColumnRole, TableModel};
 use zarrow::{Node, ScanContext, ZarrScan, ZarrStore};
 
 use crate::error::to_datafusion_error;
-use crate::insert::{insert_plan, AppendedModel};
 use crate::options::{ZarrConfig, ZarrTableOptions};
 use crate::pruning;
+use crate::sink::{insert_plan, AppendedModel};
 use crate::source::{ScanPlan, ScanPlanInfo, ZarrRun, ZarrSource};
 use crate::store::registered_store;
 

@@ -1,17 +1,19 @@
-//! `INSERT INTO t SELECT …` on a zarr table: [`crate::ZarrTable`]'s `insert_into` plans a
-//! `DataSinkExec` over [`ZarrAppendSink`], which appends the query's rows along the table's
-//! dimension through `zarrow::write::append::TableAppender` (new chunks first, the partial
-//! last chunk rewritten merged, the grown metadata last, under the table's writer lock; see
-//! docs/writing.md; on an Icechunk branch, in a session committed once, see docs/icechunk.md).
-//! Appending only:
-//! `INSERT OVERWRITE` and `REPLACE INTO` are not supported.
+//! Writing zarr tables from queries: `COPY (SELECT …) TO 'out.zarr' STORED AS ZARR` through
+//! [`ZarrSink`], which streams the query's batches into `zarrow::TableWriter` (memory reserved
+//! in the session's pool), and `INSERT INTO t SELECT …` on a zarr table: [`crate::ZarrTable`]'s
+//! `insert_into` plans a `DataSinkExec` over [`ZarrAppendSink`], which appends the query's rows
+//! along the table's dimension through `zarrow::write::append::TableAppender` (new chunks
+//! first, the partial last chunk rewritten merged, the grown metadata last, under the table's
+//! writer lock; see docs/writing.md; on an Icechunk branch, in a session committed once, see
+//! docs/icechunk.md). Appending only: `INSERT OVERWRITE` and `REPLACE INTO` are not supported.
 
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
-use datafusion::common::not_impl_err;
+use datafusion::common::{not_impl_err, plan_err};
+use datafusion::datasource::physical_plan::FileSinkConfig;
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
 use datafusion::error::Result;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit};
@@ -23,11 +25,97 @@ use futures::StreamExt;
 use zarrow::table::{ColumnRole, TableModel};
 use zarrow::write::append::TableAppender;
 use zarrow::write::LockPolicy;
-use zarrow::ZarrStore;
+use zarrow::{TableWriteOptions, TableWriter, ZarrStore};
 
 use crate::error::to_datafusion_error;
 use crate::options::ZarrTableOptions;
 use crate::store::registered_store;
+
+/// Writes a query's result as a zarr table at the `COPY` target.
+#[derive(Debug)]
+pub struct ZarrSink {
+    config: FileSinkConfig,
+    options: TableWriteOptions,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl ZarrSink {
+    /// A sink writing to `config`'s target with `options`.
+    pub fn new(config: FileSinkConfig, options: TableWriteOptions) -> Self {
+        Self {
+            config,
+            options,
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+
+    fn store(&self, context: &TaskContext) -> Result<ZarrStore> {
+        let location = self.config.original_url.as_str();
+        match registered_store(context.runtime_env().as_ref(), location) {
+            Some(store) => Ok(store),
+            None => ZarrStore::open(location).map_err(to_datafusion_error),
+        }
+    }
+}
+
+impl DisplayAs for ZarrSink {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match t {
+            DisplayFormatType::TreeRender => write!(f, "location={}", self.config.original_url),
+            _ => write!(
+                f,
+                "ZarrSink(location={}, zarr_format={}, chunk_rows={})",
+                self.config.original_url, self.options.zarr_format, self.options.chunk_rows
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl DataSink for ZarrSink {
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn schema(&self) -> &SchemaRef {
+        self.config.output_schema()
+    }
+
+    async fn write_all(
+        &self,
+        mut data: SendableRecordBatchStream,
+        context: &Arc<TaskContext>,
+    ) -> Result<u64> {
+        if self.config.original_url.is_empty() {
+            return plan_err!("COPY … STORED AS ZARR needs a target location");
+        }
+        let rows = MetricBuilder::new(&self.metrics).output_rows(0);
+        let reservation = MemoryConsumer::new("ZarrSink").register(context.memory_pool());
+        let store = self.store(context)?;
+        let mut options = self.options.clone();
+        // A unit of rows larger than the session's memory limit is refused before anything
+        // is written (it could never be reserved).
+        if let MemoryLimit::Finite(limit) = context.memory_pool().memory_limit() {
+            options.memory_budget = Some(limit as u64);
+        }
+        let mut writer = TableWriter::try_new(store, data.schema(), options)
+            .await
+            .map_err(to_datafusion_error)?;
+        while let Some(batch) = data.next().await {
+            let batch = batch?;
+            rows.add(batch.num_rows());
+            writer.write(&batch).await.map_err(to_datafusion_error)?;
+            if reservation.try_resize(writer.buffered_bytes()).is_err() {
+                // Over the pool's limit: let the chunks in flight land, then try again.
+                writer.drain().await.map_err(to_datafusion_error)?;
+                reservation.try_resize(writer.buffered_bytes())?;
+            }
+        }
+        let written = writer.finish().await.map_err(to_datafusion_error)?;
+        reservation.free();
+        Ok(written)
+    }
+}
 
 /// Where an append sink leaves the table's model re-read after appending.
 pub(crate) type AppendedModel = Arc<std::sync::RwLock<Option<Arc<TableModel>>>>;
