@@ -9,9 +9,10 @@
 //!          │ schema from zarrow::TableModel          │ file source: ZarrSource (source.rs)
 //!          │ filters → pruning.rs: per dimension,    │ file groups = partitions, each a run of
 //!          │   PruningPredicate over runs of chunks  │ chunks (a ZarrRun: a ZarrScan + its rows)
-//!          ▼                                         ▼ read by ZarrScan::stream; MetricBuilder
+//!          ▼                                         ▼ opener.rs: ZarrScan::stream per run
 //!  ZarrTableFactory (STORED AS ZARR)         format.rs: ZarrFormat (its file source is
-//!  ZarrUrlTableFactory (FROM 'x.zarr/node')    ZarrSource), COPY … STORED AS ZARR (ZarrSink)
+//!  ZarrUrlTableFactory (FROM 'x.zarr/node')    ZarrSource); sink.rs: ZarrSink for COPY …
+//!                                              STORED AS ZARR and INSERT INTO
 //!  ZarrPredicate: a SQL predicate outside a query (pruning.rs + an exact batch filter)
 //!  ZarrConfig (SET zarrow.*)                  stores: the session's registered object store
 //!  remote_files: other formats' remote         for a URL if there is one, else zarrow's own
@@ -46,6 +47,7 @@ mod factory;
 mod format;
 mod index_columns;
 pub mod metrics;
+mod opener;
 mod options;
 mod predicate;
 mod pruning;
