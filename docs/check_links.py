@@ -3,6 +3,9 @@
 `page.md#anchor`, the page has a heading with that anchor (GitHub's rule: lower case, spaces to
 `-`, punctuation dropped). External links (`http:`, `https:`, `mailto:`) are not fetched.
 
+The crates' READMEs (crates/*/README.md) are shown by crates.io and PyPI without the repository
+around them: they may hold no relative link or image at all, only absolute URLs (docs.rs).
+
     python3 docs/check_links.py          # exit 1 and list the broken links, if any
 """
 
@@ -14,6 +17,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+# Any link or image target, inline (`[text](target)`, `![alt](target)`), in angle brackets or as
+# a reference definition (`[name]: target`).
+ANY_TARGET = re.compile(r"\]\(\s*<?([^)\s>]+)|^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
+ABSOLUTE = re.compile(r"[a-z][a-z0-9+.-]*:", re.I)
 FENCE = re.compile(r"^(```|~~~)")
 
 
@@ -59,14 +66,31 @@ def check(path: Path) -> list[str]:
     return bad
 
 
+def check_standalone(path: Path) -> list[str]:
+    """A README shown without the repository: every link and image target is an absolute URL."""
+    bad = []
+    for n, line in text_outside_code(path):
+        for inline, reference in ANY_TARGET.findall(line):
+            target = inline or reference
+            if not ABSOLUTE.match(target):
+                bad.append(
+                    f"{path.relative_to(REPO)}:{n}: {target}: a relative link in a crate's "
+                    "README (crates.io and PyPI show it without the repository): link to "
+                    "docs.rs, or say it inline"
+                )
+    return bad
+
+
 def main() -> None:
     pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    crate_readmes = sorted((REPO / "crates").glob("*/README.md"))
     bad = [b for p in pages for b in check(p)]
+    bad += [b for p in crate_readmes for b in check_standalone(p)]
     for b in bad:
         print(b)
     if bad:
         sys.exit(f"{len(bad)} broken link(s)")
-    print(f"links ok in {len(pages)} pages")
+    print(f"links ok in {len(pages)} pages and {len(crate_readmes)} crate READMEs")
 
 
 if __name__ == "__main__":
