@@ -8,7 +8,7 @@ use datafusion::config::ConfigExtension;
 use datafusion::error::{DataFusionError, Result};
 use zarrow::options::keys::{option_key, parse_bool, table_keys, OPTION_KEYS};
 use zarrow::table::TableOptions;
-use zarrow::{FetchOptions, ReadLimits, RemoteOptions, StringType, ZarrReadOptions};
+use zarrow::{FetchOptions, ReadLimits, StringType, ZarrReadOptions};
 
 use crate::error::to_datafusion_error;
 
@@ -131,141 +131,165 @@ impl ConfigExtension for ZarrConfig {
     const PREFIX: &'static str = "zarrow";
 }
 
-/// How a zarr node becomes a table (serializable: a table travels to a Ballista scheduler as
-/// its location and these).
+/// How a zarr node becomes a table: the core's [`TableOptions`] (every read option of
+/// [`zarrow::options::OPTION_KEYS`], parsed by [`TableOptions::set`]), which this dereferences
+/// to, and what only a DataFusion table has (`break_stale_lock`, for `INSERT INTO`).
+/// Serializable: a table travels to a Ballista scheduler as its location and these.
+///
+/// ```
+/// use zarrow::StringType;
+/// use zarrow_datafusion::ZarrTableOptions;
+///
+/// let mut options = ZarrTableOptions::default().with_decode_cf(true);
+/// options.set("format.string_type", "large_utf8")?;
+/// options.set("max_chunk_bytes", "1048576")?;
+/// // The core's options, as the core reads them.
+/// assert_eq!(options.read.string_type, StringType::LargeUtf8);
+/// assert_eq!(options.read.limits.max_chunk_bytes, 1 << 20);
+/// assert!(options.decode_cf);
+/// assert!(options.set("concurrency", "4").is_err()); // a session setting only
+/// # Ok::<(), datafusion::error::DataFusionError>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct ZarrTableOptions {
-    /// The Arrow type of strings (and, following it, of bytes).
-    pub string_type: StringType,
-    /// Elements equal to the array's fill value become NULL.
-    pub fill_as_null: bool,
-    /// Apply the CF conventions xarray writes: time `units: "<unit> since <date>"` →
-    /// Timestamp, `scale_factor`/`add_offset`, `_FillValue`/`missing_value` → NULL.
-    pub decode_cf: bool,
-    /// For a group: build the table from these child arrays only (resolves ties between
-    /// different dimension sets). Coordinates of the table's dimensions are always added.
-    pub arrays: Option<Vec<String>>,
-    /// Timeouts, retries and warm connections of a remote store (`connect_timeout`,
-    /// `timeout`, `max_retries`, `retry_timeout`, `warm_connections`; see
-    /// [`zarrow::RemoteOptions`]).
-    pub remote: RemoteOptions,
-    /// What zarrow allocates at most for sizes the data claims (`max_item_bytes`,
-    /// `max_chunk_bytes`, `max_metadata_bytes`): they travel with the table and its scans,
-    /// so executors hold to the client's limits.
-    pub limits: ReadLimits,
-    /// How chunk reads are split and merged (`range_split_bytes`, `coalesce_bytes`).
-    pub fetch: FetchOptions,
+    /// The read options (string type, `fill_as_null`, `decode_cf`, `arrays`, the read limits,
+    /// how chunk reads are split and merged, the remote store's timeouts). Their read
+    /// concurrency is the default: scans take the session's `zarrow.concurrency`.
+    pub table: TableOptions,
     /// `INSERT INTO` the table breaks another writer's stale lock (its process gone on this
     /// host, or older than an hour; docs/writing.md, "Write safety").
     pub break_stale_lock: bool,
 }
 
+impl std::ops::Deref for ZarrTableOptions {
+    type Target = TableOptions;
+
+    fn deref(&self) -> &TableOptions {
+        &self.table
+    }
+}
+
+impl std::ops::DerefMut for ZarrTableOptions {
+    fn deref_mut(&mut self) -> &mut TableOptions {
+        &mut self.table
+    }
+}
+
+impl From<TableOptions> for ZarrTableOptions {
+    fn from(table: TableOptions) -> Self {
+        ZarrTableOptions {
+            table,
+            break_stale_lock: false,
+        }
+    }
+}
+
 impl ZarrTableOptions {
     /// Parse table options: the keys of [`zarrow::options::OPTION_KEYS`] a table takes
-    /// (`string_type`, `fill_as_null`, `decode_cf`, `arrays`, the read limits, how chunk reads
-    /// are split and merged, the remote store's timeouts, `break_stale_lock`; docs/options.md
-    /// lists them). Keys may carry a `format.` or `zarrow.` prefix (DataFusion adds `format.`
-    /// to unqualified keys); any other key is an error that lists the valid ones.
+    /// (docs/options.md lists them). Keys may carry a `format.` or `zarrow.` prefix
+    /// (DataFusion adds `format.` to unqualified keys); any other key is an error that lists
+    /// the valid ones.
     pub fn from_options(options: &HashMap<String, String>) -> Result<Self> {
         ZarrTableOptions::default().with_options(options)
     }
 
     /// The defaults a session's `zarrow.*` settings give.
     pub fn from_config(config: &ZarrConfig) -> Result<Self> {
-        Ok(Self::from_table_options(ZarrConfig::try_table_defaults(
-            &config.values,
-        )?))
+        let mut table = ZarrConfig::try_table_defaults(&config.values)?;
+        // Scans take the session's concurrency when they run.
+        table.read.concurrency = ZarrReadOptions::default().concurrency;
+        Ok(table.into())
     }
 
-    /// These options with `options` (see [`Self::from_options`]) applied on top.
-    pub fn with_options(self, options: &HashMap<String, String>) -> Result<Self> {
+    /// These options with `options` (see [`Self::from_options`]) applied on top, in the
+    /// order of their keys.
+    pub fn with_options(mut self, options: &HashMap<String, String>) -> Result<Self> {
         let mut sorted: Vec<_> = options.iter().collect();
         sorted.sort();
-        let mut table = self.to_table_options();
-        let mut break_stale_lock = self.break_stale_lock;
         for (key, value) in sorted {
-            let lower = key.to_ascii_lowercase();
-            let bare = lower
-                .strip_prefix("format.")
-                .or_else(|| lower.strip_prefix("zarrow."))
-                .unwrap_or(&lower);
-            match option_key(bare).filter(|o| o.scope.table) {
-                Some(o) if o.key == "break_stale_lock" => {
-                    break_stale_lock = parse_bool(bare, value).map_err(to_datafusion_error)?
-                }
-                Some(_) => table.set(bare, value).map_err(to_datafusion_error)?,
-                None => {
-                    return Err(DataFusionError::Configuration(format!(
-                        "unknown zarr table option '{key}'; expected one of {}",
-                        table_keys()
-                    )))
-                }
-            }
+            self.set(key, value)?;
         }
-        Ok(ZarrTableOptions {
-            break_stale_lock,
-            ..Self::from_table_options(table)
-        })
+        Ok(self)
     }
 
-    /// The table options of the core crate's `table` (its read concurrency aside: scans set
-    /// their own).
-    fn from_table_options(table: TableOptions) -> Self {
-        ZarrTableOptions {
-            string_type: table.read.string_type,
-            fill_as_null: table.fill_as_null,
-            decode_cf: table.decode_cf,
-            arrays: table.arrays,
-            remote: table.remote,
-            limits: table.read.limits,
-            fetch: table.read.fetch,
-            break_stale_lock: false,
+    /// Set the table option `key` (see [`Self::from_options`]) from its text: a read option
+    /// through the core's one parser, [`TableOptions::set`]; an error names the key.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let lower = key.to_ascii_lowercase();
+        let bare = lower
+            .strip_prefix("format.")
+            .or_else(|| lower.strip_prefix("zarrow."))
+            .unwrap_or(&lower);
+        match option_key(bare).filter(|o| o.scope.table) {
+            Some(o) if o.key == "break_stale_lock" => {
+                self.break_stale_lock = parse_bool(bare, value).map_err(to_datafusion_error)?
+            }
+            Some(_) => self.table.set(bare, value).map_err(to_datafusion_error)?,
+            None => {
+                return Err(DataFusionError::Configuration(format!(
+                    "unknown zarr table option '{key}'; expected one of {}",
+                    table_keys()
+                )))
+            }
         }
+        Ok(())
     }
 
     /// Set the string type.
     pub fn with_string_type(mut self, string_type: StringType) -> Self {
-        self.string_type = string_type;
+        self.table.read.string_type = string_type;
         self
     }
 
     /// Set `fill_as_null`.
     pub fn with_fill_as_null(mut self, on: bool) -> Self {
-        self.fill_as_null = on;
+        self.table.fill_as_null = on;
         self
     }
 
     /// Set `decode_cf`.
     pub fn with_decode_cf(mut self, on: bool) -> Self {
-        self.decode_cf = on;
+        self.table.decode_cf = on;
         self
     }
 
-    /// Set the read limits (see [`ReadLimits`]).
+    /// Set the read limits (see [`zarrow::ReadLimits`]).
     pub fn with_limits(mut self, limits: ReadLimits) -> Self {
-        self.limits = limits;
+        self.table.read.limits = limits;
         self
     }
 
     /// Set the arrays a group table is built from.
     pub fn with_arrays(mut self, arrays: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.arrays = Some(arrays.into_iter().map(Into::into).collect());
+        self.table.arrays = Some(arrays.into_iter().map(Into::into).collect());
         self
     }
 
-    /// The core crate's table options (reads with default concurrency; scans set their own).
+    /// The core crate's table options (a copy of [`Self::table`]).
     pub fn to_table_options(&self) -> TableOptions {
-        TableOptions {
-            read: ZarrReadOptions::default()
-                .with_string_type(self.string_type)
-                .with_limits(self.limits)
-                .with_fetch(self.fetch),
-            fill_as_null: self.fill_as_null,
-            decode_cf: self.decode_cf,
-            arrays: self.arrays.clone(),
-            remote: self.remote.clone(),
-        }
+        self.table.clone()
+    }
+
+    /// The Arrow type of strings: `self.read.string_type`.
+    #[deprecated(
+        since = "0.1.0",
+        note = "the field moved: use `options.read.string_type`"
+    )]
+    pub fn string_type(&self) -> StringType {
+        self.table.read.string_type
+    }
+
+    /// The read limits: `self.read.limits`.
+    #[deprecated(since = "0.1.0", note = "the field moved: use `options.read.limits`")]
+    pub fn limits(&self) -> ReadLimits {
+        self.table.read.limits
+    }
+
+    /// How chunk reads are split and merged: `self.read.fetch`.
+    #[deprecated(since = "0.1.0", note = "the field moved: use `options.read.fetch`")]
+    pub fn fetch(&self) -> FetchOptions {
+        self.table.read.fetch
     }
 }
 
@@ -286,12 +310,12 @@ mod tests {
         let o = ZarrTableOptions::from_options(&map).unwrap();
         assert!(o.fill_as_null);
         assert!(!o.decode_cf);
-        assert_eq!(o.string_type, StringType::LargeUtf8);
+        assert_eq!(o.read.string_type, StringType::LargeUtf8);
         assert_eq!(
             o.arrays,
             Some(vec!["temperature".to_string(), "flag".to_string()])
         );
-        assert_eq!(o.fetch, FetchOptions::default());
+        assert_eq!(o.read.fetch, FetchOptions::default());
         let fetch: HashMap<String, String> = [
             (
                 "format.range_split_bytes".to_string(),
@@ -318,6 +342,56 @@ mod tests {
             .to_string();
         assert!(
             err.contains("unknown zarr table option 'format.bogus'"),
+            "{err}"
+        );
+    }
+
+    /// The table options are the core's `TableOptions`, set by its parser: a table holds
+    /// exactly what `TableOptions::set` makes of the same keys, and a session's settings
+    /// give the same defaults (less the concurrency, which scans take from the session).
+    #[test]
+    fn table_options_are_the_core_options() {
+        let pairs = [
+            ("string_type", "large_utf8"),
+            ("decode_cf", "on"),
+            ("arrays", "a, b"),
+            ("max_item_bytes", "1024"),
+            ("coalesce_bytes", "0"),
+            ("timeout", "2s"),
+            ("ref", "v1"),
+        ];
+        let mut core = TableOptions::default();
+        let mut table = ZarrTableOptions::default();
+        let mut config = ZarrConfig::default();
+        for (key, value) in pairs {
+            core.set(key, value).unwrap();
+            table.set(&format!("zarrow.{key}"), value).unwrap();
+            if key != "arrays" && key != "ref" {
+                ExtensionOptions::set(&mut config, key, value).unwrap();
+            }
+        }
+        assert_eq!(table.table, core);
+        assert_eq!(table.to_table_options(), core);
+        assert_eq!(table.read.limits.max_item_bytes, 1024);
+        assert!(!table.break_stale_lock);
+        table.set("format.break_stale_lock", "true").unwrap();
+        assert!(table.break_stale_lock);
+        // What a Ballista scheduler gets back is the same.
+        let json = serde_json::to_string(&table).unwrap();
+        assert_eq!(
+            serde_json::from_str::<ZarrTableOptions>(&json).unwrap(),
+            table
+        );
+
+        ExtensionOptions::set(&mut config, "concurrency", "4").unwrap();
+        let defaults = ZarrTableOptions::from_config(&config).unwrap();
+        assert_eq!(config.concurrency(), 4);
+        assert_eq!(defaults.read, core.read);
+        assert_eq!(defaults.remote.timeout, core.remote.timeout);
+        // A session-only setting is not a table option; the error lists the table's keys.
+        let err = table.set("concurrency", "4").unwrap_err().to_string();
+        assert!(
+            err.contains("unknown zarr table option 'concurrency'"),
             "{err}"
         );
     }

@@ -176,7 +176,7 @@ impl ZarrAppendSink {
             None => ZarrStore::open_configured(&self.location, &[], &self.options.remote)
                 .map_err(to_datafusion_error)?,
         };
-        Ok(store.with_limits(self.options.limits))
+        Ok(store.with_limits(self.options.read.limits))
     }
 }
 

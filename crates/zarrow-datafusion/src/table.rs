@@ -61,7 +61,7 @@ impl ZarrTable {
     pub async fn try_new(location: &str, options: ZarrTableOptions) -> Result<Self> {
         let store = ZarrStore::open_configured(location, &[], &options.remote)
             .map_err(to_datafusion_error)?;
-        let node = Node::open_store(store.with_limits(options.limits), "")
+        let node = Node::open_store(store.with_limits(options.read.limits), "")
             .await
             .map_err(to_datafusion_error)?;
         Self::from_node(location, node, options).await
@@ -70,7 +70,7 @@ impl ZarrTable {
     /// Open the node at the root of `store` (e.g. `ZarrStore::new(object_store, "data/x.zarr")`).
     pub async fn try_new_with_store(store: ZarrStore, options: ZarrTableOptions) -> Result<Self> {
         let location = store.location().to_string();
-        let node = Node::open_store(store.with_limits(options.limits), "")
+        let node = Node::open_store(store.with_limits(options.read.limits), "")
             .await
             .map_err(to_datafusion_error)?;
         Self::from_node(&location, node, options).await
@@ -95,7 +95,7 @@ impl ZarrTable {
         options: ZarrTableOptions,
     ) -> Result<Self> {
         if let Some(store) = registered_store(runtime, location) {
-            let node = Node::open_store(store.with_limits(options.limits), location)
+            let node = Node::open_store(store.with_limits(options.read.limits), location)
                 .await
                 .map_err(to_datafusion_error)?;
             return Self::from_node(location, node, options).await;

@@ -171,7 +171,7 @@ impl BinaryType {
 /// assert!(matches!(e, zarrow::Error::InvalidOption { ref key, .. } if key == "max_chunk_bytes"));
 /// # Ok::<(), zarrow::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ZarrReadOptions {
     /// How strings are represented (default `Utf8`). Bytes follow: Binary, LargeBinary, BinaryView.
