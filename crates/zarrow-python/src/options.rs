@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use pyo3::prelude::*;
 use zarrow::options::keys::{PythonArg, OPTION_KEYS};
-use zarrow::{ReadLimits, RemoteOptions, StringType, ZarrStore};
-use zarrow_datafusion::ZarrTableOptions;
+use zarrow::table::TableOptions;
+use zarrow::{ReadLimits, RemoteOptions, ZarrReadOptions, ZarrStore};
 
 use crate::errors::{to_py, ZarrowError};
 
@@ -25,69 +25,125 @@ pub(crate) fn table_options() -> Vec<&'static str> {
         .collect()
 }
 
-/// The table options every reading function takes.
+/// The table options every reading function takes: the read options given as keywords, as
+/// text by key (the core's one parser, [`TableOptions::set`], reads them), and
+/// `storage_options`.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TableKwargs {
-    pub string_type: Option<String>,
-    pub fill_as_null: Option<bool>,
-    pub decode_cf: Option<bool>,
-    pub arrays: Option<Vec<String>>,
-    pub storage_options: Option<HashMap<String, String>>,
-    /// An Icechunk repository's version (branch, tag or snapshot id).
-    pub reference: Option<String>,
-    /// Reads of more bytes are split into ranged GETs of at most this many (0: never).
-    pub range_split_bytes: Option<u64>,
-    /// Ranges of one object at most this many bytes apart are read by one GET.
-    pub coalesce_bytes: Option<u64>,
+    /// The read options given, in the order given: `(key, value)`.
+    options: Vec<(&'static str, String)>,
+    storage_options: Option<HashMap<String, String>>,
+}
+
+/// A keyword's value as the text [`TableOptions::set`] parses.
+pub(crate) trait KeywordValue {
+    /// The text; an error says what the keyword `key` cannot take.
+    fn text(self, key: &str) -> PyResult<String>;
+}
+
+impl KeywordValue for String {
+    fn text(self, _key: &str) -> PyResult<String> {
+        Ok(self)
+    }
+}
+
+impl KeywordValue for bool {
+    fn text(self, _key: &str) -> PyResult<String> {
+        Ok(self.to_string())
+    }
+}
+
+impl KeywordValue for u64 {
+    fn text(self, _key: &str) -> PyResult<String> {
+        Ok(self.to_string())
+    }
+}
+
+/// Names, as the comma-separated list the parser splits.
+impl KeywordValue for Vec<String> {
+    fn text(self, key: &str) -> PyResult<String> {
+        if self.is_empty() {
+            return Err(ZarrowError::new_err(format!("`{key}` names no array")));
+        }
+        if let Some(name) = self.iter().find(|n| n.contains(',') || n.trim().is_empty()) {
+            return Err(ZarrowError::new_err(format!(
+                "`{key}`: '{name}' is not an array name (blank, or with a comma)"
+            )));
+        }
+        Ok(self.join(","))
+    }
 }
 
 impl TableKwargs {
-    /// As zarrow-datafusion's table options, with the read limits of the environment.
-    pub(crate) fn table_options(&self) -> PyResult<ZarrTableOptions> {
-        let mut options = ZarrTableOptions::default().with_limits(env_limits()?);
-        options.remote = env_remote()?;
-        if let Some(t) = &self.string_type {
-            options = options.with_string_type(StringType::parse(t).map_err(to_py)?);
+    /// No read option given yet; `storage_options` for the store.
+    pub(crate) fn new(storage_options: Option<HashMap<String, String>>) -> Self {
+        TableKwargs {
+            options: Vec::new(),
+            storage_options,
         }
-        if let Some(on) = self.fill_as_null {
-            options = options.with_fill_as_null(on);
+    }
+
+    /// The keywords of every reading function (`scan`, `ZarrTable`), in one place.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn reading(
+        storage_options: Option<HashMap<String, String>>,
+        string_type: Option<String>,
+        fill_as_null: Option<bool>,
+        decode_cf: Option<bool>,
+        arrays: Option<Vec<String>>,
+        reference: Option<String>,
+        range_split_bytes: Option<u64>,
+        coalesce_bytes: Option<u64>,
+    ) -> PyResult<Self> {
+        TableKwargs::new(storage_options)
+            .with("string_type", string_type)?
+            .with("fill_as_null", fill_as_null)?
+            .with("decode_cf", decode_cf)?
+            .with("arrays", arrays)?
+            .with("ref", reference)?
+            .with("range_split_bytes", range_split_bytes)?
+            .with("coalesce_bytes", coalesce_bytes)
+    }
+
+    /// With the read option `key` (a key of [`OPTION_KEYS`]) when its keyword was given.
+    fn with(mut self, key: &'static str, value: Option<impl KeywordValue>) -> PyResult<Self> {
+        if let Some(value) = value {
+            self.options.push((key, value.text(key)?));
         }
-        if let Some(on) = self.decode_cf {
-            options = options.with_decode_cf(on);
-        }
-        if let Some(arrays) = &self.arrays {
-            if arrays.is_empty() {
-                return Err(ZarrowError::new_err("`arrays` names no array"));
-            }
-            options = options.with_arrays(arrays.iter().cloned());
-        }
-        if let Some(bytes) = self.range_split_bytes {
-            options.fetch.range_split_bytes = bytes;
-        }
-        if let Some(bytes) = self.coalesce_bytes {
-            options.fetch.coalesce_bytes = bytes;
+        Ok(self)
+    }
+
+    /// The core's table options: the read limits and remote settings of the environment, the
+    /// keywords given over them.
+    pub(crate) fn table_options(&self) -> PyResult<TableOptions> {
+        let mut options = TableOptions {
+            read: ZarrReadOptions::default().with_limits(env_limits()?),
+            remote: env_remote()?,
+            ..Default::default()
+        };
+        for (key, value) in &self.options {
+            options.set(key, value).map_err(to_py)?;
         }
         Ok(options)
     }
 
     /// The store at `location`, with the storage options (credentials, endpoints) given,
-    /// over those of the environment, and the read limits of the environment.
+    /// over those of the environment, and the table options' read limits and remote settings
+    /// (`ref` among them).
     pub(crate) fn store(&self, location: &str) -> PyResult<ZarrStore> {
         if let Some(given) = &self.storage_options {
             crate::usage::check_storage_options(location, given)?;
         }
-        let mut options = self
+        let options = self.table_options()?;
+        let pairs = self
             .storage_options
             .as_ref()
             .map(storage_pairs)
             .unwrap_or_default();
-        if let Some(reference) = &self.reference {
-            options.push(("ref".into(), reference.clone()));
-        }
         Ok(
-            ZarrStore::open_configured(location, &options, &env_remote()?)
+            ZarrStore::open_configured(location, &pairs, &options.remote)
                 .map_err(to_py)?
-                .with_limits(env_limits()?),
+                .with_limits(options.read.limits),
         )
     }
 }

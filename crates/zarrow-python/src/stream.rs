@@ -274,7 +274,7 @@ fn open_plan(
     mut request: ScanRequest,
     kwargs: TableKwargs,
 ) -> PyResult<ScanPlan> {
-    let options = kwargs.table_options()?.to_table_options();
+    let options = kwargs.table_options()?;
     let store = kwargs.store(location)?;
     let opened = block_on(py, async {
         let node = Node::open_store(store.clone(), "").await?;
@@ -334,16 +334,16 @@ pub(crate) fn scan(
     ]
     .concat();
     crate::usage::check_no_unknown("scan", unknown, &valid)?;
-    let kwargs = TableKwargs {
+    let kwargs = TableKwargs::reading(
+        storage_options,
         string_type,
         fill_as_null,
         decode_cf,
         arrays,
-        storage_options,
-        reference: r#ref,
+        r#ref,
         range_split_bytes,
         coalesce_bytes,
-    };
+    )?;
     let request = ScanRequest {
         projection: None,
         filter,
@@ -373,11 +373,7 @@ pub(crate) fn tree(
     location: String,
     storage_options: Option<HashMap<String, String>>,
 ) -> PyResult<String> {
-    let store = TableKwargs {
-        storage_options,
-        ..Default::default()
-    }
-    .store(&location)?;
+    let store = TableKwargs::new(storage_options).store(&location)?;
     block_on(py, async {
         let node = Node::open_store(store, "").await?;
         zarrow::tree::render_node(&location, node).await
@@ -429,11 +425,7 @@ pub(crate) fn write_array(
         overwrite,
         ..Default::default()
     };
-    let store = TableKwargs {
-        storage_options,
-        ..Default::default()
-    }
-    .store(&location)?;
+    let store = TableKwargs::new(storage_options).store(&location)?;
     block_on(py, async {
         zarrow::write_array(&store, "", values.as_ref(), &shape, &options).await
     })?

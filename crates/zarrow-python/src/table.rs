@@ -145,17 +145,17 @@ impl PyZarrTable {
         unknown: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         crate::usage::check_no_unknown("ZarrTable", unknown, &crate::options::table_options())?;
-        let kwargs = TableKwargs {
+        let kwargs = TableKwargs::reading(
+            storage_options,
             string_type,
             fill_as_null,
             decode_cf,
             arrays,
-            storage_options,
-            reference: r#ref,
+            r#ref,
             range_split_bytes,
             coalesce_bytes,
-        };
-        let options = kwargs.table_options()?;
+        )?;
+        let options = kwargs.table_options()?.into();
         let store = kwargs.store(&location)?;
         let table =
             block_on(py, ZarrTable::try_new_with_store(store.clone(), options))?.map_err(|e| {

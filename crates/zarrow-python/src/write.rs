@@ -70,11 +70,7 @@ pub(crate) fn write_table(
         }
     }
     write_options.validate().map_err(to_py)?;
-    let store = TableKwargs {
-        storage_options,
-        ..Default::default()
-    }
-    .store(&location)?;
+    let store = TableKwargs::new(storage_options).store(&location)?;
     let mut reader = import_stream(&data)?;
     let schema = reader.schema();
     block_on(py, async move {

@@ -62,6 +62,25 @@ def test_an_unknown_option_lists_the_valid_ones(read, function):
     assert "storage_options" in message and "decode_cf" in message
 
 
+@pytest.mark.parametrize("read", [
+    lambda **kw: zarrow.scan(XARRAY, **kw),
+    lambda **kw: zarrow.ZarrTable(XARRAY, **kw),
+])
+def test_read_keywords_are_parsed_as_the_table_options(read):
+    # One parser for SQL's OPTIONS and Python's keywords: its errors name the option.
+    with pytest.raises(zarrow.ZarrowError, match="string_type"):
+        read(string_type="latin1")
+    with pytest.raises(zarrow.ZarrowError, match="`arrays` names no array"):
+        read(arrays=[])
+    with pytest.raises(zarrow.ZarrowError, match="'a,b' is not an array name"):
+        read(arrays=["a,b"])
+    # As the SQL table option: only Icechunk repositories have versions.
+    with pytest.raises(zarrow.ZarrowError, match="only Icechunk repositories"):
+        read(ref="v1")
+    read(string_type="large_utf8", fill_as_null=True, arrays=["temperature"],
+         range_split_bytes=0, coalesce_bytes=0)
+
+
 def test_an_unknown_storage_options_key_lists_the_valid_ones():
     with pytest.raises(zarrow.OptionError) as info:
         zarrow.scan("s3://bucket/x.zarr", storage_options={"aws_acess_key_id": "x"})
