@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  stored chunk ─▶ Source: the decoded bytes whole   (no compression: the stored bytes as
-//!                          they are; blosc, lz4, bz2: decoded at once)
+//!                          they are; blosc, lz4, bz2, and strings read as views: decoded at
+//!                          once, views point into the decoded chunk)
 //!                  or a decoder read as a stream     (zstd, gzip, zlib)
 //!  next_rows(k) ─▶ the bytes of the next k elements  (k × size, or k vlen-utf8/-bytes items)
 //!               ─▶ the chunk decoders of fixed.rs / vlen.rs, on just those bytes
@@ -168,6 +169,7 @@ impl ChunkRows {
                     (size.saturating_mul(n), usize::MAX),
                     n,
                     metrics,
+                    true,
                 )?,
                 data_type: data_type.clone(),
                 endian: *endian,
@@ -177,7 +179,9 @@ impl ChunkRows {
             (ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes, _) => {
                 let max = super::decoded_bound(chain, data_type, n, opts);
                 let cap = super::step_cap(data_type, opts);
-                let mut source = Source::new(chain, stored, (max, cap), n, metrics)?;
+                // Views point into the chunk: it is decoded whole, into the buffer they keep.
+                let stream = opts.string_type != StringType::View;
+                let mut source = Source::new(chain, stored, (max, cap), n, metrics, stream)?;
                 let count = source.take_bytes(4, "the item count header")?;
                 let count = u32::from_le_bytes([count[0], count[1], count[2], count[3]]);
                 if count as usize != n {
@@ -208,12 +212,14 @@ impl ChunkRows {
         chain: &CodecChain,
         data_type: &DataType,
         selection: &ChunkSelection,
+        strings: StringType,
     ) -> bool {
         let by_runs = matches!(selection, ChunkSelection::Prefix(_))
             && chain.array_to_array.is_empty()
             && match chain.array_to_bytes {
                 ArrayToBytes::Bytes { .. } => data_type.fixed_size().is_some(),
-                ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes => true,
+                // Read as views, a chunk is decoded whole (see `by_runs`).
+                ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes => strings != StringType::View,
                 _ => false,
             };
         by_runs
@@ -274,11 +280,7 @@ impl ChunkRows {
                         source.compact_items::<i64>(k, first, *target, data_bytes, item_bytes)?
                     }
                 }
-                StringType::View => {
-                    let to_end = first + k == self.stored;
-                    let items = source.take_items(k, first, to_end, target.max_item)?;
-                    vlen::decode_numcodecs_items(items, k, first, *target)?
-                }
+                StringType::View => source.view_items(k, first, *target)?,
             },
         };
         self.done += k;
@@ -325,14 +327,15 @@ const MAX_READ: usize = 256 * 1024;
 impl Source {
     /// The source of `stored`, a chunk of `n` elements decoding to at most `max` bytes (no
     /// step to more than `cap`), through `chain`'s bytes-to-bytes codecs: the last one to
-    /// decode (the first listed) is read as a stream where it can be, every other is decoded
-    /// whole. The codecs' time counts into `metrics`.
+    /// decode (the first listed) is read as a stream where it can be and `stream` asks for it,
+    /// every other is decoded whole. The codecs' time counts into `metrics`.
     fn new(
         chain: &CodecChain,
         stored: Bytes,
         (max, cap): (usize, usize),
         n: usize,
         metrics: &ScanMetrics,
+        stream: bool,
     ) -> Result<Self, ChunkError> {
         let Some((last, inner)) = chain.bytes_to_bytes.split_first() else {
             return Ok(Source::Whole {
@@ -345,7 +348,7 @@ impl Source {
         for (codec, bound) in inner.iter().zip(&bounds[1..]).rev() {
             buf = metrics.time_decompress(|| codec.decode_elements(buf, *bound, Some(n)))?;
         }
-        Ok(match last.stream_decoder(&buf) {
+        Ok(match last.stream_decoder(&buf).filter(|_| stream) {
             Some(reader) => Source::Stream(Stream {
                 reader,
                 codec: last.name(),
@@ -406,52 +409,25 @@ impl Source {
         }
     }
 
-    /// The bytes of the next `k` numcodecs items, the first being item `first` of the chunk,
-    /// as a buffer of their own (views point into it).
-    /// `to_end`: these are the chunk's last items (its decoded size, where announced, sizes
-    /// the first read).
-    fn take_items(
+    /// The next `k` numcodecs items as views, the first being item `first` of the chunk:
+    /// views into the chunk decoded whole, its one buffer (see [`vlen::numcodecs_views_at`]).
+    fn view_items(
         &mut self,
         k: usize,
         first: usize,
-        to_end: bool,
-        max_item: usize,
-    ) -> Result<Bytes, ChunkError> {
-        let left = self.bytes_left().filter(|_| to_end);
+        target: VlenTarget,
+    ) -> Result<ArrayRef, ChunkError> {
         match self {
             Source::Whole { buf, pos } => {
-                let (found, end) = vlen::numcodecs_span(buf, *pos, k, max_item)
-                    .map_err(|e| e.in_run_from(first))?;
-                if found < k {
-                    return Err(vlen::item_past_end(first + found));
-                }
-                let out = buf.slice(*pos..end);
+                let data = arrow_buffer::Buffer::from(buf.clone());
+                let (array, end) = vlen::numcodecs_views_at(&data, *pos, k, first, target)?;
                 *pos = end;
-                Ok(out)
+                Ok(array)
             }
-            Source::Stream(s) => {
-                s.discard_taken();
-                let (mut found, mut end) = (0, 0);
-                loop {
-                    let (more, to) =
-                        vlen::numcodecs_span(&s.buf[..s.filled], end, k - found, max_item)
-                            .map_err(|e| e.in_run_from(first + found))?;
-                    (found, end) = (found + more, to);
-                    if found == k {
-                        break;
-                    }
-                    let per_item = end.checked_div(found).unwrap_or(16);
-                    let want = match left {
-                        Some(left) if found == 0 => left,
-                        _ => per_item.saturating_mul(k - found),
-                    }
-                    .max(MIN_READ);
-                    if s.fill(want)? == 0 {
-                        return Err(vlen::item_past_end(first + found));
-                    }
-                }
-                Ok(s.hand_out(end))
-            }
+            // `by_runs` decodes a chunk read as views whole.
+            Source::Stream(_) => Err(ChunkError::Invalid(
+                "views are built over a chunk decoded whole, not a stream".into(),
+            )),
         }
     }
 
@@ -709,21 +685,32 @@ mod tests {
         let refs: Vec<&str> = items.iter().map(String::as_str).collect();
         let raw = numcodecs(&refs);
         let chain = chain(ArrayToBytes::VlenUtf8, vec![zstd()]);
-        let run = |raw: &[u8], compressed: Option<Vec<u8>>| {
-            let stored = compressed.unwrap_or_else(|| zstd().encode(raw).unwrap());
-            let rows = ChunkRows::new(
-                &chain,
-                &DataType::String,
-                3000,
-                &ChunkSelection::Prefix(3000),
-                Bytes::from(stored),
-                &ZarrReadOptions::default(),
-                &ScanMetrics::default(),
-            )?;
-            all_rows(rows, 1024)
-        };
+        for t in types() {
+            let run = |raw: &[u8], compressed: Option<Vec<u8>>| {
+                let stored = compressed.unwrap_or_else(|| zstd().encode(raw).unwrap());
+                let rows = ChunkRows::new(
+                    &chain,
+                    &DataType::String,
+                    3000,
+                    &ChunkSelection::Prefix(3000),
+                    Bytes::from(stored),
+                    &ZarrReadOptions::default().with_string_type(t),
+                    &ScanMetrics::default(),
+                )?;
+                all_rows(rows, 1024)
+            };
+            bad_stream_errors(&raw, &items, run);
+        }
+    }
+
+    /// The errors of [`bad_streams_are_errors`], for one string type's `run`.
+    fn bad_stream_errors(
+        raw: &[u8],
+        items: &[String],
+        run: impl Fn(&[u8], Option<Vec<u8>>) -> Result<Vec<String>, ChunkError>,
+    ) {
         // Trailing bytes after the last item.
-        let mut extra = raw.clone();
+        let mut extra = raw.to_vec();
         extra.extend_from_slice(b"xyz");
         assert!(matches!(run(&extra, None), Err(ChunkError::Invalid(_))));
         // The decoded chunk ends inside an item.
@@ -732,10 +719,10 @@ mod tests {
             Err(ChunkError::Truncated(m)) if m.contains("item 2999")
         ));
         // The compressed frame is cut short.
-        let whole = zstd().encode(&raw).unwrap();
-        assert!(run(&raw, Some(whole[..whole.len() / 2].to_vec())).is_err());
+        let whole = zstd().encode(raw).unwrap();
+        assert!(run(raw, Some(whole[..whole.len() / 2].to_vec())).is_err());
         // Invalid UTF-8, named by its element in the chunk.
-        let mut bad = items.clone();
+        let mut bad = items.to_vec();
         bad[2500] = "x\u{e9}".into();
         let mut raw_bad = numcodecs(&bad.iter().map(String::as_str).collect::<Vec<_>>());
         let pos = raw_bad.windows(2).position(|w| w == [0xC3, 0xA9]).unwrap();
@@ -745,12 +732,54 @@ mod tests {
             Err(ChunkError::Utf8 { element: 2500 })
         ));
         // A count header that disagrees with the chunk shape.
-        let mut count = raw.clone();
+        let mut count = raw.to_vec();
         count[..4].copy_from_slice(&3001u32.to_le_bytes());
         assert!(matches!(
             run(&count, None),
             Err(ChunkError::ItemCount { found: 3001, .. })
         ));
+    }
+
+    /// Read as views, a compressed chunk is decompressed once, into the buffer every run's
+    /// views point into: no run copies item bytes.
+    #[cfg(feature = "utf8view")]
+    #[test]
+    #[cfg_attr(miri, ignore = "zstd is C code, which Miri cannot run")]
+    fn view_runs_point_into_the_decoded_chunk() {
+        let items: Vec<String> = (0..3000).map(|i| format!("a longer item {i}")).collect();
+        let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+        let stored = zstd().encode(&numcodecs(&refs)).unwrap();
+        let opts = ZarrReadOptions::default().with_string_type(StringType::View);
+        let chain = chain(ArrayToBytes::VlenUtf8, vec![zstd()]);
+        let selection = ChunkSelection::Prefix(3000);
+        assert!(!ChunkRows::starts_cheaply(
+            &chain,
+            &DataType::String,
+            &selection,
+            StringType::View
+        ));
+        let mut rows = ChunkRows::new(
+            &chain,
+            &DataType::String,
+            3000,
+            &selection,
+            Bytes::from(stored),
+            &opts,
+            &ScanMetrics::default(),
+        )
+        .unwrap();
+        let mut buffers = Vec::new();
+        let mut got = Vec::new();
+        while rows.remaining() > 0 {
+            let a = rows.next_rows(1000).unwrap();
+            let v = a.as_string_view();
+            assert_eq!(v.data_buffers().len(), 1);
+            buffers.push(v.data_buffers()[0].as_ptr());
+            got.extend(v.iter().map(|s| s.unwrap().to_string()));
+        }
+        assert_eq!(got, items);
+        assert_eq!(buffers.len(), 3);
+        assert!(buffers.iter().all(|&b| b == buffers[0]), "one buffer");
     }
 
     /// Asked for far more than the decoder holds (an estimate: a frame header's announced

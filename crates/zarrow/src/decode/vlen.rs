@@ -365,9 +365,8 @@ pub(crate) fn decode_numcodecs(
 }
 
 /// Decode `n` numcodecs items (`[len: u32 LE][bytes]` each, no count header) that make up all
-/// of `items`; `first` is the chunk position of the first one (for error messages). The
-/// chunk decoder passes a whole chunk's items, [`super::rows`] one batch's.
-pub(crate) fn decode_numcodecs_items(
+/// of `items`; `first` is the chunk position of the first one (for error messages).
+fn decode_numcodecs_items(
     items: Bytes,
     n: usize,
     first: usize,
@@ -387,32 +386,6 @@ pub(crate) fn decode_numcodecs_items(
         StringType::Utf8 => numcodecs_compact::<i32>(&items, n, first, target),
         StringType::LargeUtf8 => numcodecs_compact::<i64>(&items, n, first, target),
     }
-}
-
-/// How far `n` whole numcodecs items reach from `pos` in `buf`: `(items, end)` for the items
-/// that lie entirely inside `buf` (at most `n`), `end` being where the last of them stops.
-/// An item whose length header says more than `max_item` is an error (numbered from the first
-/// item looked at) as soon as its header is in `buf`, before its bytes are waited for.
-pub(crate) fn numcodecs_span(
-    buf: &[u8],
-    mut pos: usize,
-    n: usize,
-    max_item: usize,
-) -> Result<(usize, usize), ChunkError> {
-    let mut found = 0;
-    while found < n {
-        let Some(len) = read_u32(buf, pos) else { break };
-        item_limit(found, len as usize, max_item)?;
-        let Some(end) = (pos + 4).checked_add(len as usize) else {
-            break;
-        };
-        if end > buf.len() {
-            break;
-        }
-        pos = end;
-        found += 1;
-    }
-    Ok((found, pos))
 }
 
 /// Bytes copied at once for a short item (see [`NumcodecsCompactor`]). 32, not 16: labels,
@@ -566,18 +539,7 @@ fn item_is_utf8(item: &[u8]) -> bool {
 #[cfg(feature = "utf8view")]
 const UTF8_WINDOW: usize = 64 * 1024;
 
-/// Views into a numcodecs chunk, built from its length headers.
-///
-/// An item is stored as `[len: u32 LE][bytes]`, and an Arrow view starts with the same `u32 LE`
-/// length: for an item of at most 12 bytes the view is the 16 stored bytes from its header on,
-/// with everything past the item masked off; for a longer one, the view's low 8 bytes (length,
-/// 4-byte prefix) are the header and the first 4 item bytes as stored, and buffer index 0 plus
-/// the item's offset fill the high 8. Near the end of the chunk, where 16 bytes are not left,
-/// `make_view` builds the view.
-///
-/// The items are taken in windows of about [`UTF8_WINDOW`] bytes, each starting at a length
-/// header and ending where the next one starts; a window's UTF-8 is checked right after its
-/// views are built, while it is in cache (see [`numcodecs_window_utf8`]).
+/// Views into a numcodecs chunk whose items make up all of `buf` (no count header).
 #[cfg(feature = "utf8view")]
 fn numcodecs_views(
     buf: Bytes,
@@ -585,67 +547,121 @@ fn numcodecs_views(
     first: usize,
     target: VlenTarget,
 ) -> Result<ArrayRef, ChunkError> {
-    let utf8 = target.utf8;
     let data = Buffer::from(buf);
-    check_view_buffer(&data)?;
-    let bytes: &[u8] = &data;
-    let mut views: Vec<u128> = Vec::with_capacity(n);
-    let mut pos = 0usize;
-    let mut i = 0usize;
-    while i < n {
-        let (window_start, window_first) = (pos, first + i);
+    let (array, end) = numcodecs_views_at(&data, 0, n, first, target)?;
+    if end != data.len() {
+        return Err(ChunkError::Invalid(format!(
+            "{} trailing bytes after {n} items",
+            data.len() - end
+        )));
+    }
+    Ok(array)
+}
+
+/// Views of the `k` numcodecs items of `data` from `pos` on (the first being item `first` of
+/// its chunk), pointing into `data` itself as their one buffer — zero-copy — with where the
+/// items end. A chunk decoded whole is handed out this way a run at a time, each run's
+/// views built in one pass over its length headers.
+///
+/// An item is stored as `[len: u32 LE][bytes]`, and an Arrow view starts with the same `u32 LE`
+/// length: for an item of at most 12 bytes the view is the 16 stored bytes from its header on,
+/// with everything past the item masked off; for a longer one, the view's low 8 bytes (length,
+/// 4-byte prefix) are the header and the first 4 item bytes as stored, and buffer index 0 plus
+/// the item's offset fill the high 8. Near the end of the data, where 16 bytes are not left,
+/// `make_view` builds the view.
+///
+/// The items are taken in windows of about [`UTF8_WINDOW`] bytes, each starting at a length
+/// header and ending where the next one starts; a window's UTF-8 is checked right after its
+/// views are built, while it is in cache (see [`numcodecs_window_utf8`]).
+#[cfg(feature = "utf8view")]
+pub(crate) fn numcodecs_views_at(
+    data: &Buffer,
+    mut pos: usize,
+    k: usize,
+    first: usize,
+    target: VlenTarget,
+) -> Result<(ArrayRef, usize), ChunkError> {
+    check_view_buffer(data)?;
+    let bytes: &[u8] = data;
+    let left = bytes.len().saturating_sub(pos);
+    // Every item needs its 4-byte length: a count the bytes cannot hold is rejected before
+    // anything is allocated for it.
+    if k.checked_mul(4).is_none_or(|need| need > left) {
+        return Err(truncated(format!(
+            "{k} items need at least {} bytes, {left} left",
+            k.saturating_mul(4)
+        )));
+    }
+    let mut views: Vec<u128> = Vec::with_capacity(k);
+    while views.len() < k {
+        let (window_start, window_first) = (pos, first + views.len());
+        let window_end = pos.saturating_add(UTF8_WINDOW);
         let mut header_bits = 0u32;
-        while i < n && pos - window_start < UTF8_WINDOW {
-            let header = pos;
-            let len32 = read_u32(bytes, header).ok_or_else(|| {
-                truncated(format!("item {}: length header past the end", first + i))
-            })?;
+        while views.len() < k && pos < window_end {
+            let (view, len32, end) = numcodecs_view(bytes, pos, first + views.len(), target)?;
             header_bits |= len32;
-            let len = len32 as usize;
-            item_limit(first + i, len, target.max_item)?;
-            pos += 4;
-            let item = bytes.get(pos..pos + len).ok_or_else(|| {
-                truncated(format!(
-                    "item {}: {len} bytes announced, {} left",
-                    first + i,
-                    bytes.len() - pos
-                ))
-            })?;
-            let view = match bytes.get(header..header + 16) {
-                Some(block) => {
-                    let mut word = [0u8; 16];
-                    word.copy_from_slice(block);
-                    let stored = u128::from_le_bytes(word);
-                    if len <= 12 {
-                        // Keep the header and the item's bytes (the low 32 + 8 * len bits),
-                        // zero the rest.
-                        stored & (u128::MAX >> (96 - 8 * len))
-                    } else {
-                        // `pos` < buffer length <= u32::MAX (checked above); buffer index 0.
-                        (stored & u128::from(u64::MAX)) | (u128::from(pos as u32) << 96)
-                    }
-                }
-                None => arrow_array::builder::make_view(item, 0, pos as u32),
-            };
             views.push(view);
-            pos += len;
-            i += 1;
+            pos = end;
         }
-        if utf8 {
+        if target.utf8 {
             numcodecs_window_utf8(&bytes[window_start..pos], window_first, header_bits)?;
         }
     }
-    if pos != bytes.len() {
-        return Err(ChunkError::Invalid(format!(
-            "{} trailing bytes after {n} items",
-            bytes.len() - pos
+    // SAFETY: every view describes the item it was built from by `numcodecs_view`, a slice
+    // of `data`; each window's items were checked as UTF-8 when `utf8`.
+    Ok((
+        unsafe { build_view_array(views, data.clone(), target.utf8) },
+        pos,
+    ))
+}
+
+/// The view of the numcodecs item whose length header is at `header` in `bytes` (item
+/// `element` of its chunk), its length and where it ends. The view describes the item's
+/// bytes in `bytes` as buffer 0 (`bytes` is at most `u32::MAX` long: checked by the caller).
+#[cfg(feature = "utf8view")]
+#[inline(always)]
+fn numcodecs_view(
+    bytes: &[u8],
+    header: usize,
+    element: usize,
+    target: VlenTarget,
+) -> Result<(u128, u32, usize), ChunkError> {
+    let start = header + 4;
+    let Some(block) = bytes.get(header..header + 16) else {
+        // Fewer than 16 bytes left: the item's bytes are within them, if at all.
+        let len32 = read_u32(bytes, header)
+            .ok_or_else(|| truncated(format!("item {element}: length header past the end")))?;
+        let len = len32 as usize;
+        item_limit(element, len, target.max_item)?;
+        let item = bytes.get(start..start + len).ok_or_else(|| {
+            truncated(format!(
+                "item {element}: {len} bytes announced, {} left",
+                bytes.len() - start
+            ))
+        })?;
+        let view = arrow_array::builder::make_view(item, 0, start as u32);
+        return Ok((view, len32, start + len));
+    };
+    let mut word = [0u8; 16];
+    word.copy_from_slice(block);
+    let stored = u128::from_le_bytes(word);
+    let len32 = stored as u32;
+    let len = len32 as usize;
+    item_limit(element, len, target.max_item)?;
+    if len > bytes.len() - start {
+        return Err(truncated(format!(
+            "item {element}: {len} bytes announced, {} left",
+            bytes.len() - start
         )));
     }
-    // SAFETY: every view describes the item it was built from, a slice of `data` at `pos`:
-    // short items are the stored header (the length) and the item's bytes with the rest
-    // masked off; long ones the header, the item's first 4 bytes as stored, buffer 0 and the
-    // item's offset; each window's items were checked as UTF-8 when `utf8`.
-    Ok(unsafe { build_view_array(views, data, utf8) })
+    let view = if len <= 12 {
+        // Keep the header and the item's bytes (the low 32 + 8 * len bits), zero the rest.
+        stored & (u128::MAX >> (96 - 8 * len))
+    } else {
+        // `start` < buffer length <= u32::MAX (checked by the caller); buffer index 0.
+        (stored & u128::from(u64::MAX)) | (u128::from(start as u32) << 96)
+    };
+    Ok((view, len32, start + len))
 }
 
 /// Check that every item of `window` — whole items of a well-formed numcodecs chunk, from a
@@ -683,6 +699,17 @@ fn numcodecs_window_utf8(window: &[u8], first: usize, header_bits: u32) -> Resul
 
 #[cfg(not(feature = "utf8view"))]
 fn numcodecs_views(_: Bytes, _: usize, _: usize, _: VlenTarget) -> Result<ArrayRef, ChunkError> {
+    Err(view_unavailable())
+}
+
+#[cfg(not(feature = "utf8view"))]
+pub(crate) fn numcodecs_views_at(
+    _: &Buffer,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: VlenTarget,
+) -> Result<(ArrayRef, usize), ChunkError> {
     Err(view_unavailable())
 }
 
