@@ -2,10 +2,13 @@
 //! chunks spans along each dimension are the grid's, so the index columns' min/max per run are
 //! exact statistics, and a scan that reads one chunk along every dimension but the first gives
 //! its rows in ascending order of the first dimension's index column (C order within a chunk,
-//! chunks in order within a partition): its output ordering.
+//! chunks in order within a partition): its output ordering. A coordinate column whose values
+//! planning read (see `coordinates.rs`) adds its ordering (dimension 0's, if monotonic) and
+//! its min/max.
 
 use std::sync::Arc;
 
+use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::Schema;
 use datafusion::common::stats::Precision;
@@ -13,7 +16,9 @@ use datafusion::common::{ColumnStatistics, ScalarValue};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
 use zarrow::table::{ColumnRole, TableModel};
-use zarrow::ChunkRanges;
+use zarrow::{ChunkGrid, ChunkRanges};
+
+use crate::coordinates::KnownCoordinate;
 
 /// The index columns among a scan's columns, and the grid they follow.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,8 +28,13 @@ pub(crate) struct IndexColumns {
     /// Chunk extent and length of each table dimension.
     chunk: Vec<u64>,
     size: Vec<u64>,
-    /// Whether each partition gives its rows in ascending order of dimension 0's index.
+    /// Whether each partition gives its rows in ascending order of dimension 0's positions
+    /// (the scan reads one chunk along every other dimension).
     ordered: bool,
+    /// The table's chunk grid (for the coordinates' positions).
+    grid: ChunkGrid,
+    /// The coordinate columns among the scan's whose values planning read.
+    coordinates: Vec<KnownCoordinate>,
 }
 
 impl IndexColumns {
@@ -44,19 +54,51 @@ impl IndexColumns {
             .skip(1)
             .all(|ranges| ranges.iter().map(|r| r.end - r.start).sum::<u64>() <= 1);
         IndexColumns {
-            ordered: one_chunk_across && columns.iter().any(|&(_, d)| d == 0),
+            ordered: one_chunk_across,
             columns,
             chunk: model.chunk_shape().to_vec(),
             size: model.dimensions().iter().map(|d| d.size).collect(),
+            grid: model.grid().clone(),
+            coordinates: Vec::new(),
         }
     }
 
-    /// The ordering every partition's rows follow: dimension 0's index ascending, if so.
-    pub(crate) fn ordering(&self, schema: &Schema) -> Option<LexOrdering> {
+    /// With the values planning read of coordinate columns: `(dimension, name, values)`.
+    /// Those not among `schema`'s columns (the scan's), or not of their column's type, are
+    /// left out.
+    pub(crate) fn with_coordinates(
+        mut self,
+        schema: &Schema,
+        values: &[(usize, String, ArrayRef)],
+    ) -> Self {
+        self.coordinates = values
+            .iter()
+            .filter_map(|(d, name, values)| {
+                let at = schema.index_of(name).ok()?;
+                (schema.field(at).data_type() == values.data_type())
+                    .then(|| KnownCoordinate::new(at, *d, values.clone()))
+            })
+            .collect();
+        self
+    }
+
+    /// The orderings every partition's rows follow, if they do: dimension 0's index
+    /// ascending, and its coordinate where its values are monotonic.
+    pub(crate) fn orderings(&self, schema: &Schema) -> Vec<LexOrdering> {
         if !self.ordered {
-            return None;
+            return Vec::new();
         }
-        LexOrdering::new([self.leading(schema)?])
+        let index = self.leading(schema);
+        let coordinates = self.coordinates.iter().filter_map(|c| {
+            let order = c.order.filter(|_| c.d == 0)?;
+            let column = Column::new(schema.field(c.at).name(), c.at);
+            Some(PhysicalSortExpr::new(Arc::new(column), order))
+        });
+        index
+            .into_iter()
+            .chain(coordinates)
+            .filter_map(|sort| LexOrdering::new([sort]))
+            .collect()
     }
 
     /// Dimension 0's index ascending, if the scan reads it: the order of the chunks' rows
@@ -70,10 +112,16 @@ impl IndexColumns {
         ))
     }
 
-    /// Statistics of the index columns over the chunks of one run (all of it read), each
-    /// column at its position in a schema of `width` columns (the others unknown).
+    /// Statistics of the index columns (and known coordinates) over the chunks of one run
+    /// (all of it read), each column at its position in a schema of `width` columns (the
+    /// others unknown).
     pub(crate) fn statistics(&self, chunks: &ChunkRanges, width: usize) -> Vec<ColumnStatistics> {
         let mut out = vec![ColumnStatistics::new_unknown(); width];
+        for c in &self.coordinates {
+            if let Some(stats) = out.get_mut(c.at) {
+                *stats = c.statistics(&self.grid, chunks);
+            }
+        }
         let (Some(first), Some(last)) = (chunks.iter().next(), chunks.iter_rev().next()) else {
             return out;
         };

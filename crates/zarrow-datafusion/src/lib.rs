@@ -42,6 +42,7 @@
 //! # }
 //! ```
 
+mod coordinates;
 mod error;
 mod factory;
 mod format;

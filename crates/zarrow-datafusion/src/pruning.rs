@@ -60,6 +60,8 @@ pub(crate) struct Pruned {
     pub chunks: ChunkRanges,
     /// The predicate used, for display.
     pub predicate: Option<String>,
+    /// The coordinate values read to prune by, as `(dimension, column, values)`.
+    pub coordinates: Vec<(usize, String, ArrayRef)>,
 }
 
 /// The dimension a filter is about, if it refers to the columns of exactly one dimension.
@@ -95,6 +97,7 @@ pub(crate) async fn prune_chunks(
         return Ok(Pruned {
             chunks: all,
             predicate: None,
+            coordinates: Vec::new(),
         });
     };
     let display = Some(expr.to_string());
@@ -105,6 +108,7 @@ pub(crate) async fn prune_chunks(
         }
     }
     let grid = model.chunk_grid_shape();
+    let mut coordinates = Vec::new();
     let mut dims: Vec<Vec<Range<u64>>> = grid
         .iter()
         .map(|&g| std::iter::once(0..g).collect())
@@ -118,16 +122,20 @@ pub(crate) async fn prune_chunks(
         let Some(predicate) = build_predicate(state, model, exprs) else {
             continue;
         };
-        match DimensionPruner::new(model, d, &referenced, ctx).await? {
-            Some(pruner) => dims[d] = pruner.kept_runs(&predicate),
-            None => continue,
-        }
+        let Some(pruner) = DimensionPruner::new(model, d, &referenced, ctx).await? else {
+            continue;
+        };
+        dims[d] = pruner.kept_runs(&predicate);
+        coordinates.extend(
+            (pruner.coordinates.iter()).map(|(name, values)| (d, name.clone(), values.clone())),
+        );
     }
     let chunks = ChunkRanges::from_dims(&grid, dims)
         .map_err(|e| to_datafusion_error(e.in_array(model.location())))?;
     Ok(Pruned {
         chunks,
         predicate: display,
+        coordinates,
     })
 }
 

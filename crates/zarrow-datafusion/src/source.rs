@@ -14,6 +14,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use datafusion::arrow::array::ArrayRef;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{exec_datafusion_err, Statistics};
@@ -150,6 +151,19 @@ impl ZarrSource {
         self
     }
 
+    /// With the values of coordinate columns that planning read (to prune by a filter on
+    /// them), as `(dimension, column, values)`, after [`Self::with_index_columns`]: their
+    /// min/max per run as statistics, and dimension 0's as an output ordering where its
+    /// values are monotonic (see `coordinates.rs`).
+    pub fn with_coordinate_values(mut self, values: &[(usize, String, ArrayRef)]) -> Self {
+        let schema = self.table_schema.table_schema().clone();
+        if let Some(index) = self.index.take() {
+            let index = (*index).clone().with_coordinates(&schema, values);
+            self.index = Some(Arc::new(index));
+        }
+        self
+    }
+
     /// Running in `runtime`: tables open through its object stores, partitions reserve
     /// memory in its pool.
     pub fn with_runtime(mut self, runtime: Arc<RuntimeEnv>) -> Self {
@@ -222,11 +236,11 @@ impl ZarrSource {
                 FileGroup::new(files).with_statistics(Arc::new(group))
             })
             .collect();
-        let ordering = index.as_deref().and_then(|i| i.ordering(&schema));
+        let orderings = index.as_deref().map(|i| i.orderings(&schema));
         let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(self))
             .with_file_groups(groups)
             .with_statistics(merge(&totals))
-            .with_output_ordering(ordering.into_iter().collect())
+            .with_output_ordering(orderings.unwrap_or_default())
             .with_limit(limit)
             .build();
         DataSourceExec::from_data_source(config)

@@ -202,9 +202,10 @@ impl TableProvider for ZarrTable {
         let ctx = ScanContext::default();
         let read_ctx = ctx.read_context(read);
         let started = Instant::now();
-        let pruned = pruning::prune_chunks(state, &model, &prunable, &read_ctx).await?;
+        let mut pruned = pruning::prune_chunks(state, &model, &prunable, &read_ctx).await?;
         let pruning_time = started.elapsed();
         let kept_chunks = pruned.chunks.len();
+        let coordinates = std::mem::take(&mut pruned.coordinates);
         let mut scan = ZarrScan::new(&model);
         scan.columns = projection
             .iter()
@@ -247,6 +248,7 @@ impl TableProvider for ZarrTable {
             .map_err(to_datafusion_error)?;
         let source = ZarrSource::new(schema)
             .with_index_columns(&model, &scan.chunks)
+            .with_coordinate_values(&coordinates)
             .with_plan(plan)
             .with_model(model, ctx)
             .with_runtime(state.runtime_env().clone());
