@@ -68,6 +68,6 @@ pub use session::{
     enable_zarr_url_table, zarr_session_context, zarr_session_context_with_runtime,
     zarr_session_state, zarr_session_state_with_runtime, SessionContextZarrExt,
 };
-pub use sink::{ZarrAppendSink, ZarrSink};
+pub use sink::ZarrSink;
 pub use source::{zarr_scans, ScanPlan, ScanPlanInfo, ZarrRun, ZarrScanRef, ZarrSource};
 pub use table::ZarrTable;

@@ -1,17 +1,22 @@
-//! Writing zarr tables from queries: `COPY (SELECT …) TO 'out.zarr' STORED AS ZARR` through
-//! [`ZarrSink`], which streams the query's batches into `zarrow::TableWriter` (memory reserved
-//! in the session's pool), and `INSERT INTO t SELECT …` on a zarr table: [`crate::ZarrTable`]'s
-//! `insert_into` plans a `DataSinkExec` over [`ZarrAppendSink`], which appends the query's rows
-//! along the table's dimension through `zarrow::write::append::TableAppender` (new chunks
-//! first, the partial last chunk rewritten merged, the grown metadata last, under the table's
-//! writer lock; see docs/writing.md; on an Icechunk branch, in a session committed once, see
-//! docs/icechunk.md). Appending only: `INSERT OVERWRITE` and `REPLACE INTO` are not supported.
+//! Writing zarr tables from queries, through one sink, [`ZarrSink`]:
+//! - `COPY (SELECT …) TO 'out.zarr' STORED AS ZARR OPTIONS (…)` ([`crate::ZarrFormat`]) writes
+//!   a new table through `zarrow::TableWriter`;
+//! - `INSERT INTO t SELECT …` on a zarr table ([`crate::ZarrTable`]'s `insert_into`) appends
+//!   the query's rows along the table's dimension through
+//!   `zarrow::write::append::TableAppender` (new chunks first, the partial last chunk rewritten
+//!   merged, the grown metadata last, under the table's writer lock; see docs/writing.md; on an
+//!   Icechunk branch, in a session committed once, see docs/icechunk.md). Appending only:
+//!   `INSERT OVERWRITE` and `REPLACE INTO` are not supported.
+//!
+//! Both stream the query's batches into a [`TableWrite`], with what it buffers reserved in
+//! the session's memory pool: one write loop ([`ZarrSink::write_all`]).
 
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::{not_impl_err, plan_err};
 use datafusion::datasource::physical_plan::FileSinkConfig;
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
@@ -31,94 +36,96 @@ use crate::error::to_datafusion_error;
 use crate::options::ZarrTableOptions;
 use crate::store::registered_store;
 
-/// Writes a query's result as a zarr table at the `COPY` target.
-#[derive(Debug)]
-pub struct ZarrSink {
-    config: FileSinkConfig,
-    options: TableWriteOptions,
-    metrics: ExecutionPlanMetricsSet,
-}
+/// Where an append sink leaves the table's model re-read after appending.
+pub(crate) type AppendedModel = Arc<std::sync::RwLock<Option<Arc<TableModel>>>>;
 
-impl ZarrSink {
-    /// A sink writing to `config`'s target with `options`.
-    pub fn new(config: FileSinkConfig, options: TableWriteOptions) -> Self {
-        Self {
-            config,
-            options,
-            metrics: ExecutionPlanMetricsSet::new(),
-        }
-    }
-
-    fn store(&self, context: &TaskContext) -> Result<ZarrStore> {
-        let location = self.config.original_url.as_str();
-        match registered_store(context.runtime_env().as_ref(), location) {
-            Some(store) => Ok(store),
-            None => ZarrStore::open(location).map_err(to_datafusion_error),
-        }
-    }
-}
-
-impl DisplayAs for ZarrSink {
-    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match t {
-            DisplayFormatType::TreeRender => write!(f, "location={}", self.config.original_url),
-            _ => write!(
-                f,
-                "ZarrSink(location={}, zarr_format={}, chunk_rows={})",
-                self.config.original_url, self.options.zarr_format, self.options.chunk_rows
-            ),
-        }
-    }
+/// A table being written by a [`ZarrSink`]: batches in, the rows written out at the end.
+#[async_trait]
+trait TableWrite: Send {
+    /// Write a batch (its chunks may still be in flight).
+    async fn write(&mut self, batch: &RecordBatch) -> zarrow::Result<()>;
+    /// Wait for the chunks in flight.
+    async fn drain(&mut self) -> zarrow::Result<()>;
+    /// Bytes held now.
+    fn buffered_bytes(&self) -> usize;
+    /// Write what is left and the metadata; the rows written.
+    async fn finish(self: Box<Self>) -> zarrow::Result<u64>;
 }
 
 #[async_trait]
-impl DataSink for ZarrSink {
-    fn metrics(&self) -> Option<MetricsSet> {
-        Some(self.metrics.clone_inner())
+impl TableWrite for TableWriter {
+    async fn write(&mut self, batch: &RecordBatch) -> zarrow::Result<()> {
+        TableWriter::write(self, batch).await
     }
-
-    fn schema(&self) -> &SchemaRef {
-        self.config.output_schema()
+    async fn drain(&mut self) -> zarrow::Result<()> {
+        TableWriter::drain(self).await
     }
-
-    async fn write_all(
-        &self,
-        mut data: SendableRecordBatchStream,
-        context: &Arc<TaskContext>,
-    ) -> Result<u64> {
-        if self.config.original_url.is_empty() {
-            return plan_err!("COPY … STORED AS ZARR needs a target location");
-        }
-        let rows = MetricBuilder::new(&self.metrics).output_rows(0);
-        let reservation = MemoryConsumer::new("ZarrSink").register(context.memory_pool());
-        let store = self.store(context)?;
-        let mut options = self.options.clone();
-        // A unit of rows larger than the session's memory limit is refused before anything
-        // is written (it could never be reserved).
-        if let MemoryLimit::Finite(limit) = context.memory_pool().memory_limit() {
-            options.memory_budget = Some(limit as u64);
-        }
-        let mut writer = TableWriter::try_new(store, data.schema(), options)
-            .await
-            .map_err(to_datafusion_error)?;
-        while let Some(batch) = data.next().await {
-            let batch = batch?;
-            rows.add(batch.num_rows());
-            writer.write(&batch).await.map_err(to_datafusion_error)?;
-            if reservation.try_resize(writer.buffered_bytes()).is_err() {
-                // Over the pool's limit: let the chunks in flight land, then try again.
-                writer.drain().await.map_err(to_datafusion_error)?;
-                reservation.try_resize(writer.buffered_bytes())?;
-            }
-        }
-        let written = writer.finish().await.map_err(to_datafusion_error)?;
-        reservation.free();
-        Ok(written)
+    fn buffered_bytes(&self) -> usize {
+        TableWriter::buffered_bytes(self)
+    }
+    async fn finish(self: Box<Self>) -> zarrow::Result<u64> {
+        TableWriter::finish(*self).await
     }
 }
 
-/// Where an append sink leaves the table's model re-read after appending.
-pub(crate) type AppendedModel = Arc<std::sync::RwLock<Option<Arc<TableModel>>>>;
+/// Rows appended to a table; once some are, the table's model is re-read into `appended`,
+/// so later scans of the table see them (its model had the old shape).
+struct Appending {
+    appender: TableAppender,
+    store: ZarrStore,
+    options: ZarrTableOptions,
+    appended: AppendedModel,
+}
+
+#[async_trait]
+impl TableWrite for Appending {
+    async fn write(&mut self, batch: &RecordBatch) -> zarrow::Result<()> {
+        self.appender.write(batch).await
+    }
+    async fn drain(&mut self) -> zarrow::Result<()> {
+        self.appender.drain().await
+    }
+    fn buffered_bytes(&self) -> usize {
+        self.appender.buffered_bytes()
+    }
+    async fn finish(self: Box<Self>) -> zarrow::Result<u64> {
+        let Appending {
+            appender,
+            store,
+            options,
+            appended,
+        } = *self;
+        let rows = appender.finish().await?;
+        if rows > 0 {
+            let model = TableModel::open_store(store, "", options.to_table_options()).await?;
+            *appended.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(model));
+        }
+        Ok(rows)
+    }
+}
+
+/// What a [`ZarrSink`] writes.
+#[derive(Debug)]
+enum Target {
+    /// A new table (`COPY`), with these options.
+    Copy(TableWriteOptions),
+    /// Rows appended to the table there (`INSERT INTO`), opened with `options`.
+    Append {
+        options: ZarrTableOptions,
+        /// The table's model, re-read here once rows are appended.
+        appended: AppendedModel,
+    },
+}
+
+/// Writes a query's result as a zarr table: a new one at a `COPY` target, or appended to a
+/// zarr table by `INSERT INTO` (see the module docs).
+#[derive(Debug)]
+pub struct ZarrSink {
+    location: String,
+    schema: SchemaRef,
+    target: Target,
+    metrics: ExecutionPlanMetricsSet,
+}
 
 /// The plan of `INSERT INTO table <input>`.
 /// `model` is the table's at `location` as it stands; the sink leaves the model re-read after
@@ -148,49 +155,104 @@ pub(crate) fn insert_plan(
             _ => f.as_ref().clone(),
         })
         .collect();
-    let sink = ZarrAppendSink {
+    let sink = ZarrSink {
         location: location.to_string(),
         schema: Arc::new(Schema::new(fields)),
-        options,
-        appended,
+        target: Target::Append { options, appended },
         metrics: ExecutionPlanMetricsSet::new(),
     };
     Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
 }
 
-/// Appends a query's rows to the zarr table at `location`.
-#[derive(Debug)]
-pub struct ZarrAppendSink {
-    location: String,
-    schema: SchemaRef,
-    options: ZarrTableOptions,
-    /// The table's model, re-read here once rows are appended.
-    appended: AppendedModel,
-    metrics: ExecutionPlanMetricsSet,
-}
+impl ZarrSink {
+    /// A sink writing a new table to `config`'s target with `options` (`COPY`).
+    pub fn new(config: FileSinkConfig, options: TableWriteOptions) -> Self {
+        Self {
+            location: config.original_url.clone(),
+            schema: config.output_schema().clone(),
+            target: Target::Copy(options),
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
 
-impl ZarrAppendSink {
+    /// The store at the sink's location: the one the runtime has registered for it, else
+    /// zarrow's own (for appending, with the table's remote settings and limits).
     fn store(&self, context: &TaskContext) -> Result<ZarrStore> {
-        let store = match registered_store(context.runtime_env().as_ref(), &self.location) {
-            Some(store) => store,
-            None => ZarrStore::open_configured(&self.location, &[], &self.options.remote)
-                .map_err(to_datafusion_error)?,
-        };
-        Ok(store.with_limits(self.options.read.limits))
+        let registered = registered_store(context.runtime_env().as_ref(), &self.location);
+        match &self.target {
+            Target::Copy(_) => match registered {
+                Some(store) => Ok(store),
+                None => ZarrStore::open(&self.location).map_err(to_datafusion_error),
+            },
+            Target::Append { options, .. } => {
+                let store = match registered {
+                    Some(store) => store,
+                    None => ZarrStore::open_configured(&self.location, &[], &options.remote)
+                        .map_err(to_datafusion_error)?,
+                };
+                Ok(store.with_limits(options.read.limits))
+            }
+        }
+    }
+
+    /// The write of `schema`'s batches, refused before anything is written when a unit of
+    /// rows (a chunk or shard of every column) is larger than `budget`, the session's memory
+    /// limit (it could never be reserved).
+    async fn begin(
+        &self,
+        store: ZarrStore,
+        schema: SchemaRef,
+        budget: Option<u64>,
+    ) -> zarrow::Result<Box<dyn TableWrite>> {
+        match &self.target {
+            Target::Copy(options) => {
+                let mut options = options.clone();
+                if budget.is_some() {
+                    options.memory_budget = budget;
+                }
+                Ok(Box::new(
+                    TableWriter::try_new(store, schema, options).await?,
+                ))
+            }
+            Target::Append { options, appended } => {
+                let read = options.to_table_options().read;
+                let lock = LockPolicy {
+                    break_stale: options.break_stale_lock,
+                    ..Default::default()
+                };
+                let appender =
+                    TableAppender::try_new_with(store.clone(), self.schema.clone(), read, lock)
+                        .await?;
+                appender.check_memory_budget(budget)?;
+                Ok(Box::new(Appending {
+                    appender,
+                    store,
+                    options: options.clone(),
+                    appended: appended.clone(),
+                }))
+            }
+        }
     }
 }
 
-impl DisplayAs for ZarrAppendSink {
+impl DisplayAs for ZarrSink {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match t {
-            DisplayFormatType::TreeRender => write!(f, "location={}", self.location),
-            _ => write!(f, "ZarrAppendSink(location={})", self.location),
+        match (t, &self.target) {
+            (DisplayFormatType::TreeRender, _) => write!(f, "location={}", self.location),
+            (_, Target::Copy(options)) => write!(
+                f,
+                "ZarrSink(location={}, zarr_format={}, chunk_rows={})",
+                self.location, options.zarr_format, options.chunk_rows
+            ),
+            (_, Target::Append { .. }) => {
+                write!(f, "ZarrSink(location={}, append=true)", self.location)
+            }
         }
     }
 }
 
 #[async_trait]
-impl DataSink for ZarrAppendSink {
+impl DataSink for ZarrSink {
     fn metrics(&self) -> Option<MetricsSet> {
         Some(self.metrics.clone_inner())
     }
@@ -204,45 +266,32 @@ impl DataSink for ZarrAppendSink {
         mut data: SendableRecordBatchStream,
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
+        if self.location.is_empty() {
+            return plan_err!("COPY … STORED AS ZARR needs a target location");
+        }
         let rows = MetricBuilder::new(&self.metrics).output_rows(0);
-        let reservation = MemoryConsumer::new("ZarrAppendSink").register(context.memory_pool());
-        let read = self.options.to_table_options().read;
+        let reservation = MemoryConsumer::new("ZarrSink").register(context.memory_pool());
         let store = self.store(context)?;
-        let lock = LockPolicy {
-            break_stale: self.options.break_stale_lock,
-            ..Default::default()
-        };
-        let mut appender =
-            TableAppender::try_new_with(store.clone(), self.schema.clone(), read, lock)
-                .await
-                .map_err(to_datafusion_error)?;
-        // A unit of the table's rows larger than the session's memory limit could never be
-        // reserved: refused before anything is written.
         let budget = match context.memory_pool().memory_limit() {
             MemoryLimit::Finite(limit) => Some(limit as u64),
             _ => None,
         };
-        appender
-            .check_memory_budget(budget)
+        let mut table = self
+            .begin(store, data.schema(), budget)
+            .await
             .map_err(to_datafusion_error)?;
         while let Some(batch) = data.next().await {
             let batch = batch?;
             rows.add(batch.num_rows());
-            appender.write(&batch).await.map_err(to_datafusion_error)?;
-            if reservation.try_resize(appender.buffered_bytes()).is_err() {
-                appender.drain().await.map_err(to_datafusion_error)?;
-                reservation.try_resize(appender.buffered_bytes())?;
+            table.write(&batch).await.map_err(to_datafusion_error)?;
+            if reservation.try_resize(table.buffered_bytes()).is_err() {
+                // Over the pool's limit: let the chunks in flight land, then try again.
+                table.drain().await.map_err(to_datafusion_error)?;
+                reservation.try_resize(table.buffered_bytes())?;
             }
         }
-        let appended = appender.finish().await.map_err(to_datafusion_error)?;
+        let written = table.finish().await.map_err(to_datafusion_error)?;
         reservation.free();
-        if appended > 0 {
-            // Later scans of this table see the new rows (its model had the old shape).
-            let model = TableModel::open_store(store, "", self.options.to_table_options())
-                .await
-                .map_err(to_datafusion_error)?;
-            *self.appended.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(model));
-        }
-        Ok(appended)
+        Ok(written)
     }
 }
