@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use arrow_array::{make_array, Array, ArrayRef, RecordBatch};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, UpdateVersion};
 use serde_json::{json, Value};
@@ -32,7 +32,7 @@ use crate::metadata::ArrayMetadata;
 use crate::node::Node;
 use crate::options::ZarrReadOptions;
 use crate::store::ZarrStore;
-use crate::table::{ColumnRole, TableModel, TableOptions, TableReader};
+use crate::table::{ColumnRole, TableColumn, TableModel, TableOptions, TableReader};
 use crate::{Error, Result};
 
 /// One stored array being appended to.
@@ -190,6 +190,292 @@ fn sentinel_as_null(values: &ArrayRef, sentinel: &[u8]) -> Result<ArrayRef> {
     Ok(make_array(data))
 }
 
+/// The store to append through, and what keeps other writers out: on an Icechunk branch a
+/// session, committed at the end (no lock until then); elsewhere the table's writer lock.
+async fn begin_append(
+    store: ZarrStore,
+    policy: LockPolicy,
+    steps: &Steps,
+) -> Result<(ZarrStore, Option<WriterLock>, Option<Transaction>)> {
+    let transaction =
+        Transaction::begin(&store, &CommitOptions::default(), policy, steps.clone()).await?;
+    Ok(match transaction {
+        Some(t) => (t.store().clone(), None, Some(t)),
+        None => {
+            let operation = "INSERT (appending rows)";
+            let lock =
+                WriterLock::acquire_counted(&store, operation, policy, steps.clone()).await?;
+            (store, Some(lock), None)
+        }
+    })
+}
+
+/// Refuse a table of more than one dimension, or whose columns are not `schema`'s (the table
+/// as it was opened, read as stored).
+fn check_table(location: &str, model: &TableModel, schema: &SchemaRef) -> Result<()> {
+    if model.dimensions().len() != 1 {
+        let dims: Vec<&str> = model.dimensions().iter().map(|d| d.name.as_str()).collect();
+        return Err(refuse(
+            location,
+            format!(
+                "the table has {} dimensions ({}); appending extends tables of one",
+                dims.len(),
+                dims.join(", ")
+            ),
+        ));
+    }
+    let stored = model.schema();
+    if stored.fields().len() != schema.fields().len() {
+        return Err(refuse(
+            location,
+            format!(
+                "the table's columns changed since it was opened ({} now, {} then)",
+                stored.fields().len(),
+                schema.fields().len()
+            ),
+        ));
+    }
+    for (s, t) in stored.fields().iter().zip(schema.fields()) {
+        if s.name() != t.name() || s.data_type() != t.data_type() {
+            return Err(refuse(
+                location,
+                format!(
+                    "column '{}' is read as {} but stored as {} ('{}'): appending writes \
+                     stored values (open the table without decode_cf / fill_as_null)",
+                    t.name(),
+                    t.data_type(),
+                    s.data_type(),
+                    s.name()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The stored arrays an append writes, in the table's column order.
+struct StoredColumns {
+    /// The position in the incoming batches of each array's column.
+    inputs: Vec<usize>,
+    targets: Vec<Target>,
+    writers: Vec<ColumnWriter>,
+    /// The arrays' columns as written.
+    schema: SchemaRef,
+    /// The options they are all written with.
+    options: TableWriteOptions,
+}
+
+/// One stored array of the table, as [`column_of`] finds it.
+struct StoredColumn {
+    target: Target,
+    writer: ColumnWriter,
+    field: Field,
+    options: TableWriteOptions,
+    /// Its values are strings or bytes (a vlen encoding).
+    vlen: bool,
+}
+
+/// The table's stored arrays (its index columns left out), each written as zarrow writes it,
+/// all alike in chunking, compression and string encoding.
+async fn stored_columns(
+    location: &str,
+    store: &ZarrStore,
+    root: &Node,
+    model: &TableModel,
+    schema: &SchemaRef,
+) -> Result<StoredColumns> {
+    let (mut inputs, mut targets, mut writers, mut fields) = (vec![], vec![], vec![], vec![]);
+    let mut unified: Option<TableWriteOptions> = None;
+    let mut strings: Option<VlenEncoding> = None;
+    for (i, c) in model.columns().iter().enumerate() {
+        let data_type = schema.field(i).data_type();
+        let Some(column) = column_of(location, store, root, c, data_type).await? else {
+            continue;
+        };
+        let name = &column.target.name;
+        if column.vlen {
+            match strings {
+                Some(s) if s != column.options.string_encoding => {
+                    let why = format!("column '{name}': string encodings differ between columns");
+                    return Err(refuse(location, why));
+                }
+                _ => strings = Some(column.options.string_encoding),
+            }
+        }
+        match &unified {
+            None => unified = Some(column.options.clone()),
+            Some(u) if !same_layout(u, &column.options) => {
+                let first = targets.first().map_or("", |t: &Target| t.name.as_str());
+                let why = format!("column '{name}' is chunked or compressed unlike '{first}'");
+                return Err(refuse(location, why));
+            }
+            Some(_) => {}
+        }
+        inputs.push(i);
+        fields.push(column.field);
+        writers.push(column.writer);
+        targets.push(column.target);
+    }
+    let Some(mut options) = unified else {
+        return Err(refuse(location, "the table has no stored columns".into()));
+    };
+    if let Some(s) = strings {
+        options.string_encoding = s;
+    }
+    Ok(StoredColumns {
+        inputs,
+        targets,
+        writers,
+        schema: Arc::new(Schema::new(fields)),
+        options,
+    })
+}
+
+/// Whether two columns' chunks are alike (format, rows per chunk and shard, compression).
+fn same_layout(a: &TableWriteOptions, b: &TableWriteOptions) -> bool {
+    a.zarr_format == b.zarr_format
+        && a.chunk_rows == b.chunk_rows
+        && a.shard_rows == b.shard_rows
+        && a.compression == b.compression
+}
+
+/// Column `c` (read as `data_type`) as a stored 1-D array along the table's dimension, with
+/// the options that write it as it is stored; `None` for an index column (not stored).
+async fn column_of(
+    location: &str,
+    store: &ZarrStore,
+    root: &Node,
+    c: &TableColumn,
+    data_type: &DataType,
+) -> Result<Option<StoredColumn>> {
+    let refused = |why: String| refuse(location, format!("column '{}' {why}", c.name));
+    match &c.role {
+        ColumnRole::Index(_) => return Ok(None),
+        ColumnRole::Coordinate(0) => {}
+        ColumnRole::Data(map) if map.as_slice() == [0] => {}
+        _ => {
+            return Err(refused(
+                "is not an array along the table's dimension".into(),
+            ))
+        }
+    }
+    // A group's columns are its children by name; an array's one column is itself.
+    let (node, path) = match root {
+        Node::Group(g) => (g.child(&c.name).await?, c.name.clone()),
+        Node::Array(_) => (root.clone(), String::new()),
+    };
+    let array = match node {
+        Node::Array(a) if a.shape().len() == 1 => a,
+        Node::Array(a) => {
+            let why = format!("is an array of {} dimensions", a.shape().len());
+            return Err(refused(why));
+        }
+        Node::Group(_) => {
+            return Err(refused(
+                "is an encoded group (AnnData categorical or nullable column); appending \
+                 writes plain 1-D arrays"
+                    .into(),
+            ))
+        }
+    };
+    let meta = array.metadata();
+    let field = Field::new(&c.name, data_type.clone(), true);
+    let options = options_of(meta, |why| {
+        refuse(location, format!("column '{}': {why}", c.name))
+    })?;
+    let writer = ColumnWriter::new(&field, path.clone(), None)?;
+    let doc = stored_doc(location, store, &field, &path, &writer, meta, &options).await?;
+    let null_marker = match writer.int_sentinel() {
+        Some((_, json)) if meta.zarr_format == 2 => doc["fill_value"] == json,
+        Some(_) => meta.attributes.contains_key("_FillValue"),
+        None => false,
+    };
+    Ok(Some(StoredColumn {
+        target: Target {
+            name: c.name.clone(),
+            path,
+            doc,
+            null_marker,
+        },
+        writer,
+        field,
+        options,
+        vlen: meta.codecs.array_to_bytes.name() != "bytes",
+    }))
+}
+
+/// The metadata document of the column of `field` (at `path`), refused unless its data type,
+/// chunking and codecs are what `writer` writes with `options`.
+async fn stored_doc(
+    location: &str,
+    store: &ZarrStore,
+    field: &Field,
+    path: &str,
+    writer: &ColumnWriter,
+    meta: &ArrayMetadata,
+    options: &TableWriteOptions,
+) -> Result<Value> {
+    let name = field.name();
+    let doc_name = if meta.zarr_format == 2 {
+        ".zarray"
+    } else {
+        "zarr.json"
+    };
+    let doc: Value = match store.child(path).get_opt(doc_name).await? {
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| refuse(location, format!("column '{name}': {doc_name}: {e}")))?,
+        None => {
+            let why = format!("column '{name}' has no {doc_name}");
+            return Err(refuse(location, why));
+        }
+    };
+    let expected = if meta.zarr_format == 2 {
+        writer.v2_metadata(meta.shape[0], options)?.0
+    } else {
+        writer.v3_metadata(meta.shape[0], options)
+    };
+    if layout_of(&doc, meta.zarr_format) != layout_of(&expected, meta.zarr_format) {
+        return Err(refuse(
+            location,
+            format!(
+                "column '{name}': its array's data type, chunking or codecs are not what \
+                 zarrow writes for a {} column",
+                field.data_type()
+            ),
+        ));
+    }
+    Ok(doc)
+}
+
+/// The whole units of rows the table has, and the rows of its partial last unit (rewritten
+/// merged with the first appended rows), NULL where a column's marker stands.
+async fn read_tail(
+    model: &TableModel,
+    columns: &StoredColumns,
+    old_rows: u64,
+    read: &ZarrReadOptions,
+) -> Result<(u64, Option<RecordBatch>)> {
+    let unit = columns.options.unit_rows();
+    let (units, partial) = (old_rows / unit, old_rows % unit);
+    if partial == 0 {
+        return Ok((units, None));
+    }
+    let mut values = Vec::with_capacity(columns.inputs.len());
+    let reader = TableReader::new(model);
+    let stored = columns.writers.iter().zip(&columns.targets);
+    for ((w, target), &i) in stored.zip(&columns.inputs) {
+        let column = reader
+            .read_column_region(i, &[units * unit], &[partial], read)
+            .await?;
+        values.push(match (w.int_sentinel(), target.null_marker) {
+            (Some((sentinel, _)), true) => sentinel_as_null(&column, sentinel)?,
+            _ => column,
+        });
+    }
+    let tail = RecordBatch::try_new(columns.schema.clone(), values)?;
+    Ok((units, Some(tail)))
+}
+
 impl TableAppender {
     /// Prepare appending batches of `schema` (the table's schema as it was opened) to the
     /// table at `store`'s root, read with `read` (the table's string types). Reads the
@@ -222,228 +508,28 @@ impl TableAppender {
         steps: Steps,
     ) -> Result<Self> {
         let location = store.location().to_string();
-        // An Icechunk branch: appended in a session, committed at the end (no lock until then).
-        let transaction =
-            Transaction::begin(&store, &CommitOptions::default(), policy, steps.clone()).await?;
-        let (store, lock) = match &transaction {
-            Some(t) => (t.store().clone(), None),
-            None => {
-                let operation = "INSERT (appending rows)";
-                let lock =
-                    WriterLock::acquire_counted(&store, operation, policy, steps.clone()).await?;
-                (store, Some(lock))
-            }
-        };
+        let (store, lock, transaction) = begin_append(store, policy, &steps).await?;
         let options = TableOptions {
             read: read.clone(),
             ..Default::default()
         };
         // The stored values, undecoded: what is appended is written as it comes.
         let model = TableModel::open_store(store.clone(), "", options).await?;
-        if model.dimensions().len() != 1 {
-            let dims: Vec<&str> = model.dimensions().iter().map(|d| d.name.as_str()).collect();
-            return Err(refuse(
-                &location,
-                format!(
-                    "the table has {} dimensions ({}); appending extends tables of one",
-                    dims.len(),
-                    dims.join(", ")
-                ),
-            ));
-        }
-        let stored = model.schema();
-        if stored.fields().len() != schema.fields().len() {
-            return Err(refuse(
-                &location,
-                format!(
-                    "the table's columns changed since it was opened ({} now, {} then)",
-                    stored.fields().len(),
-                    schema.fields().len()
-                ),
-            ));
-        }
-        for (s, t) in stored.fields().iter().zip(schema.fields()) {
-            if s.name() != t.name() || s.data_type() != t.data_type() {
-                return Err(refuse(
-                    &location,
-                    format!(
-                        "column '{}' is read as {} but stored as {} ('{}'): appending writes \
-                         stored values (open the table without decode_cf / fill_as_null)",
-                        t.name(),
-                        t.data_type(),
-                        s.data_type(),
-                        s.name()
-                    ),
-                ));
-            }
-        }
+        check_table(&location, &model, &schema)?;
         let root = Node::open_store(store.clone(), &location).await?;
         if let Node::Array(_) = root {
             refuse_group_member(&store, "cannot append").await?;
         }
-        let mut inputs = Vec::new();
-        let mut targets = Vec::new();
-        let mut writers = Vec::new();
-        let mut fields = Vec::new();
-        let mut unified: Option<TableWriteOptions> = None;
-        let mut strings: Option<VlenEncoding> = None;
-        for (i, c) in model.columns().iter().enumerate() {
-            match &c.role {
-                ColumnRole::Index(_) => continue,
-                ColumnRole::Coordinate(0) => {}
-                ColumnRole::Data(map) if map.as_slice() == [0] => {}
-                _ => {
-                    return Err(refuse(
-                        &location,
-                        format!(
-                            "column '{}' is not an array along the table's dimension",
-                            c.name
-                        ),
-                    ))
-                }
-            }
-            // A group's columns are its children by name; an array's one column is itself.
-            let (node, path) = match &root {
-                Node::Group(g) => (g.child(&c.name).await?, c.name.clone()),
-                Node::Array(_) => (root.clone(), String::new()),
-            };
-            let array = match node {
-                Node::Array(a) if a.shape().len() == 1 => a,
-                Node::Array(a) => {
-                    return Err(refuse(
-                        &location,
-                        format!(
-                            "column '{}' is an array of {} dimensions",
-                            c.name,
-                            a.shape().len()
-                        ),
-                    ))
-                }
-                Node::Group(_) => {
-                    return Err(refuse(
-                        &location,
-                        format!(
-                            "column '{}' is an encoded group (AnnData categorical or nullable \
-                             column); appending writes plain 1-D arrays",
-                            c.name
-                        ),
-                    ))
-                }
-            };
-            let meta = array.metadata();
-            let field = Field::new(&c.name, schema.field(i).data_type().clone(), true);
-            let opts = options_of(meta, |why| {
-                refuse(&location, format!("column '{}': {why}", c.name))
-            })?;
-            let writer = ColumnWriter::new(&field, path.clone(), None)?;
-            let child = store.child(&path);
-            let doc_name = if meta.zarr_format == 2 {
-                ".zarray"
-            } else {
-                "zarr.json"
-            };
-            let doc: Value = match child.get_opt(doc_name).await? {
-                Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                    refuse(&location, format!("column '{}': {doc_name}: {e}", c.name))
-                })?,
-                None => {
-                    return Err(refuse(
-                        &location,
-                        format!("column '{}' has no {doc_name}", c.name),
-                    ))
-                }
-            };
-            let expected = if meta.zarr_format == 2 {
-                writer.v2_metadata(meta.shape[0], &opts)?.0
-            } else {
-                writer.v3_metadata(meta.shape[0], &opts)
-            };
-            if layout_of(&doc, meta.zarr_format) != layout_of(&expected, meta.zarr_format) {
-                return Err(refuse(
-                    &location,
-                    format!(
-                        "column '{}': its array's data type, chunking or codecs are not what \
-                         zarrow writes for a {} column",
-                        c.name,
-                        field.data_type()
-                    ),
-                ));
-            }
-            let null_marker = match writer.int_sentinel() {
-                Some((_, json)) if meta.zarr_format == 2 => doc["fill_value"] == json,
-                Some(_) => meta.attributes.contains_key("_FillValue"),
-                None => false,
-            };
-            if array.metadata().codecs.array_to_bytes.name() != "bytes" {
-                match strings {
-                    Some(s) if s != opts.string_encoding => {
-                        return Err(refuse(
-                            &location,
-                            format!(
-                                "column '{}': string encodings differ between columns",
-                                c.name
-                            ),
-                        ))
-                    }
-                    _ => strings = Some(opts.string_encoding),
-                }
-            }
-            match &unified {
-                None => unified = Some(opts),
-                Some(u)
-                    if u.zarr_format != opts.zarr_format
-                        || u.chunk_rows != opts.chunk_rows
-                        || u.shard_rows != opts.shard_rows
-                        || u.compression != opts.compression =>
-                {
-                    return Err(refuse(
-                        &location,
-                        format!(
-                            "column '{}' is chunked or compressed unlike '{}'",
-                            c.name,
-                            targets.first().map_or("", |t: &Target| t.name.as_str())
-                        ),
-                    ))
-                }
-                Some(_) => {}
-            }
-            inputs.push(i);
-            fields.push(Field::new(c.name.clone(), field.data_type().clone(), true));
-            writers.push(writer);
-            targets.push(Target {
-                name: c.name.clone(),
-                path,
-                doc,
-                null_marker,
-            });
-        }
-        let Some(mut options) = unified else {
-            return Err(refuse(&location, "the table has no stored columns".into()));
-        };
-        if let Some(s) = strings {
-            options.string_encoding = s;
-        }
-        let stored_schema = Arc::new(Schema::new(fields));
+        let columns = stored_columns(&location, &store, &root, &model, &schema).await?;
         let old_rows = model.num_rows();
-        let unit = options.unit_rows();
-        let (units, partial) = (old_rows / unit, old_rows % unit);
-        let tail = if partial > 0 {
-            let mut columns = Vec::with_capacity(inputs.len());
-            let reader = TableReader::new(&model);
-            for (w, &i) in writers.iter().zip(&inputs) {
-                let values = reader
-                    .read_column_region(i, &[units * unit], &[partial], &read)
-                    .await?;
-                let values = match (w.int_sentinel(), targets[columns.len()].null_marker) {
-                    (Some((sentinel, _)), true) => sentinel_as_null(&values, sentinel)?,
-                    _ => values,
-                };
-                columns.push(values);
-            }
-            Some(RecordBatch::try_new(stored_schema.clone(), columns)?)
-        } else {
-            None
-        };
+        let (units, tail) = read_tail(&model, &columns, old_rows, &read).await?;
+        let StoredColumns {
+            inputs,
+            targets,
+            writers,
+            schema: stored_schema,
+            options,
+        } = columns;
         let zarr_format = options.zarr_format;
         let root_doc = read_root_doc(&store, zarr_format).await?;
         let writer = TableWriter::resume(
