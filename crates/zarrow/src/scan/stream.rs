@@ -29,8 +29,9 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::memory::{Budget, Held};
 use super::{ChunkFilter, ScanContext, ZarrScan};
+use crate::array::ReadContext;
 use crate::metrics::ScanMetrics;
-use crate::table::read::ColumnRuns;
+use crate::table::read::{AheadChunk, ColumnRuns};
 use crate::table::{TableModel, TableReader};
 use crate::task::in_background;
 use crate::{Error, Result};
@@ -108,7 +109,6 @@ pub(super) fn open(
     ctx: ScanContext,
 ) -> Result<ZarrRecordBatchStream> {
     let schema = model.projected_schema(&projection)?;
-    let batch_size = scan.batch_size.max(1);
     let metrics = ctx.metrics.clone();
     // A chunk filter applies to a scan without a limit (a limit's rows are the first ones).
     let filter = ctx.chunk_filter.clone().filter(|_| scan.limit.is_none());
@@ -119,112 +119,32 @@ pub(super) fn open(
         (_, Some(filter)) if !filter.is_settled() => 0,
         _ => ctx.decode_ahead,
     };
-    let memory = ctx.memory.clone().map(Budget::new);
-    // The stream's readers of the table's columns (and what they hold loaded).
-    let reader = Arc::new(TableReader::new(&model));
-    // What the table holds whole (a sparse matrix's `indptr`), reserved before it is read.
-    let mut whole = Held::new(memory.clone());
-    let held_whole = usize::try_from(reader.held_whole_bytes()).unwrap_or(usize::MAX);
-    whole.grow(held_whole, &|| {
-        format!(
-            "the {held_whole} bytes of '{}' read whole",
-            model.location()
-        )
-    })?;
-    let read = ctx.read_context(model.options().read.clone());
-    // Rows to take of each chunk: all, until the limit.
-    let mut remaining = scan.limit.unwrap_or(u64::MAX);
-    let planner = model.clone();
-    let plan = chunk_order(scan, ctx.reverse, filter.clone(), &read.metrics);
-    let plan = plan.map_while(move |coords| {
-        if remaining == 0 {
-            return None;
-        }
-        Some(planner.chunk_rows(&coords).map(|rows| {
-            let take = rows.min(remaining);
-            remaining -= take;
-            (coords, take)
-        }))
+    let chunk = Arc::new(ChunkStep {
+        reader: Arc::new(TableReader::new(&model)),
+        read: ctx.read_context(model.options().read.clone()),
+        memory: ctx.memory.clone().map(Budget::new),
+        location: model.location().into(),
+        schema: schema.clone(),
+        filter,
+        batch_size: scan.batch_size.max(1),
+        projection,
     });
-    // `concurrency` counts array chunk reads in flight: a chunk of rows fetches one array
-    // chunk per column that follows the driver's chunking. Under a memory limit each chunk
-    // ahead also waits for its reservation (memory.rs), so what is in flight is what the
-    // budget grants, up to this.
-    let per_chunk = projection
-        .iter()
-        .filter(|&&i| reader.fetched_ahead(i).is_some())
-        .count();
-    let ahead = (read.options.concurrency / per_chunk.max(1)).max(1);
-    let projection = Arc::new(projection);
-    let (fetcher, fetch_projection, fetch_read) =
-        (reader.clone(), projection.clone(), read.clone());
-    let location: Arc<str> = model.location().into();
-    let fetch_location = location.clone();
-    let out_schema = schema.clone();
+    // What the table holds whole (a sparse matrix's `indptr`), reserved before it is read.
+    let mut whole = Held::new(chunk.memory.clone());
+    let held_whole = usize::try_from(chunk.reader.held_whole_bytes()).unwrap_or(usize::MAX);
+    whole.grow(held_whole, &|| {
+        format!("the {held_whole} bytes of '{}' read whole", chunk.location)
+    })?;
+    let plan = planned_chunks(scan, ctx.reverse, &chunk, model);
+    let fetch = chunk.clone();
     let chunks = futures::stream::iter(plan)
         .enumerate()
         .map(move |(index, planned)| {
-            let (this, projection) = (fetcher.clone(), fetch_projection.clone());
-            let (read, memory) = (fetch_read.clone(), memory.clone());
-            let location = fetch_location.clone();
-            in_background("fetch", async move {
-                // Hold what the chunk will likely take before asking the store for it; what
-                // it takes beyond that, now if the budget has room, else when the chunk's turn
-                // comes (see memory.rs).
-                let mut held = Held::for_chunk(memory, index);
-                // (a chunk that fails here lets the ones behind it reserve when it is dropped)
-                let (coords, take) = planned?;
-                let what = || format!("reading chunk {coords:?} of '{location}'");
-                let reserved = held.reserve_ahead(&what).await?;
-                let fetched = this.fetch_ahead(&coords, &projection, &read).await?;
-                let stored: usize = fetched.iter().map(|f| f.stored_len()).sum();
-                let unreserved = held.settle(reserved, stored);
-                Ok((coords, take, fetched, held, unreserved))
-            })
+            let fetch = fetch.clone();
+            in_background("fetch", async move { fetch.fetch(index, planned).await })
         })
-        .buffered(ahead)
-        .and_then(move |(coords, take, fetched, mut held, unreserved)| {
-            let (reader, projection) = (reader.clone(), projection.clone());
-            let (read, schema, location) = (read.clone(), out_schema.clone(), location.clone());
-            let filter = filter.clone();
-            async move {
-                if !may_match(filter.as_deref(), &coords, &read.metrics) {
-                    // Ruled out since it was fetched: nothing of it is decoded.
-                    return Ok(ChunkBatches {
-                        schema,
-                        columns: Vec::new(),
-                        done: 0,
-                        rows: 0,
-                        batch_size,
-                        metrics: read.metrics,
-                        held,
-                    });
-                }
-                let what = || format!("reading chunk {coords:?} of '{location}'");
-                held.grow(unreserved, &what)?;
-                let columns = reader
-                    .column_runs(&coords, &projection, fetched, &read)
-                    .await?;
-                let whole: usize = columns.iter().map(ColumnRuns::held_bytes).sum();
-                held.grow(whole, &what)?;
-                read.metrics.add_chunk();
-                let take = usize::try_from(take).map_err(|_| {
-                    Error::table(
-                        location.to_string(),
-                        format!("chunk {coords:?} of '{location}' has more rows than usize holds"),
-                    )
-                })?;
-                Ok::<_, Error>(ChunkBatches {
-                    schema,
-                    columns,
-                    done: 0,
-                    rows: take,
-                    batch_size,
-                    metrics: read.metrics,
-                    held,
-                })
-            }
-        });
+        .buffered(chunk.ahead())
+        .and_then(move |fetched| chunk.clone().decode(fetched));
     let inner = if decode_ahead == 0 {
         chunks.map_ok(futures::stream::iter).try_flatten().boxed()
     } else {
@@ -245,6 +165,120 @@ pub(super) fn open(
         inner,
         _whole: whole,
     })
+}
+
+/// The chunks of `scan` in the order they are read, each with the rows to take of it: all,
+/// until the scan's limit.
+fn planned_chunks(
+    scan: &ZarrScan,
+    reverse: bool,
+    chunk: &ChunkStep,
+    model: Arc<TableModel>,
+) -> impl Iterator<Item = Result<(Vec<u64>, u64)>> + Send + 'static {
+    let mut remaining = scan.limit.unwrap_or(u64::MAX);
+    let order = chunk_order(scan, reverse, chunk.filter.clone(), &chunk.read.metrics);
+    order.map_while(move |coords| {
+        if remaining == 0 {
+            return None;
+        }
+        Some(model.chunk_rows(&coords).map(|rows| {
+            let take = rows.min(remaining);
+            remaining -= take;
+            (coords, take)
+        }))
+    })
+}
+
+/// What every chunk of a scan is fetched and decoded with: one value the stream's steps share.
+struct ChunkStep {
+    /// The readers of the table's columns (and what they hold loaded).
+    reader: Arc<TableReader>,
+    read: ReadContext,
+    memory: Option<Arc<Budget>>,
+    location: Arc<str>,
+    /// The batches' schema.
+    schema: SchemaRef,
+    filter: Option<Arc<dyn ChunkFilter>>,
+    batch_size: usize,
+    /// The columns read.
+    projection: Vec<usize>,
+}
+
+/// A chunk fetched: its coordinates, the rows to take of it, its columns' stored bytes, the
+/// memory held for it and what is still to reserve once it is decoded.
+type Fetched = (Vec<u64>, u64, Vec<AheadChunk>, Held, usize);
+
+impl ChunkStep {
+    /// How many chunks are fetched ahead. `concurrency` counts array chunk reads in flight: a
+    /// chunk of rows fetches one array chunk per column that follows the driver's chunking.
+    /// Under a memory limit each chunk ahead also waits for its reservation (memory.rs), so
+    /// what is in flight is what the budget grants, up to this.
+    fn ahead(&self) -> usize {
+        let per_chunk = self
+            .projection
+            .iter()
+            .filter(|&&i| self.reader.fetched_ahead(i).is_some())
+            .count();
+        (self.read.options.concurrency / per_chunk.max(1)).max(1)
+    }
+
+    /// Fetch the `index`th chunk of the plan.
+    async fn fetch(&self, index: usize, planned: Result<(Vec<u64>, u64)>) -> Result<Fetched> {
+        // Hold what the chunk will likely take before asking the store for it; what it takes
+        // beyond that, now if the budget has room, else when the chunk's turn comes (see
+        // memory.rs).
+        let mut held = Held::for_chunk(self.memory.clone(), index);
+        // (a chunk that fails here lets the ones behind it reserve when it is dropped)
+        let (coords, take) = planned?;
+        let location = &self.location;
+        let what = || format!("reading chunk {coords:?} of '{location}'");
+        let reserved = held.reserve_ahead(&what).await?;
+        let fetched = self
+            .reader
+            .fetch_ahead(&coords, &self.projection, &self.read)
+            .await?;
+        let stored: usize = fetched.iter().map(|f| f.stored_len()).sum();
+        let unreserved = held.settle(reserved, stored);
+        Ok((coords, take, fetched, held, unreserved))
+    }
+
+    /// The batches of a fetched chunk (none if the chunk filter rules it out by now).
+    async fn decode(self: Arc<Self>, fetched: Fetched) -> Result<ChunkBatches> {
+        let (coords, take, fetched, mut held, unreserved) = fetched;
+        let mut batches = ChunkBatches {
+            schema: self.schema.clone(),
+            columns: Vec::new(),
+            done: 0,
+            rows: 0,
+            batch_size: self.batch_size,
+            metrics: self.read.metrics.clone(),
+            held: Held::new(None),
+        };
+        if !may_match(self.filter.as_deref(), &coords, &self.read.metrics) {
+            // Ruled out since it was fetched: nothing of it is decoded.
+            batches.held = held;
+            return Ok(batches);
+        }
+        let location = &self.location;
+        let what = || format!("reading chunk {coords:?} of '{location}'");
+        held.grow(unreserved, &what)?;
+        let columns = self
+            .reader
+            .column_runs(&coords, &self.projection, fetched, &self.read)
+            .await?;
+        let whole: usize = columns.iter().map(ColumnRuns::held_bytes).sum();
+        held.grow(whole, &what)?;
+        self.read.metrics.add_chunk();
+        batches.rows = usize::try_from(take).map_err(|_| {
+            Error::table(
+                location.to_string(),
+                format!("chunk {coords:?} of '{location}' has more rows than usize holds"),
+            )
+        })?;
+        batches.columns = columns;
+        batches.held = held;
+        Ok(batches)
+    }
 }
 
 /// The chunks of `scan` in the order they are read (the reverse of the scan's with `reverse`
