@@ -239,19 +239,13 @@ pub(super) fn numcodecs(
         "delta" => {
             c.only(&["id", "dtype", "astype"])?;
             let dtype = dtype_of(c, "dtype")?;
-            let astype = match c.str("astype")? {
-                Some(s) => Numeric::parse_key("astype", s)?,
-                None => dtype,
-            };
+            let astype = astype_or(c, dtype)?;
             Filter::Delta { dtype, astype }
         }
         "fixedscaleoffset" => {
             c.only(&["id", "offset", "scale", "dtype", "astype"])?;
             let dtype = dtype_of(c, "dtype")?;
-            let astype = match c.str("astype")? {
-                Some(s) => Numeric::parse_key("astype", s)?,
-                None => dtype,
-            };
+            let astype = astype_or(c, dtype)?;
             let scale = float_of(c, "scale", 1.0)?;
             if scale == 0.0 || !scale.is_finite() {
                 return Err(ConfigError::bad_value(
@@ -270,10 +264,7 @@ pub(super) fn numcodecs(
         "quantize" => {
             c.only(&["id", "digits", "dtype", "astype"])?;
             let to = dtype_of(c, "dtype")?;
-            let from = match c.str("astype")? {
-                Some(s) => Numeric::parse_key("astype", s)?,
-                None => to,
-            };
+            let from = astype_or(c, to)?;
             let digits = c
                 .int("digits")?
                 .ok_or_else(|| ConfigError::missing("digits"))?;
@@ -305,39 +296,7 @@ pub(super) fn numcodecs(
             c.only(&["id"])?;
             Filter::PackBits
         }
-        "categorize" => {
-            c.only(&["id", "labels", "dtype", "astype"])?;
-            let labels = c
-                .get("labels")
-                .and_then(Value::as_array)
-                .ok_or_else(|| ConfigError::missing("labels"))?
-                .iter()
-                .map(|l| l.as_str().map(str::to_string))
-                .collect::<Option<Vec<String>>>()
-                .ok_or_else(|| {
-                    ConfigError::bad_value(
-                        "labels",
-                        c.get("labels").unwrap_or(&Value::Null),
-                        "a list of strings",
-                    )
-                })?;
-            let out = match data_type {
-                DataType::FixedUtf32 { length_bytes } => TextOut::Utf32(*length_bytes),
-                DataType::String => TextOut::Vlen,
-                other => {
-                    return Err(ConfigError::unsupported(
-                        None,
-                        format!("categorize decodes to strings, not {}", other.name()),
-                    ))
-                }
-            };
-            Filter::Categorize {
-                labels,
-                astype: dtype_of(c, "astype")?,
-                out,
-                dtype: c.str("dtype")?.unwrap_or("|O").to_string(),
-            }
-        }
+        "categorize" => categorize(c, data_type)?,
         "json2" => {
             if !matches!(data_type, DataType::String) {
                 return Err(ConfigError::unsupported(
@@ -350,6 +309,49 @@ pub(super) fn numcodecs(
         }
         _ => return Ok(None),
     }))
+}
+
+/// The `astype` of a filter's configuration: the type it encodes to, `dtype` where unset.
+fn astype_or(c: &Config<'_>, dtype: Numeric) -> Result<Numeric, ConfigError> {
+    match c.str("astype")? {
+        Some(s) => Numeric::parse_key("astype", s),
+        None => Ok(dtype),
+    }
+}
+
+/// numcodecs' `categorize`: stored integers indexing `labels`, decoded to the array's strings.
+fn categorize(c: &Config<'_>, data_type: &DataType) -> Result<Filter, ConfigError> {
+    c.only(&["id", "labels", "dtype", "astype"])?;
+    let labels = c
+        .get("labels")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ConfigError::missing("labels"))?
+        .iter()
+        .map(|l| l.as_str().map(str::to_string))
+        .collect::<Option<Vec<String>>>()
+        .ok_or_else(|| {
+            ConfigError::bad_value(
+                "labels",
+                c.get("labels").unwrap_or(&Value::Null),
+                "a list of strings",
+            )
+        })?;
+    let out = match data_type {
+        DataType::FixedUtf32 { length_bytes } => TextOut::Utf32(*length_bytes),
+        DataType::String => TextOut::Vlen,
+        other => {
+            return Err(ConfigError::unsupported(
+                None,
+                format!("categorize decodes to strings, not {}", other.name()),
+            ))
+        }
+    };
+    Ok(Filter::Categorize {
+        labels,
+        astype: dtype_of(c, "astype")?,
+        out,
+        dtype: c.str("dtype")?.unwrap_or("|O").to_string(),
+    })
 }
 
 impl Filter {
@@ -538,33 +540,7 @@ impl Filter {
             Filter::Delta { dtype, astype } => {
                 let items = elements(astype)?;
                 let mut out = out_buffer(items.len(), dtype)?;
-                match dtype.kind {
-                    NumKind::Float if dtype.size == 4 => {
-                        let mut acc = 0f32;
-                        for x in items {
-                            acc += as_f64(astype.read(x)) as f32;
-                            dtype.write(Num::Float(f64::from(acc)), &mut out);
-                        }
-                    }
-                    NumKind::Float => {
-                        let mut acc = 0f64;
-                        for x in items {
-                            acc += as_f64(astype.read(x));
-                            dtype.write(Num::Float(acc), &mut out);
-                        }
-                    }
-                    _ => {
-                        let mut acc = 0i128;
-                        for x in items {
-                            let v = match astype.read(x) {
-                                Num::Int(i) => i,
-                                Num::Float(f) => f as i128,
-                            };
-                            acc = wrap(acc.wrapping_add(v), dtype);
-                            dtype.write(Num::Int(acc), &mut out);
-                        }
-                    }
-                }
+                undelta(items, dtype, astype, &mut out);
                 out
             }
             Filter::FixedScaleOffset {
@@ -589,24 +565,7 @@ impl Filter {
                 }
                 out
             }
-            Filter::PackBits => {
-                let (&pad, bits) = input
-                    .split_first()
-                    .ok_or_else(|| ChunkError::Truncated("packbits: empty chunk".into()))?;
-                let total = (bits.len() * 8)
-                    .checked_sub(usize::from(pad))
-                    .filter(|_| pad < 8);
-                let total = total
-                    .ok_or_else(|| ChunkError::Invalid(format!("packbits: {pad} padding bits")))?;
-                if total > max_size {
-                    return Err(too_large(id, total, max_size));
-                }
-                let mut out = buffer(total, id)?;
-                for i in 0..total {
-                    out.push((bits[i / 8] >> (7 - i % 8)) & 1);
-                }
-                out
-            }
+            Filter::PackBits => unpack_bits(input, max_size)?,
             Filter::Categorize {
                 labels,
                 astype,
@@ -634,6 +593,64 @@ impl Filter {
         };
         Ok(Bytes::from(out))
     }
+}
+
+/// Undo numcodecs' `delta`: the running sums of `items` (of `astype`) as `dtype`, into `out`.
+fn undelta(
+    items: std::slice::ChunksExact<'_, u8>,
+    dtype: &Numeric,
+    astype: &Numeric,
+    out: &mut Vec<u8>,
+) {
+    match dtype.kind {
+        NumKind::Float if dtype.size == 4 => {
+            let mut acc = 0f32;
+            for x in items {
+                acc += as_f64(astype.read(x)) as f32;
+                dtype.write(Num::Float(f64::from(acc)), out);
+            }
+        }
+        NumKind::Float => {
+            let mut acc = 0f64;
+            for x in items {
+                acc += as_f64(astype.read(x));
+                dtype.write(Num::Float(acc), out);
+            }
+        }
+        _ => {
+            let mut acc = 0i128;
+            for x in items {
+                let v = match astype.read(x) {
+                    Num::Int(i) => i,
+                    Num::Float(f) => f as i128,
+                };
+                acc = wrap(acc.wrapping_add(v), dtype);
+                dtype.write(Num::Int(acc), out);
+            }
+        }
+    }
+}
+
+/// Undo numcodecs' `packbits`: a byte of padding bits, then the bits, 8 to a byte, first
+/// bit highest; one byte per bit out, at most `max_size`.
+fn unpack_bits(input: &Bytes, max_size: usize) -> Result<Vec<u8>, ChunkError> {
+    let id = "packbits";
+    let (&pad, bits) = input
+        .split_first()
+        .ok_or_else(|| ChunkError::Truncated("packbits: empty chunk".into()))?;
+    let total = (bits.len() * 8)
+        .checked_sub(usize::from(pad))
+        .filter(|_| pad < 8);
+    let total =
+        total.ok_or_else(|| ChunkError::Invalid(format!("packbits: {pad} padding bits")))?;
+    if total > max_size {
+        return Err(too_large(id, total, max_size));
+    }
+    let mut out = buffer(total, id)?;
+    for i in 0..total {
+        out.push((bits[i / 8] >> (7 - i % 8)) & 1);
+    }
+    Ok(out)
 }
 
 fn as_f64(v: Num) -> f64 {

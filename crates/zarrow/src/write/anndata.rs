@@ -103,6 +103,135 @@ fn element_bytes(values: &dyn Array) -> Result<Vec<Option<Vec<u8>>>> {
     }
 }
 
+/// The index column's position in `schema` (`None` for the generated `_index`) and name:
+/// the `index` option's, else the column zarrow's reader marks as a dataframe's index (read
+/// from an AnnData dataframe).
+fn index_column(schema: &Schema, options: &TableWriteOptions) -> Result<(Option<usize>, String)> {
+    let marked = schema
+        .fields()
+        .iter()
+        .find(|f| crate::table::is_anndata_index(f) && is_string(f.data_type()))
+        .map(|f| f.name().clone());
+    let index_option = options.index.clone().or(marked);
+    let index = match &index_option {
+        Some(name) => {
+            let invalid = |message: String| Error::invalid_option("index", message);
+            let (at, field) = schema
+                .column_with_name(name)
+                .ok_or_else(|| invalid(format!("no column '{name}' in the input")))?;
+            if !is_string(field.data_type()) {
+                return Err(invalid(format!(
+                    "column '{name}' is of type {}: an AnnData index is strings \
+                     (cast it in the query)",
+                    field.data_type()
+                )));
+            }
+            Some(at)
+        }
+        None => None,
+    };
+    let name = index_option.unwrap_or_else(|| GENERATED_INDEX.to_string());
+    Ok((index, name))
+}
+
+/// The writers of a dataframe's stored arrays, and their fields, in order.
+#[derive(Default)]
+struct StoredArrays {
+    writers: Vec<ColumnWriter>,
+    fields: Vec<Field>,
+}
+
+impl StoredArrays {
+    /// An array at `path` of `field`'s values, with AnnData's `encoding`.
+    fn add(&mut self, field: Field, path: String, encoding: &'static str) -> Result<()> {
+        self.writers
+            .push(ColumnWriter::new(&field, path.clone(), Some(encoding))?);
+        self.fields
+            .push(Field::new(path, field.data_type().clone(), true));
+        Ok(())
+    }
+}
+
+/// The AnnData encoding of `field`, its arrays added to `arrays`.
+fn column_kind(field: &Field, arrays: &mut StoredArrays) -> Result<Kind> {
+    let name = field.name();
+    let array_encoding = |dt: &ArrowType| {
+        if is_string(dt) {
+            "string-array"
+        } else {
+            "array"
+        }
+    };
+    Ok(match field.data_type() {
+        dt @ ArrowType::Struct(_) => {
+            return Err(Error::Write {
+                path: name.clone(),
+                message: format!(
+                    "column '{name}' of type {dt}: an AnnData dataframe has no \
+                     structured columns (use layout 'xarray')"
+                ),
+            })
+        }
+        ArrowType::Dictionary(key, values) => {
+            let wide = matches!(key.as_ref(), ArrowType::Int64 | ArrowType::UInt64)
+                || matches!(key.as_ref(), ArrowType::UInt32);
+            let codes_type = if wide {
+                ArrowType::Int64
+            } else {
+                ArrowType::Int32
+            };
+            arrays.add(
+                Field::new("codes", codes_type, false),
+                format!("{name}/codes"),
+                "array",
+            )?;
+            // The categories' writer is made at the end, when their number is known; check
+            // their type now.
+            ColumnWriter::new(
+                &Field::new("categories", values.as_ref().clone(), false),
+                format!("{name}/categories"),
+                Some("array"),
+            )?;
+            Kind::Categorical(Categories {
+                values_type: values.as_ref().clone(),
+                codes: HashMap::new(),
+                parts: Vec::new(),
+                wide,
+                ordered: field.dict_is_ordered().unwrap_or(false),
+            })
+        }
+        // Read from a plain AnnData array (`zarrow.encoding-type` says so): a plain array
+        // again, as the source had it.
+        dt if field.is_nullable()
+            && !read_as_plain(field)
+            && (dt.is_integer() || *dt == ArrowType::Boolean || is_string(dt)) =>
+        {
+            let encoding = if dt.is_integer() {
+                "nullable-integer"
+            } else if *dt == ArrowType::Boolean {
+                "nullable-boolean"
+            } else {
+                "nullable-string-array"
+            };
+            arrays.add(
+                Field::new(name, dt.clone(), true),
+                format!("{name}/values"),
+                array_encoding(dt),
+            )?;
+            arrays.add(
+                Field::new("mask", ArrowType::Boolean, false),
+                format!("{name}/mask"),
+                "array",
+            )?;
+            Kind::Masked(encoding)
+        }
+        dt => {
+            arrays.add(field.clone(), name.clone(), array_encoding(dt))?;
+            Kind::Plain
+        }
+    })
+}
+
 impl AnnDataFrame {
     /// The layout of `schema`, and the writers of its stored arrays (the index first, then the
     /// columns' arrays in order); errors name the column.
@@ -110,41 +239,10 @@ impl AnnDataFrame {
         schema: &Schema,
         options: &TableWriteOptions,
     ) -> Result<(Self, Vec<ColumnWriter>, Vec<Field>)> {
-        // Without the option, the column zarrow's reader marks as a dataframe's index (read
-        // from an AnnData dataframe) is the index again.
-        let marked = schema
-            .fields()
-            .iter()
-            .find(|f| crate::table::is_anndata_index(f) && is_string(f.data_type()))
-            .map(|f| f.name().clone());
-        let index_option = options.index.clone().or(marked);
-        let index = match &index_option {
-            Some(name) => {
-                let invalid = |message: String| Error::invalid_option("index", message);
-                let (at, field) = schema
-                    .column_with_name(name)
-                    .ok_or_else(|| invalid(format!("no column '{name}' in the input")))?;
-                if !is_string(field.data_type()) {
-                    return Err(invalid(format!(
-                        "column '{name}' is of type {}: an AnnData index is strings \
-                         (cast it in the query)",
-                        field.data_type()
-                    )));
-                }
-                Some(at)
-            }
-            None => None,
-        };
-        let index_name = index_option.unwrap_or_else(|| GENERATED_INDEX.to_string());
-        let mut writers = Vec::new();
-        let mut fields = Vec::new();
-        let mut add = |field: Field, path: String, encoding| -> Result<()> {
-            writers.push(ColumnWriter::new(&field, path.clone(), Some(encoding))?);
-            fields.push(Field::new(path, field.data_type().clone(), true));
-            Ok(())
-        };
+        let (index, index_name) = index_column(schema, options)?;
+        let mut arrays = StoredArrays::default();
         let index_type = index.map_or(ArrowType::Utf8, |at| schema.field(at).data_type().clone());
-        add(
+        arrays.add(
             Field::new(&index_name, index_type, false),
             index_name.clone(),
             "string-array",
@@ -160,82 +258,7 @@ impl AnnDataFrame {
                     "column '{name}': AnnData reserves that name for the index"
                 )));
             }
-            let dt = field.data_type();
-            let array_encoding = |dt: &ArrowType| {
-                if is_string(dt) {
-                    "string-array"
-                } else {
-                    "array"
-                }
-            };
-            let kind = match dt {
-                ArrowType::Struct(_) => {
-                    return Err(Error::Write {
-                        path: name.clone(),
-                        message: format!(
-                            "column '{name}' of type {dt}: an AnnData dataframe has no \
-                             structured columns (use layout 'xarray')"
-                        ),
-                    })
-                }
-                ArrowType::Dictionary(key, values) => {
-                    let wide = matches!(key.as_ref(), ArrowType::Int64 | ArrowType::UInt64)
-                        || matches!(key.as_ref(), ArrowType::UInt32);
-                    let codes_type = if wide {
-                        ArrowType::Int64
-                    } else {
-                        ArrowType::Int32
-                    };
-                    add(
-                        Field::new("codes", codes_type, false),
-                        format!("{name}/codes"),
-                        "array",
-                    )?;
-                    // The categories' writer is made at the end, when their number is known;
-                    // check their type now.
-                    ColumnWriter::new(
-                        &Field::new("categories", values.as_ref().clone(), false),
-                        format!("{name}/categories"),
-                        Some("array"),
-                    )?;
-                    Kind::Categorical(Categories {
-                        values_type: values.as_ref().clone(),
-                        codes: HashMap::new(),
-                        parts: Vec::new(),
-                        wide,
-                        ordered: field.dict_is_ordered().unwrap_or(false),
-                    })
-                }
-                // Read from a plain AnnData array (`zarrow.encoding-type` says so): a plain
-                // array again, as the source had it.
-                dt if field.is_nullable()
-                    && !read_as_plain(field)
-                    && (dt.is_integer() || *dt == ArrowType::Boolean || is_string(dt)) =>
-                {
-                    let encoding = if dt.is_integer() {
-                        "nullable-integer"
-                    } else if *dt == ArrowType::Boolean {
-                        "nullable-boolean"
-                    } else {
-                        "nullable-string-array"
-                    };
-                    add(
-                        Field::new(&name, dt.clone(), true),
-                        format!("{name}/values"),
-                        array_encoding(dt),
-                    )?;
-                    add(
-                        Field::new("mask", ArrowType::Boolean, false),
-                        format!("{name}/mask"),
-                        "array",
-                    )?;
-                    Kind::Masked(encoding)
-                }
-                dt => {
-                    add(field.as_ref().clone(), name.clone(), array_encoding(dt))?;
-                    Kind::Plain
-                }
-            };
+            let kind = column_kind(field, &mut arrays)?;
             columns.push(Column { input, name, kind });
         }
         Ok((
@@ -244,8 +267,8 @@ impl AnnDataFrame {
                 index_name,
                 columns,
             },
-            writers,
-            fields,
+            arrays.writers,
+            arrays.fields,
         ))
     }
 
