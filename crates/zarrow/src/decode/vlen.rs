@@ -597,11 +597,14 @@ pub(crate) fn numcodecs_views_at(
         let (window_start, window_first) = (pos, first + views.len());
         let window_end = pos.saturating_add(UTF8_WINDOW);
         let mut header_bits = 0u32;
-        while views.len() < k && pos < window_end {
-            let (view, len32, end) = numcodecs_view(bytes, pos, first + views.len(), target)?;
+        for element in window_first..first + k {
+            let (view, len32, end) = numcodecs_view(bytes, pos, element, target)?;
             header_bits |= len32;
             views.push(view);
             pos = end;
+            if pos >= window_end {
+                break;
+            }
         }
         if target.utf8 {
             numcodecs_window_utf8(&bytes[window_start..pos], window_first, header_bits)?;
@@ -614,6 +617,19 @@ pub(crate) fn numcodecs_views_at(
         pos,
     ))
 }
+
+/// For an item of `len` <= 12 bytes, the bits of its 16 stored bytes (header on) that its view
+/// keeps: the low 32 + 8 * `len`.
+#[cfg(feature = "utf8view")]
+const SHORT_VIEW_MASKS: [u128; 13] = {
+    let mut masks = [0u128; 13];
+    let mut len = 0;
+    while len < 13 {
+        masks[len] = u128::MAX >> (96 - 8 * len);
+        len += 1;
+    }
+    masks
+};
 
 /// The view of the numcodecs item whose length header is at `header` in `bytes` (item
 /// `element` of its chunk), its length and where it ends. The view describes the item's
@@ -654,9 +670,9 @@ fn numcodecs_view(
             bytes.len() - start
         )));
     }
-    let view = if len <= 12 {
-        // Keep the header and the item's bytes (the low 32 + 8 * len bits), zero the rest.
-        stored & (u128::MAX >> (96 - 8 * len))
+    let view = if let Some(mask) = SHORT_VIEW_MASKS.get(len) {
+        // At most 12 bytes: keep the header and the item's bytes, zero the rest.
+        stored & mask
     } else {
         // `start` < buffer length <= u32::MAX (checked by the caller); buffer index 0.
         (stored & u128::from(u64::MAX)) | (u128::from(start as u32) << 96)
