@@ -172,3 +172,42 @@ async fn a_missing_store_is_a_planning_error() {
     };
     assert!(err.to_string().contains("no_such_store.zarr"), "{err}");
 }
+
+/// Pins what Ballista 55 does with a join's dynamic filter: nothing. Its session settings
+/// (`upgrade_for_ballista`) turn `datafusion.optimizer.enable_dynamic_filter_pushdown` off, so
+/// the scheduler's plan carries no dynamic filter; the executor decodes a task's plan with
+/// `DefaultPhysicalProtoConverter` (no sharing of a `DynamicFilterPhysicalExpr` by `expr_id`)
+/// and resets each node of a multi-task plan (`HashJoinExec::reset_state` drops its dynamic
+/// filter). The scan of `X` reads all 8 chunks though one cell of `obs` (chunk 0) joins; the
+/// answer is the local one. Locally the same query prunes 7 chunks at run time. This test
+/// fails the day executors prune at run time: then assert `pruned > 0`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn executors_do_not_prune_a_join_at_run_time_yet() {
+    let (local, cluster) = both().await;
+    let pbmc = data("../../../data/pbmc_sample.zarr");
+    // X: 2000 cells × 200 genes in 8 chunks of 250 cells; the barcode is cell 0's.
+    let sql = format!(
+        "SELECT count(*), sum(x.\"X\") FROM '{pbmc}/X' x JOIN '{pbmc}/obs' o \
+         ON x.dim_0 = o.dim_0 WHERE o.barcode = 'TGGCCATCTCACACAG-1'"
+    );
+    assert_eq!(run(&cluster, &sql).await, run(&local, &sql).await);
+    assert_eq!(counter(&local, &sql, "chunks_pruned_at_run_time").await, 7);
+    assert_eq!(
+        counter(&cluster, &sql, "chunks_pruned_at_run_time").await,
+        0
+    );
+    // All 8 of X, and obs's one chunk in each task of the join's stage.
+    assert!(counter(&cluster, &sql, "chunks_read").await >= 9);
+}
+
+/// The sum of metric `name` over the plan `EXPLAIN ANALYZE sql` shows in `ctx`.
+async fn counter(ctx: &SessionContext, sql: &str, name: &str) -> u64 {
+    let text = run(ctx, &format!("EXPLAIN ANALYZE {sql}")).await.join("\n");
+    text.split(&format!("{name}="))
+        .skip(1)
+        .filter_map(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse::<u64>().ok()
+        })
+        .sum()
+}
