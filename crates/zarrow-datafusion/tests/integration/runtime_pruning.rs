@@ -215,3 +215,69 @@ async fn run_time_pruning_never_changes_an_answer() {
         }
     }
 }
+
+/// A monotonic coordinate read for pruning orders the scan (no sort for `ORDER BY time`):
+/// the same answers as the table copied into memory, with pruning at run time on and off and
+/// over several partition counts, and its min/max as the scan's statistics.
+#[tokio::test]
+async fn run_time_pruning_and_coordinate_ordering_never_change_an_answer() {
+    let xarray = zarrow_testkit::fixture("xarray_v3.zarr");
+    let queries = [
+        "SELECT time, temperature FROM t WHERE time >= 6 AND station = 'ALPHA' ORDER BY time",
+        "SELECT time, temperature FROM t WHERE time >= 30 AND station = 'ALPHA'
+         ORDER BY time DESC LIMIT 3",
+        "SELECT time, station FROM t WHERE time < 40 ORDER BY time, station",
+        "SELECT min(time), max(time), count(*) FROM t WHERE time BETWEEN 12 AND 40",
+    ];
+    for partitions in [1, 2, 3] {
+        let config = || SessionConfig::new().with_target_partitions(partitions);
+        let memory = zarr_session_context(config());
+        memory
+            .sql(&format!("CREATE TABLE t AS SELECT * FROM '{xarray}'"))
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        for on in [true, false] {
+            let ctx = zarr_session_context(config());
+            ctx.sql(&format!("SET zarrow.runtime_pruning = {on}"))
+                .await
+                .unwrap();
+            ctx.sql(&format!(
+                "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{xarray}'"
+            ))
+            .await
+            .unwrap();
+            for sql in queries {
+                let (want, _) = run(&memory, sql).await;
+                let (got, plan) = run(&ctx, sql).await;
+                assert_eq!(got, want, "{partitions} {on}: {sql}");
+                let text = datafusion::physical_plan::displayable(plan.as_ref())
+                    .indent(true)
+                    .to_string();
+                if sql.ends_with("ORDER BY time") {
+                    assert!(!text.contains("SortExec"), "{text}");
+                    assert!(text.contains("output_ordering=[time@0 ASC"), "{text}");
+                }
+            }
+        }
+        // The scan's statistics: time's min/max over the chunks kept (times 24 to 54).
+        let ctx = zarr_session_context(config());
+        let df = ctx
+            .sql(&format!(
+                "SELECT time FROM '{xarray}' WHERE time >= 30 AND station = 'ALPHA'"
+            ))
+            .await
+            .unwrap();
+        let plan = df.create_physical_plan().await.unwrap();
+        let text = datafusion::physical_plan::displayable(plan.as_ref())
+            .set_show_statistics(true)
+            .indent(true)
+            .to_string();
+        assert!(
+            text.contains("Min=Exact(Int64(24)) Max=Exact(Int64(54))"),
+            "{text}"
+        );
+    }
+}
