@@ -153,6 +153,10 @@ impl PackBits {
         let pad = (data_len * 8 - total_bits) as u8;
         let data = match self.padding {
             Padding::None => Some(stored),
+            // zarrs (zarrista 0.1.0) leaves the padding byte out for types of whole bytes
+            // (float8, int8, ...): with no padding bits the length alone tells, as a chunk
+            // with the byte is one byte longer.
+            _ if pad == 0 && stored.len() == data_len => Some(stored),
             Padding::FirstByte => stored
                 .split_first()
                 .filter(|(p, _)| **p == pad)
@@ -234,6 +238,20 @@ mod tests {
         // A wrong padding count or length is a chunk error.
         assert!(p.decode(&[3, 0x7f, 0x08], 3).is_err());
         assert!(p.decode(&[4, 0x7f], 3).is_err());
+    }
+
+    #[test]
+    fn a_whole_byte_type_may_leave_the_padding_byte_out() {
+        // zarrs writes float8 / int8 chunks under `first_byte` without the (zero) count.
+        let p = codec(&DataType::UInt8, json!({"padding_encoding": "first_byte"})).unwrap();
+        assert_eq!(p.decode(&[0, 5, 10], 3).unwrap(), [0, 5, 10]);
+        assert_eq!(p.decode(&[0, 0, 5, 10], 3).unwrap(), [0, 5, 10]);
+        let p = codec(&DataType::UInt8, json!({"padding_encoding": "last_byte"})).unwrap();
+        assert_eq!(p.decode(&[7, 9], 2).unwrap(), [7, 9]);
+        // Only where no padding bits are needed: a sub-byte chunk must hold its count.
+        let bool4 = codec(&DataType::Bool, json!({"padding_encoding": "first_byte"})).unwrap();
+        assert!(bool4.decode(&[0b0101], 4).is_err());
+        assert!(p.decode(&[7], 2).is_err());
     }
 
     #[test]
