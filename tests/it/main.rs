@@ -21,4 +21,5 @@ mod sparse;
 mod struct_type;
 mod write_table;
 mod xarray_nat;
+mod zarrista_writer;
 mod zero_copy;
