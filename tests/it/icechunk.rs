@@ -637,3 +637,113 @@ async fn copy_and_insert_into_a_branch_over_s3() {
     let before = text(format!("SELECT {sums} FROM '{root}@{first}/t'")).await;
     assert!(before.contains("| 3 | 6     | 2       |"), "{before}");
 }
+
+/// What a statement reports of the snapshots it wrote and read: `COPY` and `INSERT INTO` an
+/// Icechunk location answer `count` and the `snapshot_id` they committed (NULL when nothing
+/// was committed), which reads back as that version; `EXPLAIN` of a query on a branch names
+/// the snapshot it reads, `EXPLAIN ANALYZE` of a write the one it committed; a plain store's
+/// `COPY` answers `count` alone.
+#[tokio::test]
+async fn statements_report_the_snapshot_they_wrote_and_read() {
+    use arrow::array::{StringArray, UInt64Array};
+    use arrow::record_batch::RecordBatch;
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = format!("icechunk+file://{}/w.icechunk", dir.path().display());
+    let t = format!("{root}@main/t");
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    let run = |sql: String| {
+        let ctx = ctx.clone();
+        async move {
+            let df = ctx.sql(&sql).await.unwrap();
+            let schema = df.schema().inner().clone();
+            let batches = df.collect().await.unwrap();
+            let schema = batches.first().map_or(schema, |b| b.schema());
+            arrow::compute::concat_batches(&schema, &batches).unwrap()
+        }
+    };
+    // (count, snapshot_id) of a write's one row
+    let written = |b: RecordBatch| {
+        let names: Vec<&str> = b
+            .schema_ref()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(names, ["count", "snapshot_id"]);
+        assert_eq!(b.num_rows(), 1);
+        let count = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .unwrap()
+            .value(0);
+        let ids = b.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+        (count, (!ids.is_null(0)).then(|| ids.value(0).to_string()))
+    };
+    let rows_at = |version: String| {
+        let ctx = ctx.clone();
+        let root = root.clone();
+        async move {
+            let sql = format!("SELECT count(*) FROM '{root}@{version}/t'");
+            let b = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+            b[0].column(0)
+                .as_primitive::<arrow::datatypes::Int64Type>()
+                .value(0)
+        }
+    };
+
+    let copy = run(format!(
+        "COPY (SELECT * FROM (VALUES (1, 'a'), (2, 'bb'), (3, NULL)) AS v(id, s)) TO '{t}' \
+         STORED AS ZARR OPTIONS (chunk_rows 2, create_repository true)"
+    ))
+    .await;
+    let (n, first) = written(copy);
+    let first = first.expect("COPY committed a snapshot");
+    assert_eq!(n, 3);
+    assert_eq!(rows_at(first.clone()).await, 3);
+
+    run(format!(
+        "CREATE EXTERNAL TABLE ice STORED AS ZARR LOCATION '{t}'"
+    ))
+    .await;
+    let plan = explain(&ctx, "SELECT sum(id) FROM ice").await;
+    assert!(plan.contains(&format!("snapshot={first}")), "{plan}");
+    let (n, second) =
+        written(run("INSERT INTO ice (id, s) VALUES (4, 'd'), (5, 'e')".into()).await);
+    let second = second.expect("INSERT committed a snapshot");
+    assert_eq!(n, 2);
+    assert_ne!(second, first);
+    assert_eq!(rows_at(second.clone()).await, 5);
+    assert_eq!(rows_at(first.clone()).await, 3);
+    // the table and the branch are read at the new snapshot
+    for from in ["ice".to_string(), format!("'{t}'")] {
+        let plan = explain(&ctx, &format!("SELECT sum(id) FROM {from}")).await;
+        assert!(
+            plan.contains(&format!("snapshot={second}")),
+            "{from}: {plan}"
+        );
+    }
+    // no rows: nothing committed
+    let none = run("INSERT INTO ice SELECT * FROM ice WHERE id < 0".into()).await;
+    assert_eq!(written(none), (0, None));
+    // EXPLAIN ANALYZE runs the write and shows what it committed
+    let analyzed = explain(&ctx, "ANALYZE INSERT INTO ice (id, s) VALUES (6, 'f')").await;
+    let third = analyzed
+        .split("snapshot_id=")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_alphanumeric()).next())
+        .unwrap_or_else(|| panic!("no snapshot_id in {analyzed}"))
+        .to_string();
+    assert!(analyzed.contains("IcechunkCommitExec"), "{analyzed}");
+    assert_eq!(rows_at(third).await, 6);
+
+    // a plain store: `count` alone, as DataFusion's sinks answer
+    let plain = dir.path().join("plain.zarr");
+    let b = run(format!(
+        "COPY (SELECT 1 AS id) TO '{}' STORED AS ZARR",
+        plain.display()
+    ))
+    .await;
+    assert_eq!(b.schema().fields().len(), 1, "{:?}", b.schema());
+}

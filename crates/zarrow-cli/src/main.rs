@@ -159,8 +159,9 @@ struct SqlArgs {
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// After each statement, print on standard error what its zarr scans did (chunks read
-    /// and pruned, requests and bytes fetched, fetch, decompression and decode time, rows)
-    /// and how long it took, planning included (`elapsed 0.123 s`).
+    /// and pruned, requests and bytes fetched, fetch, decompression and decode time, rows;
+    /// the snapshot read, for an Icechunk table), the snapshot a write to an Icechunk
+    /// repository committed, and how long it took, planning included (`elapsed 0.123 s`).
     #[arg(long, short = 'v')]
     verbose: bool,
     #[command(flatten)]

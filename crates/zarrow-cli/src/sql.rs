@@ -419,15 +419,24 @@ pub(crate) fn tables(ctx: &SessionContext) -> Vec<TableName> {
 }
 
 /// What the zarr scans of an executed plan did, on standard error (`--verbose`).
+/// An Icechunk table's scan names the snapshot it read; a write to a repository, the
+/// snapshot it committed.
 fn print_scans(plan: &dyn ExecutionPlan) {
     for scan in zarr_scans(plan) {
+        let at = scan
+            .snapshot_id()
+            .map(|id| format!(" at snapshot {id}"))
+            .unwrap_or_default();
         eprintln!(
-            "scan of {}: {}={} {}",
+            "scan of {}{at}: {}={} {}",
             scan.location(),
             metrics::CHUNKS_PRUNED,
             scan.chunks_pruned(),
             scan.counts()
         );
+    }
+    for (location, id) in zarrow_datafusion::committed_snapshots(plan) {
+        eprintln!("committed snapshot {id} to {location}");
     }
 }
 

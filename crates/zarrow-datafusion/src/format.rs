@@ -17,7 +17,6 @@ use datafusion::common::{not_impl_err, plan_err, GetExt, Statistics};
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
 use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
 use datafusion::datasource::physical_plan::{FileScanConfig, FileSinkConfig, FileSource};
-use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
@@ -225,11 +224,7 @@ impl FileFormat for ZarrFormat {
             return not_impl_err!("PARTITIONED BY when writing zarr");
         }
         let sink = ZarrSink::new(conf, self.options.clone());
-        Ok(Arc::new(DataSinkExec::new(
-            input,
-            Arc::new(sink),
-            order_requirements,
-        )))
+        Ok(sink.plan(input, order_requirements))
     }
 
     fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {

@@ -42,6 +42,7 @@
 //! # }
 //! ```
 
+mod commit;
 mod coordinates;
 mod error;
 mod factory;
@@ -59,6 +60,7 @@ mod source;
 mod store;
 mod table;
 
+pub use commit::{committed_snapshots, IcechunkCommitExec, SNAPSHOT_ID_COLUMN};
 pub use error::{from_datafusion_error, to_datafusion_error};
 pub use factory::{StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
 pub use format::{check_statement, ZarrFormat, ZarrFormatFactory};

@@ -20,6 +20,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::{not_impl_err, plan_err};
 use datafusion::datasource::physical_plan::FileSinkConfig;
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
+use datafusion::physical_expr::LexRequirement;
 use datafusion::error::Result;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -30,8 +31,10 @@ use futures::StreamExt;
 use zarrow::table::{ColumnRole, TableModel};
 use zarrow::write::append::TableAppender;
 use zarrow::write::LockPolicy;
+use zarrow::write::Written;
 use zarrow::{TableWriteOptions, TableWriter, ZarrStore};
 
+use crate::commit::{report_commit, CommittedSnapshot};
 use crate::error::to_datafusion_error;
 use crate::options::ZarrTableOptions;
 use crate::store::registered_store;
@@ -48,8 +51,9 @@ trait TableWrite: Send {
     async fn drain(&mut self) -> zarrow::Result<()>;
     /// Bytes held now.
     fn buffered_bytes(&self) -> usize;
-    /// Write what is left and the metadata; the rows written.
-    async fn finish(self: Box<Self>) -> zarrow::Result<u64>;
+    /// Write what is left and the metadata (and commit, on an Icechunk branch): the rows
+    /// written and the snapshot committed.
+    async fn finish(self: Box<Self>) -> zarrow::Result<Written>;
 }
 
 #[async_trait]
@@ -63,8 +67,8 @@ impl TableWrite for TableWriter {
     fn buffered_bytes(&self) -> usize {
         TableWriter::buffered_bytes(self)
     }
-    async fn finish(self: Box<Self>) -> zarrow::Result<u64> {
-        TableWriter::finish(*self).await
+    async fn finish(self: Box<Self>) -> zarrow::Result<Written> {
+        TableWriter::finish_written(*self).await
     }
 }
 
@@ -88,19 +92,19 @@ impl TableWrite for Appending {
     fn buffered_bytes(&self) -> usize {
         self.appender.buffered_bytes()
     }
-    async fn finish(self: Box<Self>) -> zarrow::Result<u64> {
+    async fn finish(self: Box<Self>) -> zarrow::Result<Written> {
         let Appending {
             appender,
             store,
             options,
             appended,
         } = *self;
-        let rows = appender.finish().await?;
-        if rows > 0 {
+        let written = appender.finish_written().await?;
+        if written.rows > 0 {
             let model = TableModel::open_store(store, "", options.to_table_options()).await?;
             *appended.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(model));
         }
-        Ok(rows)
+        Ok(written)
     }
 }
 
@@ -125,6 +129,8 @@ pub struct ZarrSink {
     schema: SchemaRef,
     target: Target,
     metrics: ExecutionPlanMetricsSet,
+    /// The snapshot the write committed (an Icechunk target), for the node above.
+    committed: CommittedSnapshot,
 }
 
 /// The plan of `INSERT INTO table <input>`.
@@ -160,8 +166,9 @@ pub(crate) fn insert_plan(
         schema: Arc::new(Schema::new(fields)),
         target: Target::Append { options, appended },
         metrics: ExecutionPlanMetricsSet::new(),
+        committed: CommittedSnapshot::default(),
     };
-    Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
+    Ok(sink.plan(input, None))
 }
 
 impl ZarrSink {
@@ -172,7 +179,21 @@ impl ZarrSink {
             schema: config.output_schema().clone(),
             target: Target::Copy(options),
             metrics: ExecutionPlanMetricsSet::new(),
+            committed: CommittedSnapshot::default(),
         }
+    }
+
+    /// The plan writing `input` through this sink: DataFusion's `DataSinkExec`, under the node
+    /// that reports the snapshot committed where the location is an Icechunk branch.
+    pub(crate) fn plan(
+        self,
+        input: Arc<dyn ExecutionPlan>,
+        order_requirements: Option<LexRequirement>,
+    ) -> Arc<dyn ExecutionPlan> {
+        let location = self.location.clone();
+        let committed = self.committed.clone();
+        let exec = DataSinkExec::new(input, Arc::new(self), order_requirements);
+        report_commit(&location, Arc::new(exec), committed)
     }
 
     /// The store at the sink's location: the one the runtime has registered for it, else
@@ -292,6 +313,7 @@ impl DataSink for ZarrSink {
         }
         let written = table.finish().await.map_err(to_datafusion_error)?;
         reservation.free();
-        Ok(written)
+        self.committed.set(written.snapshot);
+        Ok(written.rows)
     }
 }

@@ -63,6 +63,9 @@ pub struct ScanPlanInfo {
 pub struct ScanPlan {
     /// The table's location.
     pub location: String,
+    /// The Icechunk snapshot the table is read at (`None`: not an Icechunk location).
+    #[serde(default)]
+    pub snapshot: Option<String>,
     /// Chunks in the table and kept by pruning, and the predicate.
     pub info: ScanPlanInfo,
     /// The chunks the scan reads (kept, and cut to a limit's), for `EXPLAIN VERBOSE`.
@@ -303,6 +306,9 @@ impl FileSource for ZarrSource {
                     ", location={}, chunks={kept}/{total} ({pruned} pruned)",
                     plan.location
                 )?;
+                if let Some(snapshot) = &plan.snapshot {
+                    write!(f, ", snapshot={snapshot}")?;
+                }
                 match (&plan.info.predicate, &self.filters) {
                     (Some(p), Some(d)) => write!(f, ", predicate={p} AND {d}")?,
                     (Some(p), None) => write!(f, ", predicate={p}")?,
@@ -319,6 +325,9 @@ impl FileSource for ZarrSource {
             }
             DisplayFormatType::TreeRender => {
                 writeln!(f, "location={}", plan.location)?;
+                if let Some(snapshot) = &plan.snapshot {
+                    writeln!(f, "snapshot={snapshot}")?;
+                }
                 writeln!(f, "chunks={kept}/{total}")?;
                 writeln!(f, "pruned={pruned}")
             }
@@ -430,6 +439,11 @@ impl<'a> ZarrScanRef<'a> {
     /// The table's location ("" if the source was made without a plan).
     pub fn location(&self) -> &str {
         self.source.plan().map_or("", |p| p.location.as_str())
+    }
+
+    /// The Icechunk snapshot the table is read at (`None`: not an Icechunk location).
+    pub fn snapshot_id(&self) -> Option<&str> {
+        self.source.plan().and_then(|p| p.snapshot.as_deref())
     }
 
     /// The runs of each partition.

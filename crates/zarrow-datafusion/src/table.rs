@@ -222,6 +222,7 @@ impl TableProvider for ZarrTable {
         scan.limit = limit.map(|l| l as u64);
         let plan = ScanPlan {
             location: model.location().to_string(),
+            snapshot: model.snapshot_id().map(String::from),
             info: ScanPlanInfo {
                 total_chunks: model.grid().num_chunks(),
                 kept_chunks,

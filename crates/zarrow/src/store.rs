@@ -304,6 +304,17 @@ impl ZarrStore {
         self.repository.as_ref()
     }
 
+    /// The id of the Icechunk snapshot this store reads: for a store opened from an
+    /// `icechunk+` location, once a read resolved its branch or tag (opening a table does);
+    /// `None` for other stores.
+    pub fn snapshot_id(&self) -> Option<String> {
+        #[cfg(feature = "icechunk")]
+        if let Some(repository) = &self.repository {
+            return repository.snapshot_id();
+        }
+        None
+    }
+
     /// This store named `location` (a store over an Icechunk session keeps the location the
     /// user gave).
     #[cfg(feature = "icechunk")]

@@ -202,6 +202,8 @@ pub struct RepositoryObjectStore {
 /// repository's own root as a zarrow object store (its chunk files are read from there).
 struct Opened {
     store: Store,
+    /// The id of the snapshot the session reads (its branch or tag resolved when opened).
+    snapshot: String,
     node: String,
     files: Option<(Arc<dyn ObjectStore>, Path)>,
 }
@@ -524,12 +526,13 @@ impl RepositoryObjectStore {
         // manifests), and the session is opened at that very snapshot.
         kept.check_nodes(&snapshot).await?;
         let session = repo
-            .readonly_session(&VersionInfo::SnapshotId(snapshot))
+            .readonly_session(&VersionInfo::SnapshotId(snapshot.clone()))
             .await
             .map_err(|e| icechunk_failed(format!("opening version '{reference}'"), e.kind()))?;
         let store = Store::from_session(Arc::new(RwLock::new(session))).await;
         Ok(Opened {
             store,
+            snapshot: snapshot.to_string(),
             node: node.trim_matches('/').to_string(),
             files: self.files(&root),
         })
@@ -583,6 +586,12 @@ impl RepositoryObjectStore {
                     .map(|remote| (remote.store, remote.root))
             }
         }
+    }
+
+    /// The id of the snapshot this store reads, once it has been opened (its first read
+    /// resolved the branch or tag); `None` before.
+    pub fn snapshot_id(&self) -> Option<String> {
+        self.opened.get().map(|o| o.snapshot.clone())
     }
 
     async fn opened(&self) -> object_store::Result<&Opened> {

@@ -52,6 +52,8 @@ pub struct TableModel {
     options: TableOptions,
     /// What the metadata requests of its store (opening its nodes) counted into.
     metadata: ScanMetrics,
+    /// The Icechunk snapshot the table was read at (`None`: not an Icechunk location).
+    snapshot: Option<String>,
 }
 
 /// What a table kind makes of a node: the table's parts, before they are checked.
@@ -97,10 +99,11 @@ impl TableModel {
     /// was opened from: see [`Self::open_store`]).
     pub async fn from_node(node: Node, options: TableOptions) -> Result<Self> {
         options.read.string_type.check_available()?;
-        let metadata = match &node {
-            Node::Array(a) => a.store().metrics().clone(),
-            Node::Group(g) => g.store().metrics().clone(),
+        let store = match &node {
+            Node::Array(a) => a.store(),
+            Node::Group(g) => g.store(),
         };
+        let (metadata, snapshot) = (store.metrics().clone(), store.snapshot_id());
         let parts = match node {
             Node::Array(a) => array::array_table(a, &options)?,
             Node::Group(g) => {
@@ -113,6 +116,7 @@ impl TableModel {
         };
         let mut model = Self::from_parts(parts, options)?;
         model.metadata = metadata;
+        model.snapshot = snapshot;
         Ok(model)
     }
 
@@ -169,6 +173,7 @@ impl TableModel {
             left_out,
             options,
             metadata: ScanMetrics::default(),
+            snapshot: None,
         })
     }
 
@@ -227,6 +232,12 @@ impl TableModel {
     /// The location the table was opened from.
     pub fn location(&self) -> &str {
         &self.location
+    }
+
+    /// The id of the Icechunk snapshot the table was read at (its branch or tag as it stood
+    /// when the table was opened); `None` for a table that is not in an Icechunk repository.
+    pub fn snapshot_id(&self) -> Option<&str> {
+        self.snapshot.as_deref()
     }
 
     /// The Arrow schema of the rows.
