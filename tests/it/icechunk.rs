@@ -747,3 +747,99 @@ async fn statements_report_the_snapshot_they_wrote_and_read() {
     .await;
     assert_eq!(b.schema().fields().len(), 1, "{:?}", b.schema());
 }
+
+/// What zarrow writes into a repository, icechunk + zarr-python and xarray read back with the
+/// same values (`read_icechunk_back.py` in `.venv-icechunk-read`, made by
+/// `tests/fixtures/setup_venvs.sh`): after `COPY`, after `INSERT INTO`, and the snapshot of the
+/// `COPY` still the old table after the `INSERT`. Without the venv the test says so and passes,
+/// except under CI (`CI=true`), where it fails.
+#[tokio::test]
+async fn icechunk_zarr_python_and_xarray_read_what_zarrow_wrote() {
+    use arrow::array::StringArray;
+    use serde_json::json;
+
+    let Some(python) = zarrow_testkit::venv_python(".venv-icechunk-read") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("r.icechunk");
+    let t = format!("icechunk+file://{}@main/t", repo.display());
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    let snapshot = |sql: String| {
+        let ctx = ctx.clone();
+        async move {
+            let b = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+            let ids = b[0]
+                .column(1)
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .unwrap();
+            ids.value(0).to_string()
+        }
+    };
+    let first = snapshot(format!(
+        "COPY (SELECT * FROM (VALUES (1, 0.5, 'a'), (9007199254740993, -1.25, 'ñ🦀'), \
+         (-7, 1e300, '')) AS v(id, x, s)) TO '{t}' STORED AS ZARR \
+         OPTIONS (chunk_rows 2, create_repository true)"
+    ))
+    .await;
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{t}'"
+    ))
+    .await
+    .unwrap();
+    let second =
+        snapshot("INSERT INTO t (id, x, s) VALUES (4, 2.0, 'dddd'), (5, -0.0, 'e')".into()).await;
+
+    let script = data_dir().join("../read_icechunk_back.py");
+    let out = std::process::Command::new(&python)
+        .arg(&script)
+        .arg(&repo)
+        .arg("t")
+        .args([format!("snapshot:{first}"), "branch:main".into()])
+        .output()
+        .expect("run read_icechunk_back.py");
+    assert!(
+        out.status.success(),
+        "read_icechunk_back.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let old = json!({
+        "id": [1, 9007199254740993_i64, -7],
+        "x": [0.5, -1.25, 1e300],
+        "s": ["a", "ñ🦀", ""],
+    });
+    let new = json!({
+        "id": [1, 9007199254740993_i64, -7, 4, 5],
+        "x": [0.5, -1.25, 1e300, 2.0, -0.0],
+        "s": ["a", "ñ🦀", "", "dddd", "e"],
+    });
+    let main = &read["branch:main"];
+    assert_eq!(
+        main["snapshot"],
+        json!(second),
+        "main is at the INSERT's snapshot"
+    );
+    for (version, want) in [
+        (format!("snapshot:{first}"), &old),
+        ("branch:main".into(), &new),
+    ] {
+        let got = &read[&version];
+        for reader in ["zarr", "xarray"] {
+            for column in ["id", "x", "s"] {
+                assert_eq!(
+                    got[reader][column], want[column],
+                    "{reader} at {version}, column {column}: {got}"
+                );
+            }
+        }
+        let rows = want["id"].as_array().unwrap().len();
+        let dims = got["xarray"]["__dims__"].as_object().unwrap();
+        assert_eq!(
+            dims.values().collect::<Vec<_>>(),
+            [&json!(rows)],
+            "{version}: {dims:?}"
+        );
+    }
+}
