@@ -275,3 +275,29 @@ async fn commits_to_other_tables_of_a_branch_are_rebased_over() {
     assert_eq!(read(&format!("{root}@main/a")).await, rows(0..4));
     assert_eq!(read(&x).await, rows(0..5));
 }
+
+/// The AnnData layout goes into a repository as the xarray one does: one commit, read back as
+/// an AnnData dataframe (its generated `_index` a column) with the rows written, and the
+/// snapshot before it (the empty repository) without the table.
+#[tokio::test]
+async fn an_anndata_table_is_written_in_one_commit() {
+    let (_dir, root) = repository();
+    let obs = format!("{root}@main/obs");
+    let anndata = TableWriteOptions {
+        layout: super::Layout::AnnData,
+        ..options(true, false)
+    };
+    let written = write(&obs, 0..5, anndata, Steps::default()).await.unwrap();
+    let snapshot = written.snapshot.expect("a commit");
+    assert_eq!(written.rows, 5);
+    assert_eq!(read(&obs).await, rows(0..5));
+    assert_eq!(read(&format!("{root}@{snapshot}/obs")).await, rows(0..5));
+    let model = TableModel::open(&obs, TableOptions::default())
+        .await
+        .unwrap();
+    let names: Vec<String> = (model.schema().fields().iter())
+        .map(|f| f.name().clone())
+        .collect();
+    assert!(names.iter().any(|n| n == "_index"), "{names:?}");
+    assert_eq!(model.snapshot_id(), Some(snapshot.as_str()));
+}
