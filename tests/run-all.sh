@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s (%s)\n' "$1" "$(date +%T)"; }
 
-step "zarr-python venvs for the round-trip tests"
+step "zarr-python (and icechunk + xarray) venvs for the round-trip tests"
 bash tests/fixtures/setup_venvs.sh
 
 step "loopback HTTP and S3 (moto) servers"
