@@ -942,6 +942,39 @@ fn sql_verbose_prints_what_the_scan_did() {
     assert!(elapsed.is_some_and(|s| s > 0.0), "no elapsed line: {err}");
 }
 
+/// `--verbose` names the snapshot a write to an Icechunk repository committed (the one its
+/// result's `snapshot_id` gives) and the snapshot a scan of a repository read.
+#[test]
+fn sql_verbose_prints_the_snapshots_written_and_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = format!("icechunk+file://{}/r.icechunk@main/t", dir.path().display());
+    let copy =
+        format!("COPY (SELECT 1 AS id) TO '{t}' STORED AS ZARR OPTIONS (create_repository true)");
+    let out = run(&["sql", "--verbose", "--format", "csv", &copy]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let id = stdout
+        .lines()
+        .nth(1)
+        .and_then(|row| row.strip_prefix("1,"))
+        .unwrap_or_else(|| panic!("no count,snapshot_id row: {stdout}"));
+    assert!(stdout.starts_with("count,snapshot_id"), "{stdout}");
+    assert!(
+        err.contains(&format!("committed snapshot {id} to {t}")),
+        "{err}"
+    );
+    let sum = format!("SELECT sum(id) FROM '{t}'");
+    let out = run(&["sql", "--verbose", &sum]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("scan of ") && l.contains(&format!(" at snapshot {id}: "))),
+        "{err}"
+    );
+}
+
 /// A v2 int64 array of `chunks` uncompressed chunks of `chunk` pseudo-random values, written
 /// by hand (the layout is numpy's `<i8` in C order, no compressor), and the values' sum.
 fn big_int64_store(dir: &Path, chunks: usize, chunk: usize) -> (PathBuf, i128) {
