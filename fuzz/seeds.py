@@ -16,7 +16,9 @@ xarray, anndata and zarrs — see tests/fixtures/README.md).
   and fill values; `zarrs_optional.zarr`: zarrs' `optional` type and codec, masks through
   `packbits` with and without a padding byte and `zstd`, strings).
 - decode_chunk: chunk files of the fixtures' string arrays, behind the selector bytes of their
-  codec (v3 `vlen-utf8` + zstd, v2 `vlen-utf8` + blosc/zstd where the fixture says so).
+  codec (v3 `vlen-utf8` + zstd, v2 `vlen-utf8` + blosc/zstd where the fixture says so); and in
+  its v3 mode, each v3 array's `zarr.json` with one of its chunks (every codec chain and data
+  type of the fixtures: sharding, `scale_offset`, `cast_value`, `packbits`, `optional`, …).
 - icechunk: every snapshot and manifest of the Icechunk fixture repositories (among them
   `rectilinear.icechunk`'s rectilinear arrays), as the flatbuffer
   behind the selector byte that picks the file of `unwritten.icechunk` it replaces (see
@@ -112,6 +114,26 @@ def chunk_seeds(store):
                     write("decode_chunk", bytes([selector, n, codec]) + chunk.read_bytes())
 
 
+def v3_chunk_seeds(store):
+    """decode_chunk's v3 mode: each v3 array's zarr.json and one of its small chunks, whatever
+    its codec chain and data type (0xFF, the element count, the document's length, both)."""
+    for meta_path in store.rglob("zarr.json"):
+        meta = json.loads(meta_path.read_text())
+        grid = meta.get("chunk_grid", {})
+        if meta.get("node_type") != "array" or grid.get("name") != "regular":
+            continue
+        doc = meta_path.read_bytes()
+        root = meta_path.parent / "c"
+        chunks = sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+        for chunk in chunks[:1]:
+            n = 1
+            for size in grid["configuration"]["chunk_shape"]:
+                n *= size
+            if n < 256 and len(doc) < 65536 and chunk.stat().st_size < 16 * 1024:
+                write("decode_chunk", bytes([0xFF, n]) + len(doc).to_bytes(2, "little") + doc
+                      + chunk.read_bytes())
+
+
 ICECHUNK_HEADER = 39
 
 
@@ -134,6 +156,7 @@ def main():
     for store in sorted(FIXTURES.glob("*.zarr")):
         metadata_seeds(store)
         chunk_seeds(store)
+        v3_chunk_seeds(store)
         for node in [store, *sorted(p for p in store.rglob("*") if p.is_dir())]:
             seed = store_seed(node)
             if seed:

@@ -5,6 +5,11 @@
 //! count, byte 2 the compressor in front (or a v2 numcodecs filter chain, or a structured
 //! dtype); the rest is the stored chunk.
 //!
+//! v3 mode (byte 0 = 0xFF): byte 1 is the element count, bytes 2–3 (u16 LE) the length of a
+//! v3 array's `zarr.json` that follows, and the rest the chunk, decoded through the codec chain
+//! and data type that document declares — any chain the codec registry builds (the newest
+//! codecs and data types among them), as hostile as the chunk.
+//!
 //! Run with `fuzz/run.sh` (or `cargo +nightly fuzz run decode_chunk` from `fuzz/`).
 #![no_main]
 
@@ -13,7 +18,7 @@ use libfuzzer_sys::fuzz_target;
 use zarrow::internals::{ArrayToBytes, CodecChain, IndexLocation, ZarrsVlen};
 use zarrow::internals::{BloscCompressor, BloscShuffle};
 use zarrow::BytesToBytes;
-use zarrow::{DataType, Endian};
+use zarrow::{DataType, Endian, NodeMetadata};
 use zarrow::{StringType, ZarrReadOptions};
 
 /// (dtype, filters, compressor) of v2 arrays with numcodecs filters and checksums.
@@ -99,9 +104,46 @@ const V2_FILTERS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The options every mode decodes with: chunks bounded at 1 MiB.
+fn options(string_type: StringType) -> ZarrReadOptions {
+    let mut opts = ZarrReadOptions::default().with_string_type(string_type);
+    opts.limits.max_chunk_bytes = 1 << 20;
+    opts
+}
+
+/// Decode `data` as `n` elements of `data_type` through `chain`; whatever decodes must be a
+/// valid Arrow array, checked in full.
+fn decode(chain: &CodecChain, data_type: &DataType, n: usize, data: &[u8], opts: &ZarrReadOptions) {
+    if let Ok(array) =
+        zarrow::internals::decode_chunk(chain, data_type, n, Bytes::copy_from_slice(data), opts)
+    {
+        if let Err(e) = arrow_array::Array::to_data(&array).validate_full() {
+            panic!("decoded an invalid array: {e}");
+        }
+    }
+}
+
+/// v3 mode: the chain and data type of the `zarr.json` in the input.
+fn decode_v3(n: usize, rest: &[u8]) {
+    let len = usize::from(u16::from_le_bytes([rest[0], rest[1]]));
+    let rest = &rest[2..];
+    let (doc, data) = rest.split_at(len.min(rest.len()));
+    let opts = options(StringType::Utf8);
+    let Ok(NodeMetadata::Array(meta)) = zarrow::internals::parse_v3("fuzz", doc, &opts.limits)
+    else {
+        return;
+    };
+    for string_type in [StringType::Utf8, StringType::View] {
+        decode(&meta.codecs, &meta.data_type, n, data, &options(string_type));
+    }
+}
+
 fuzz_target!(|input: &[u8]| {
     if input.len() < 4 {
         return;
+    }
+    if input[0] == 0xFF {
+        return decode_v3(usize::from(input[1]), &input[2..]);
     }
     let (selector, n, data) = (input[0], input[1] as usize, &input[3..]);
     let array_to_bytes = match selector % 8 {
@@ -218,14 +260,5 @@ fuzz_target!(|input: &[u8]| {
         1 => StringType::LargeUtf8,
         _ => StringType::View,
     };
-    let mut opts = ZarrReadOptions::default().with_string_type(string_type);
-    opts.limits.max_chunk_bytes = 1 << 20;
-    // Whatever decodes must be a valid Arrow array, checked in full.
-    if let Ok(array) =
-        zarrow::internals::decode_chunk(&chain, &data_type, n, Bytes::copy_from_slice(data), &opts)
-    {
-        if let Err(e) = arrow_array::Array::to_data(&array).validate_full() {
-            panic!("decoded an invalid array: {e}");
-        }
-    }
+    decode(&chain, &data_type, n, data, &options(string_type));
 });
