@@ -25,6 +25,8 @@ step "cargo test --workspace (with the tests that need the loopback servers)"
 # The one other ignored test needs a release build and the 10M-row benchmark data: it is run by
 # hand (docs/writing.md), never here.
 cargo test --workspace -- --include-ignored --skip copy_10m_rows_under_a_200m_memory_limit_release
+# CI's disk is limited: the icechunk read-back venv is used by those tests only.
+if [[ "${CI:-}" == true ]]; then rm -rf .venv-icechunk-read; fi
 
 step "core without optional features"
 cargo test -p zarrow --lib
