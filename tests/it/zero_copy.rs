@@ -124,7 +124,10 @@ async fn vlen_utf8_views_from_store_copy_nothing() {
     // The chunk as fetched (the views skip its 4-byte item count and length headers).
     let buffer = &views.data_buffers()[0];
     let (at, from) = (buffer.as_ptr() as usize, stored.as_ptr() as usize);
-    assert!(from <= at && at <= from + 4, "the views' buffer is not the chunk fetched");
+    assert!(
+        from <= at && at <= from + 4,
+        "the views' buffer is not the chunk fetched"
+    );
     assert_eq!(buffer.len() + (at - from), stored.len());
 }
 
