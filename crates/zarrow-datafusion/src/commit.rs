@@ -51,11 +51,8 @@ pub(crate) fn report_commit(
     sink: Arc<dyn ExecutionPlan>,
     committed: CommittedSnapshot,
 ) -> Arc<dyn ExecutionPlan> {
-    let prefix = zarrow::ICECHUNK_PREFIX;
-    let icechunk = location
-        .get(..prefix.len())
-        .is_some_and(|p| p.eq_ignore_ascii_case(prefix));
-    if !icechunk {
+    // Told apart as `ZarrStore::open` tells a repository from a store.
+    if !location.starts_with(zarrow::ICECHUNK_PREFIX) {
         return sink;
     }
     Arc::new(IcechunkCommitExec::new(location, sink, committed))
