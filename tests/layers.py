@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
-"""Imports between a crate's modules only go one way: a check that fails on a new circle.
+"""Imports between a crate's modules only go one way: down the crate's layers, and never around
+a circle.
 
 For each crate, the graph of its top-level modules (`src/x.rs` or `src/x/`) is read from the
 `crate::x` paths of the code (comments, strings and test code left out: `tests.rs`,
 `*_tests.rs` and `#[cfg(test)] mod … { … }` may import anything). A circle — modules that import
 each other, directly or around a loop — means neither can be read, tested or replaced without
 the other.
+
+LAYERS below puts each top-level module of the two library crates in a layer, bottom first
+(docs/design.md draws them): a module may import its own layer and the ones below it, and an
+import of a module in a layer above is an error, as is a module that no layer names (a new
+module is placed when it is added). Inside a layer, and in the crates LAYERS does not list,
+only circles are errors.
 
 KNOWN below may list a circle that is being broken (it is empty: the last ones were broken
 when this check came in); the check fails when a circle appears that is not inside one of
@@ -21,6 +28,26 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CRATES = ["crates/zarrow", "crates/zarrow-datafusion", "crates/zarrow-cli", "crates/zarrow-python"]
+
+# crate -> its layers, bottom first: (name, modules).
+LAYERS = {
+    "crates/zarrow": [
+        ("configuration", {"options", "error", "metrics", "task", "grid", "key", "text"}),
+        ("I/O", {"remote", "icechunk", "store"}),
+        ("format", {"data_type", "codec", "metadata"}),
+        ("arrays and decoding", {"array", "decode"}),
+        ("nodes and tables", {"node", "tree", "table"}),
+        ("scan and write", {"scan", "reader", "write"}),
+    ],
+    "crates/zarrow-datafusion": [
+        ("settings and errors", {"error", "options", "metrics"}),
+        ("stores", {"store", "remote_files"}),
+        ("pruning", {"pruning", "coordinates", "index_columns"}),
+        ("scan and write", {"opener", "source", "predicate", "sink", "commit"}),
+        ("tables and formats", {"table", "format"}),
+        ("session", {"factory", "session"}),
+    ],
+}
 
 # crate -> circles (sets of modules) still to be broken.
 KNOWN = {}
@@ -106,7 +133,37 @@ def circles(edges):
     return found
 
 
+def against_layers(crate, edges):
+    """The errors of a crate's imports against its LAYERS: upward imports, unplaced modules."""
+    layers = LAYERS.get(crate)
+    if layers is None:
+        return []
+    rank = {m: i for i, (_, mods) in enumerate(layers) for m in mods}
+    errors = [f"{crate}: module {m} is in no layer: add it to LAYERS in tests/layers.py"
+              for m in sorted(edges) if m not in rank]
+    for m in sorted(edges):
+        for w in sorted(edges[m]):
+            if m in rank and w in rank and rank[w] > rank[m]:
+                errors.append(f"{crate}: {m} ({layers[rank[m]][0]}) imports {w}, "
+                              f"a layer above it ({layers[rank[w]][0]})")
+    errors += [f"{crate}: LAYERS names {m}, which is no module: delete it"
+               for m in sorted(rank) if m not in edges]
+    return errors
+
+
+def self_check():
+    """The checks must catch what they are for: an upward import, an unplaced module, a circle."""
+    edges = {m: set() for _, mods in LAYERS["crates/zarrow"] for m in mods}
+    edges["options"].add("table")
+    edges["unplaced"] = set()
+    errors = against_layers("crates/zarrow", edges)
+    assert any("options (configuration) imports table" in e for e in errors), errors
+    assert any("module unplaced is in no layer" in e for e in errors), errors
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
+
+
 def main():
+    self_check()
     failed = False
     for crate in CRATES:
         edges = imports(modules(os.path.join(ROOT, crate, "src")))
@@ -114,6 +171,9 @@ def main():
             print(f"{crate}:")
             for m in sorted(edges):
                 print(f"  {m} -> {', '.join(sorted(edges[m])) or '-'}")
+        for error in against_layers(crate, edges):
+            print(error)
+            failed = True
         known = KNOWN.get(crate, [])
         found = circles(edges)
         for c in found:
@@ -129,7 +189,7 @@ def main():
                 failed = True
     if failed:
         sys.exit(1)
-    print("layers: no new circle")
+    print("layers: every import goes down its crate's layers; no new circle")
 
 
 if __name__ == "__main__":
