@@ -9,6 +9,10 @@
 //!  RepositoryObjectStore: an object_store::ObjectStore over that Store, rooted at the node
 //! ```
 //!
+//! A repository lives in a local directory or in a bucket of S3 (`icechunk+s3:`), Google Cloud
+//! Storage (`icechunk+gs:`) or Azure Blob Storage (`icechunk+az:`); `backend.rs` opens its
+//! storage there.
+//!
 //! Writes (`session.rs`) go through a writable session on a branch, served as an object store
 //! the same way, and one commit; `write/commit.rs` drives them.
 //!
@@ -62,18 +66,11 @@ use tokio::sync::{OnceCell, RwLock};
 
 use crate::ICECHUNK_PREFIX as PREFIX;
 
+mod backend;
 mod session;
 
+use backend::{Backend, Cloud};
 pub use session::WritableSession;
-
-/// Where a repository lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Backend {
-    /// A local directory (the path up to the node, when the root is still to be found).
-    File(PathBuf),
-    /// An S3 bucket and key prefix.
-    S3 { bucket: String, prefix: String },
-}
 
 /// A parsed repository location.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,8 +83,9 @@ pub struct RepositoryLocation {
 }
 
 impl RepositoryLocation {
-    /// Parse `icechunk+file:///abs/path[@REF]/node`, `icechunk+file:relative/path…` or
-    /// `icechunk+s3://bucket/prefix[@REF]/node`; anything else is an
+    /// Parse `icechunk+file:///abs/path[@REF]/node`, `icechunk+file:relative/path…`,
+    /// `icechunk+s3://bucket/prefix[@REF]/node`, `icechunk+gs://bucket/prefix[@REF]/node` or
+    /// `icechunk+az://container/prefix[@REF]/node`; anything else is an
     /// [`crate::Error::Location`].
     pub fn parse(location: &str) -> crate::Result<Self> {
         let err = |message: String| crate::Error::bad_location(location, message);
@@ -96,7 +94,7 @@ impl RepositoryLocation {
             .ok_or_else(|| err(format!("not an Icechunk location (expected {PREFIX}…)")))?;
         let (scheme, path) = rest
             .split_once(':')
-            .ok_or_else(|| err("expected icechunk+file:// or icechunk+s3://".to_string()))?;
+            .ok_or_else(|| err(format!("expected one of {}", backend::SCHEMES)))?;
         let path = path.trim_end_matches('/');
         // `@REF` ends the component that is the repository's root.
         let (root, reference, node) = match path.split_once('@') {
@@ -117,23 +115,25 @@ impl RepositoryLocation {
                 }
                 Backend::File(PathBuf::from(local))
             }
-            "s3" => {
+            other => {
+                let cloud = Cloud::from_scheme(other).ok_or_else(|| {
+                    err(format!(
+                        "icechunk+{other}: repositories are read from {}",
+                        backend::SCHEMES
+                    ))
+                })?;
                 let bucketed = root
                     .strip_prefix("//")
-                    .ok_or_else(|| err("expected icechunk+s3://bucket/prefix".to_string()))?;
+                    .ok_or_else(|| err(format!("expected icechunk+{other}://bucket/prefix")))?;
                 let (bucket, prefix) = bucketed.split_once('/').unwrap_or((bucketed, ""));
                 if bucket.is_empty() {
                     return Err(err("no bucket".into()));
                 }
-                Backend::S3 {
+                Backend::Cloud {
+                    cloud,
                     bucket: bucket.to_string(),
                     prefix: prefix.to_string(),
                 }
-            }
-            other => {
-                return Err(err(format!(
-                "icechunk+{other}: repositories are read from icechunk+file:// and icechunk+s3://"
-            )))
             }
         };
         Ok(RepositoryLocation {
@@ -151,12 +151,12 @@ impl RepositoryLocation {
         }
         let full = match &self.backend {
             Backend::File(p) => p.to_string_lossy().into_owned(),
-            Backend::S3 { prefix, .. } => prefix.clone(),
+            Backend::Cloud { prefix, .. } => prefix.clone(),
         };
         let parts: Vec<&str> = full.split('/').collect();
         (0..=parts.len())
             .rev()
-            .filter(|&n| n > 0 || matches!(self.backend, Backend::S3 { .. }))
+            .filter(|&n| n > 0 || matches!(self.backend, Backend::Cloud { .. }))
             .map(|n| {
                 let root = parts[..n].join("/");
                 let node = parts[n..].join("/");
@@ -166,7 +166,8 @@ impl RepositoryLocation {
                     } else {
                         root
                     })),
-                    Backend::S3 { bucket, .. } => Backend::S3 {
+                    Backend::Cloud { cloud, bucket, .. } => Backend::Cloud {
+                        cloud: *cloud,
                         bucket: bucket.clone(),
                         prefix: root,
                     },
@@ -177,13 +178,14 @@ impl RepositoryLocation {
     }
 }
 
-/// The store options a repository on S3 is opened with (as `object_store` names them), and
-/// the version option `ref`.
+/// The store options a repository in a cloud store is opened with (as `object_store` names
+/// them for S3, GCS or Azure), and the version option `ref`.
 #[derive(Debug, Clone, Default)]
 pub struct RepositoryOptions {
     /// `ref`: the branch, tag or snapshot id (a `@REF` in the location wins).
     pub reference: Option<String>,
-    /// `aws_*` / `allow_http` options; the environment (`AWS_*`) fills in the rest.
+    /// `aws_*`, `google_*`, `azure_*` and client options (`allow_http`, …); the environment
+    /// (`AWS_*`, `GOOGLE_*`, `AZURE_*`) fills in the rest.
     pub store: Vec<(String, String)>,
     /// `virtual_chunks`: the container URL prefixes virtual chunks may be read from
     /// (comma-separated, `*` for every container the repository declares); none if unset.
@@ -403,16 +405,6 @@ fn generic(message: String) -> object_store::Error {
     }
 }
 
-fn option(options: &[(String, String)], keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| {
-        options
-            .iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(k))
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var(k.to_ascii_uppercase()).ok())
-    })
-}
-
 impl RepositoryObjectStore {
     /// A store for `location` (parsed by [`RepositoryLocation::parse`]); nothing is read yet.
     pub fn new(location: RepositoryLocation, options: RepositoryOptions, display: &str) -> Self {
@@ -428,54 +420,7 @@ impl RepositoryObjectStore {
         &self,
         backend: &Backend,
     ) -> Result<Arc<dyn Storage + Send + Sync>, RepositoryErrorKind> {
-        match backend {
-            Backend::File(path) => icechunk::new_local_filesystem_storage(path)
-                .await
-                .map_err(|e| icechunk_failed("opening the storage", e.kind())),
-            Backend::S3 { bucket, prefix } => {
-                use icechunk::config::{S3Credentials, S3Options, S3StaticCredentials};
-                let o = &self.options.store;
-                let mut s3 = S3Options::default();
-                if let Some(region) = option(o, &["aws_region", "aws_default_region", "region"]) {
-                    s3 = s3.with_region(region);
-                }
-                if let Some(endpoint) =
-                    option(o, &["aws_endpoint", "aws_endpoint_url", "endpoint_url"])
-                {
-                    s3 = s3.with_endpoint_url(endpoint).with_force_path_style(true);
-                }
-                if let Some(allow) = option(o, &["aws_allow_http", "allow_http"]) {
-                    s3 = s3.with_allow_http(allow == "true");
-                }
-                let credentials = match (
-                    option(o, &["aws_access_key_id"]),
-                    option(o, &["aws_secret_access_key"]),
-                ) {
-                    (Some(access_key_id), Some(secret_access_key)) => {
-                        S3Credentials::Static(S3StaticCredentials {
-                            access_key_id,
-                            secret_access_key,
-                            session_token: option(o, &["aws_session_token"]),
-                            expires_after: None,
-                        })
-                    }
-                    _ if option(o, &["aws_skip_signature"]).as_deref() == Some("true") => {
-                        S3Credentials::Anonymous
-                    }
-                    _ => S3Credentials::FromEnv,
-                };
-                icechunk::new_s3_object_store_storage(
-                    s3,
-                    bucket.clone(),
-                    (!prefix.is_empty()).then(|| prefix.clone()),
-                    Some(credentials),
-                    Vec::new(),
-                    Vec::new(),
-                )
-                .await
-                .map_err(|e| icechunk_failed("opening the storage", e.kind()))
-            }
-        }
+        backend.storage(&self.options.store).await
     }
 
     /// Find the repository, resolve the version, open a read-only session.
@@ -574,12 +519,12 @@ impl RepositoryObjectStore {
 
     /// The repository's root as zarrow reads any store, so its chunk files take zarrow's
     /// own read path (icechunk's buffers a chunk through a stream of small reads);
-    /// `None` where that store cannot be had (S3 without the `cloud` feature).
+    /// `None` where that store cannot be had (a cloud one without the `cloud` feature).
     fn files(&self, root: &Backend) -> Option<(Arc<dyn ObjectStore>, Path)> {
         match root {
             Backend::File(path) => crate::store::local(&path.to_string_lossy()).ok(),
-            Backend::S3 { bucket, prefix } => {
-                let url = url::Url::parse(&format!("s3://{bucket}/{prefix}")).ok()?;
+            Backend::Cloud { .. } => {
+                let url = url::Url::parse(&root.cloud_url()?).ok()?;
                 let remote = crate::RemoteOptions::default();
                 crate::remote::open(url.as_str(), &url, &self.options.store, &remote)
                     .ok()
@@ -1085,7 +1030,8 @@ mod tests {
         let l = RepositoryLocation::parse("icechunk+s3://bucket/p/a@main").unwrap();
         assert_eq!(
             l.backend,
-            Backend::S3 {
+            Backend::Cloud {
+                cloud: Cloud::S3,
                 bucket: "bucket".into(),
                 prefix: "p/a".into()
             }
@@ -1106,7 +1052,36 @@ mod tests {
                 r#"File("rel") a.icechunk/obs"#,
             ]
         );
-        for bad in ["file:///x", "icechunk+gs://b/x", "icechunk+file:///x@/y"] {
+        for (location, cloud) in [
+            ("icechunk+gs://b/p/r.icechunk@v1/obs", Cloud::Gcs),
+            ("icechunk+az://b/p/r.icechunk@v1/obs", Cloud::Azure),
+            ("icechunk+azure://b/p/r.icechunk@v1/obs", Cloud::Azure),
+        ] {
+            let l = RepositoryLocation::parse(location).unwrap();
+            let want = Backend::Cloud {
+                cloud,
+                bucket: "b".into(),
+                prefix: "p/r.icechunk".into(),
+            };
+            assert_eq!(l.backend, want, "{location}");
+            assert_eq!(l.node.as_deref(), Some("obs"));
+        }
+        // without @REF the root is looked for up to the bucket itself
+        let l = RepositoryLocation::parse("icechunk+gs://b/r/obs").unwrap();
+        let prefixes: Vec<String> = l
+            .candidates()
+            .into_iter()
+            .map(|(b, n)| format!("{} {n}", b.cloud_url().unwrap()))
+            .collect();
+        assert_eq!(prefixes, ["gs://b/r/obs ", "gs://b/r obs", "gs://b/ r/obs"]);
+        for bad in [
+            "file:///x",
+            "icechunk+gcs://b/x",
+            "icechunk+abfs://c@account/x",
+            "icechunk+gs:b/x",
+            "icechunk+az:///x",
+            "icechunk+file:///x@/y",
+        ] {
             let e = RepositoryLocation::parse(bad).unwrap_err();
             assert_eq!(e.location(), Some(bad), "{e}");
         }

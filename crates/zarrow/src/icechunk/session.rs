@@ -137,7 +137,7 @@ impl RepositoryObjectStore {
             display: self.display.clone(),
             local_root: match root {
                 Backend::File(path) => Some(path),
-                Backend::S3 { .. } => None,
+                Backend::Cloud { .. } => None,
             },
         })
     }
@@ -149,7 +149,7 @@ impl WritableSession {
         &self.node
     }
 
-    /// The repository's local directory (`None` on S3).
+    /// The repository's local directory (`None` in a cloud store).
     pub fn local_root(&self) -> Option<&std::path::Path> {
         self.local_root.as_deref()
     }

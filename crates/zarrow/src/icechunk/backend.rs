@@ -1,0 +1,285 @@
+//! Where a repository lives, and its icechunk storage there: a local directory, or a bucket
+//! (S3, Google Cloud Storage) or container (Azure Blob Storage) and a key prefix in it, each
+//! opened with the store options `object_store` takes for that provider (the keys a plain
+//! `s3://`, `gs://` or `az://` store takes), the environment filling in the rest.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use icechunk::Storage;
+
+use super::{icechunk_failed, RepositoryErrorKind};
+
+/// A cloud object store a repository can live in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cloud {
+    /// Amazon S3 or an S3-compatible store (`icechunk+s3://bucket/prefix`).
+    S3,
+    /// Google Cloud Storage (`icechunk+gs://bucket/prefix`).
+    Gcs,
+    /// Azure Blob Storage (`icechunk+az://container/prefix`, the account from the options).
+    Azure,
+}
+
+impl Cloud {
+    /// The cloud of a location's scheme (after `icechunk+`): those of `object_store`'s URLs
+    /// whose bucket or container is the URL's host.
+    pub(super) fn from_scheme(scheme: &str) -> Option<Self> {
+        match scheme {
+            "s3" => Some(Cloud::S3),
+            "gs" => Some(Cloud::Gcs),
+            "az" | "azure" => Some(Cloud::Azure),
+            _ => None,
+        }
+    }
+
+    /// The scheme of the plain store over the same bucket (`s3`, `gs`, `az`).
+    pub(super) fn scheme(self) -> &'static str {
+        match self {
+            Cloud::S3 => "s3",
+            Cloud::Gcs => "gs",
+            Cloud::Azure => "az",
+        }
+    }
+}
+
+/// The schemes a repository location may have, for messages.
+pub(super) const SCHEMES: &str =
+    "icechunk+file://, icechunk+s3://, icechunk+gs:// and icechunk+az://";
+
+/// Where a repository lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Backend {
+    /// A local directory (the path up to the node, when the root is still to be found).
+    File(PathBuf),
+    /// A bucket or container in a cloud store, and the key prefix in it.
+    Cloud {
+        /// Which store.
+        cloud: Cloud,
+        /// The bucket (S3, GCS) or container (Azure).
+        bucket: String,
+        /// The key prefix (no leading or trailing `/`).
+        prefix: String,
+    },
+}
+
+impl Backend {
+    /// The repository's storage, opened with the store options `o`.
+    pub(super) async fn storage(
+        &self,
+        o: &[(String, String)],
+    ) -> Result<Arc<dyn Storage + Send + Sync>, RepositoryErrorKind> {
+        let storage = match self {
+            Backend::File(path) => icechunk::new_local_filesystem_storage(path).await,
+            Backend::Cloud {
+                cloud,
+                bucket,
+                prefix,
+            } => {
+                let bucket = bucket.clone();
+                let prefix = (!prefix.is_empty()).then(|| prefix.clone());
+                match cloud {
+                    Cloud::S3 => s3_storage(o, bucket, prefix).await,
+                    Cloud::Gcs => gcs_storage(o, bucket, prefix),
+                    Cloud::Azure => azure_storage(o, bucket, prefix).await?,
+                }
+            }
+        };
+        storage.map_err(|e| icechunk_failed("opening the storage", e.kind()))
+    }
+
+    /// The URL of the plain store at the repository's root (`s3://bucket/prefix`, …);
+    /// `None` for a local directory.
+    pub(super) fn cloud_url(&self) -> Option<String> {
+        match self {
+            Backend::File(_) => None,
+            Backend::Cloud {
+                cloud,
+                bucket,
+                prefix,
+            } => Some(format!("{}://{bucket}/{prefix}", cloud.scheme())),
+        }
+    }
+}
+
+type StorageResult = icechunk::storage::StorageResult<Arc<dyn Storage + Send + Sync>>;
+
+/// The first of `keys` among the options (any case), else in the environment (upper case).
+fn option(options: &[(String, String)], keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| {
+        options
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(k))
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(k.to_ascii_uppercase()).ok())
+    })
+}
+
+/// Whether one of `keys` is set to true (options, then the environment).
+fn enabled(options: &[(String, String)], keys: &[&str]) -> bool {
+    option(options, keys).is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// The options as icechunk passes them on to `object_store`'s builder of the provider (it
+/// keeps the keys that builder knows, client options such as `allow_http` among them).
+fn config(options: &[(String, String)]) -> HashMap<String, String> {
+    options
+        .iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
+        .collect()
+}
+
+async fn s3_storage(
+    o: &[(String, String)],
+    bucket: String,
+    prefix: Option<String>,
+) -> StorageResult {
+    use icechunk::config::{S3Credentials, S3Options, S3StaticCredentials};
+    let mut s3 = S3Options::default();
+    if let Some(region) = option(o, &["aws_region", "aws_default_region", "region"]) {
+        s3 = s3.with_region(region);
+    }
+    if let Some(endpoint) = option(o, &["aws_endpoint", "aws_endpoint_url", "endpoint_url"]) {
+        s3 = s3.with_endpoint_url(endpoint).with_force_path_style(true);
+    }
+    if let Some(allow) = option(o, &["aws_allow_http", "allow_http"]) {
+        s3 = s3.with_allow_http(allow == "true");
+    }
+    let credentials = match (
+        option(o, &["aws_access_key_id"]),
+        option(o, &["aws_secret_access_key"]),
+    ) {
+        (Some(access_key_id), Some(secret_access_key)) => {
+            S3Credentials::Static(S3StaticCredentials {
+                access_key_id,
+                secret_access_key,
+                session_token: option(o, &["aws_session_token"]),
+                expires_after: None,
+            })
+        }
+        _ if enabled(o, &["aws_skip_signature"]) => S3Credentials::Anonymous,
+        _ => S3Credentials::FromEnv,
+    };
+    icechunk::new_s3_object_store_storage(
+        s3,
+        bucket,
+        prefix,
+        Some(credentials),
+        Vec::new(),
+        Vec::new(),
+    )
+    .await
+}
+
+/// Google Cloud Storage: credentials from the environment (`GOOGLE_*`) unless the options skip
+/// signing; the options (`google_service_account`, `google_service_account_key`,
+/// `google_application_credentials`, `google_base_url`, `allow_http`, …) over them.
+fn gcs_storage(o: &[(String, String)], bucket: String, prefix: Option<String>) -> StorageResult {
+    use icechunk::storage::GcsCredentials;
+    let credentials = if enabled(o, &["google_skip_signature", "skip_signature"]) {
+        GcsCredentials::Anonymous
+    } else {
+        GcsCredentials::FromEnv
+    };
+    icechunk::storage::new_gcs_storage(
+        bucket,
+        prefix,
+        Some(credentials),
+        Some(config(o)),
+        Vec::new(),
+        Vec::new(),
+    )
+}
+
+/// Azure Blob Storage: the account from `azure_storage_account_name` (or
+/// `AZURE_STORAGE_ACCOUNT_NAME`; the emulator's own account under
+/// `azure_storage_use_emulator`), credentials from the environment (`AZURE_*`) unless the
+/// options skip signing; the options (`azure_storage_account_key`, `azure_storage_sas_key`,
+/// `azure_storage_endpoint`, …) over them.
+async fn azure_storage(
+    o: &[(String, String)],
+    container: String,
+    prefix: Option<String>,
+) -> Result<StorageResult, RepositoryErrorKind> {
+    use icechunk::storage::AzureCredentials;
+    let emulator = enabled(
+        o,
+        &[
+            "azure_storage_use_emulator",
+            "use_emulator",
+            "object_store_use_emulator",
+        ],
+    );
+    let account = option(o, &["azure_storage_account_name", "account_name"])
+        .or_else(|| emulator.then(|| "devstoreaccount1".to_string()))
+        .ok_or_else(|| {
+            icechunk_failed(
+                "opening the storage",
+                "an Azure repository needs its storage account: the option \
+                 azure_storage_account_name (or AZURE_STORAGE_ACCOUNT_NAME)",
+            )
+        })?;
+    let credentials = if enabled(o, &["azure_skip_signature", "skip_signature"]) {
+        AzureCredentials::Anonymous
+    } else {
+        AzureCredentials::FromEnv
+    };
+    Ok(icechunk::storage::new_azure_blob_storage(
+        account,
+        container,
+        prefix,
+        Some(credentials),
+        Some(config(o)),
+    )
+    .await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clouds_by_scheme() {
+        for (scheme, cloud) in [
+            ("s3", Cloud::S3),
+            ("gs", Cloud::Gcs),
+            ("az", Cloud::Azure),
+            ("azure", Cloud::Azure),
+        ] {
+            assert_eq!(Cloud::from_scheme(scheme), Some(cloud));
+        }
+        // not object_store's URL schemes, or ones whose host is not the container
+        for scheme in ["gcs", "abfs", "http", "file", "S3"] {
+            assert_eq!(Cloud::from_scheme(scheme), None, "{scheme}");
+        }
+        let b = Backend::Cloud {
+            cloud: Cloud::Azure,
+            bucket: "c".into(),
+            prefix: "p/r.icechunk".into(),
+        };
+        assert_eq!(b.cloud_url().as_deref(), Some("az://c/p/r.icechunk"));
+    }
+
+    /// Without an account an Azure repository is an error naming the option (the emulator
+    /// has its own account).
+    #[tokio::test]
+    async fn an_azure_repository_needs_an_account() {
+        if std::env::var_os("AZURE_STORAGE_ACCOUNT_NAME").is_some() {
+            return;
+        }
+        let err = azure_storage(&[], "c".into(), Some("r".into()))
+            .await
+            .err()
+            .expect("no account is an error");
+        assert!(
+            err.to_string().contains("azure_storage_account_name"),
+            "{err}"
+        );
+        let emulator = [("azure_storage_use_emulator".to_string(), "true".to_string())];
+        let storage = azure_storage(&emulator, "c".into(), Some("r".into()))
+            .await
+            .expect("the emulator's account");
+        assert!(storage.is_ok());
+    }
+}
