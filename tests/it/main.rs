@@ -10,6 +10,7 @@ mod fixtures;
 mod hierarchy;
 mod holdouts;
 mod icechunk;
+mod icechunk_clouds;
 mod low_precision;
 mod nested_sharding;
 mod optional_type;

@@ -172,20 +172,16 @@ async fn s3_storage(
     .await
 }
 
-/// Google Cloud Storage: credentials from the environment (`GOOGLE_*`) unless the options skip
-/// signing; the options (`google_service_account`, `google_service_account_key`,
-/// `google_application_credentials`, `google_base_url`, `allow_http`, …) over them.
+/// Google Cloud Storage: the environment (`GOOGLE_*`), then the options over it
+/// (`google_service_account`, `google_service_account_key`, `google_application_credentials`,
+/// `google_skip_signature`, `google_base_url`, `allow_http`, …), as a plain `gs://` store.
 fn gcs_storage(o: &[(String, String)], bucket: String, prefix: Option<String>) -> StorageResult {
-    use icechunk::storage::GcsCredentials;
-    let credentials = if enabled(o, &["google_skip_signature", "skip_signature"]) {
-        GcsCredentials::Anonymous
-    } else {
-        GcsCredentials::FromEnv
-    };
+    // `FromEnv` starts from the environment; icechunk's other credentials start from nothing
+    // (its `Anonymous` would drop `GOOGLE_BASE_URL`), and the options carry them all anyway.
     icechunk::storage::new_gcs_storage(
         bucket,
         prefix,
-        Some(credentials),
+        Some(icechunk::storage::GcsCredentials::FromEnv),
         Some(config(o)),
         Vec::new(),
         Vec::new(),
@@ -194,9 +190,9 @@ fn gcs_storage(o: &[(String, String)], bucket: String, prefix: Option<String>) -
 
 /// Azure Blob Storage: the account from `azure_storage_account_name` (or
 /// `AZURE_STORAGE_ACCOUNT_NAME`; the emulator's own account under
-/// `azure_storage_use_emulator`), credentials from the environment (`AZURE_*`) unless the
-/// options skip signing; the options (`azure_storage_account_key`, `azure_storage_sas_key`,
-/// `azure_storage_endpoint`, …) over them.
+/// `azure_storage_use_emulator`), the environment (`AZURE_*`), then the options over it
+/// (`azure_storage_account_key`, `azure_storage_sas_key`, `azure_storage_endpoint`,
+/// `azure_skip_signature`, …), as a plain `az://` store.
 async fn azure_storage(
     o: &[(String, String)],
     container: String,
@@ -220,16 +216,11 @@ async fn azure_storage(
                  azure_storage_account_name (or AZURE_STORAGE_ACCOUNT_NAME)",
             )
         })?;
-    let credentials = if enabled(o, &["azure_skip_signature", "skip_signature"]) {
-        AzureCredentials::Anonymous
-    } else {
-        AzureCredentials::FromEnv
-    };
     Ok(icechunk::storage::new_azure_blob_storage(
         account,
         container,
         prefix,
-        Some(credentials),
+        Some(AzureCredentials::FromEnv),
         Some(config(o)),
     )
     .await)
