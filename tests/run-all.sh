@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README gives it: creates the zarr-python venvs (round trips of what
-# zarrow writes) and starts the loopback HTTP and S3 servers (remote-store tests), runs every test
+# zarrow writes) and starts the loopback HTTP, S3, Azure and GCS servers (remote-store tests; Azurite
+# comes from the npm registry, so npm is needed too), runs every test
 # of the workspace with them (among them zarrow-ballista's loopback cluster: a zarrow-scheduler
 # and two zarrow-executor processes queried over a local store and the S3 one), then the
 # examples, the Python package (its wheel, installed in a fresh venv, under pytest) and a tiny run
@@ -15,7 +16,7 @@ step() { printf '\n== %s (%s)\n' "$1" "$(date +%T)"; }
 step "zarr-python (and icechunk + xarray) venvs for the round-trip tests"
 bash tests/fixtures/setup_venvs.sh
 
-step "loopback HTTP and S3 (moto) servers"
+step "loopback HTTP, S3 (moto), Azure (Azurite) and GCS (fake-gcs-server) servers"
 eval "$(bash tests/remote/start.sh)"
 trap 'bash tests/remote/stop.sh' EXIT
 

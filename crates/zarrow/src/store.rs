@@ -137,7 +137,7 @@ impl ZarrStore {
         if let Some(reference) = &remote.reference {
             return Err(err(format!(
                 "the option ref = '{reference}' asks for a version, but only Icechunk \
-                 repositories (icechunk+file://, icechunk+s3://) have versions"
+                 repositories (icechunk+file://, +s3://, +gs://, +az://) have versions"
             )));
         }
         let mut body_retries = 0;

@@ -257,6 +257,7 @@ mod tests {
     #[tokio::test]
     async fn an_azure_repository_needs_an_account() {
         if std::env::var_os("AZURE_STORAGE_ACCOUNT_NAME").is_some() {
+            eprintln!("skipped: AZURE_STORAGE_ACCOUNT_NAME is set, so there is an account");
             return;
         }
         let err = azure_storage(&[], "c".into(), Some("r".into()))
