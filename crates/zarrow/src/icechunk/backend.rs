@@ -260,10 +260,9 @@ mod tests {
             eprintln!("skipped: AZURE_STORAGE_ACCOUNT_NAME is set, so there is an account");
             return;
         }
-        let err = azure_storage(&[], "c".into(), Some("r".into()))
-            .await
-            .err()
-            .expect("no account is an error");
+        let Err(err) = azure_storage(&[], "c".into(), Some("r".into())).await else {
+            panic!("no account is an error");
+        };
         assert!(
             err.to_string().contains("azure_storage_account_name"),
             "{err}"
