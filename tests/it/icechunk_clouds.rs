@@ -186,3 +186,121 @@ async fn icechunk_and_plain_stores_on_gcs() {
     )
     .await;
 }
+
+/// Azurite's development account key.
+const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+fn pairs(options: &[(&str, &str)]) -> Vec<(String, String)> {
+    options
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The store options reach a repository on Azure, as Python's `storage_options` and
+/// `ZarrStore::open_configured` give them: the account, its key and its endpoint, with the
+/// environment's emulator mode turned off by an option, write a table (one commit, reported)
+/// that reads back through them; a wrong key among them is refused by the server (the
+/// environment alone would have opened it).
+#[tokio::test]
+async fn store_options_open_a_repository_on_azure() {
+    use std::sync::Arc;
+
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{Field, Schema};
+    use zarrow::{RemoteOptions, TableWriteOptions, TableWriter, ZarrStore};
+
+    let Some(endpoint) = optional_loopback("ZARROW_TEST_AZURE") else {
+        return;
+    };
+    let with_key = |key: &str| {
+        pairs(&[
+            ("azure_storage_use_emulator", "false"),
+            ("azure_storage_account_name", "devstoreaccount1"),
+            ("azure_storage_account_key", key),
+            ("azure_storage_endpoint", &endpoint),
+            ("allow_http", "true"),
+        ])
+    };
+    let unique = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let t = format!(
+        "icechunk+az://zarrow-test/options-{}-{unique}.icechunk@main/t",
+        std::process::id()
+    );
+    let options = with_key(AZURITE_KEY);
+    let open = || ZarrStore::open_configured(&t, &options, &RemoteOptions::default()).unwrap();
+
+    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(Int64Array::from(vec![7, 8, 9]))],
+    )
+    .unwrap();
+    let write = TableWriteOptions {
+        create_repository: true,
+        ..Default::default()
+    };
+    let mut writer = TableWriter::try_new(open(), schema, write).await.unwrap();
+    writer.write(&batch).await.unwrap();
+    let written = writer.finish_written().await.unwrap();
+    assert!(written.snapshot.is_some(), "one commit, reported");
+    let ids = read_column(open(), &t, "id").await.unwrap();
+    assert_eq!(ids, texts(&[Some("7"), Some("8"), Some("9")]));
+
+    let wrong = with_key(&AZURITE_KEY.replace('E', "F"));
+    let store = ZarrStore::open_configured(&t, &wrong, &RemoteOptions::default()).unwrap();
+    let e = read_column(store, &t, "id").await.unwrap_err().to_string();
+    assert!(e.contains("403") || e.contains("uthenticat"), "{e}");
+}
+
+/// The same for GCS reads: the base URL among the options wins over the environment's, so
+/// one that leads nowhere on the same server finds no repository where the environment alone
+/// would have read it.
+#[tokio::test]
+async fn store_options_open_a_repository_on_gcs() {
+    use zarrow::{RemoteOptions, ZarrStore};
+
+    let Some(base) = optional_loopback("ZARROW_TEST_GCS") else {
+        return;
+    };
+    let t = "icechunk+gs://zarrow-fixtures/atlas.icechunk@v1/labels";
+    let open = |url: &str| {
+        let options = pairs(&[
+            ("google_base_url", url),
+            ("google_skip_signature", "true"),
+            ("allow_http", "true"),
+        ]);
+        ZarrStore::open_configured(t, &options, &RemoteOptions::default()).unwrap()
+    };
+    let labels = read_column(open(&base), t, "labels").await.unwrap();
+    assert_eq!(labels.len(), 10);
+    let e = read_column(open(&format!("{base}/nowhere")), t, "labels")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no Icechunk repository"), "{e}");
+}
+
+/// The column `column` of the table at the root of `store`, as text.
+async fn read_column(
+    store: zarrow::ZarrStore,
+    display: &str,
+    column: &str,
+) -> zarrow::Result<Vec<Option<String>>> {
+    use std::sync::Arc;
+
+    use futures::TryStreamExt;
+    use zarrow::{Node, TableModel, TableOptions, ZarrScan};
+
+    let node = Node::open_store(store, display).await?;
+    let model = Arc::new(TableModel::from_node(node, TableOptions::default()).await?);
+    let batches: Vec<RecordBatch> = ZarrScan::new(&model)
+        .stream(model.clone(), Default::default())?
+        .try_collect()
+        .await?;
+    Ok(batches.iter().flat_map(|b| strings(b, column)).collect())
+}
