@@ -194,27 +194,75 @@ fn exact_validator(_: Normalizer, actual: &[Vec<String>], expected: &[String]) -
     actual.len() == expected.len() && actual.iter().zip(expected).all(|(a, e)| a == e.trim_end())
 }
 
+/// Which files to run, from the arguments as libtest takes them: names (a file runs when its
+/// path contains one, or always when none is given) and `--skip NAME` / `--skip=NAME` (a file
+/// whose path contains NAME does not run); other flags are ignored. `cargo test --workspace --
+/// --skip some_test` passes its `--skip` here too, and its value is not a name to select.
+#[derive(Debug, Default, PartialEq)]
+struct Selection {
+    include: Vec<String>,
+    skip: Vec<String>,
+}
+
+impl Selection {
+    fn from_args(args: impl IntoIterator<Item = String>) -> Self {
+        let mut selection = Selection::default();
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            if arg == "--skip" {
+                selection.skip.extend(args.next());
+            } else if let Some(name) = arg.strip_prefix("--skip=") {
+                selection.skip.push(name.to_string());
+            } else if !arg.starts_with('-') {
+                selection.include.push(arg);
+            }
+        }
+        selection
+    }
+
+    fn keeps(&self, path: &str) -> bool {
+        (self.include.is_empty() || self.include.iter().any(|f| path.contains(f.as_str())))
+            && !self.skip.iter().any(|f| path.contains(f.as_str()))
+    }
+}
+
+/// The runner has no `#[test]`s of its own (no libtest harness): check its argument parsing
+/// before each run.
+fn check_selection() {
+    let args = ["--include-ignored", "--skip", "copy_10m", "--skip=b", "x"].map(String::from);
+    let selection = Selection::from_args(args);
+    assert_eq!(
+        selection,
+        Selection {
+            include: vec!["x".into()],
+            skip: vec!["copy_10m".into(), "b".into()]
+        }
+    );
+    assert!(selection.keeps("slt/x.slt") && !selection.keeps("slt/xb.slt"));
+}
+
 fn main() {
+    check_selection();
+
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let slt_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slt");
     std::env::set_current_dir(&root).expect("cd to the workspace root");
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let selection = Selection::from_args(std::env::args().skip(1));
     let complete = std::env::args().any(|a| a == "--complete");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&slt_dir)
         .expect("tests/slt")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "slt"))
-        .filter(|p| {
-            filter.is_empty()
-                || filter
-                    .iter()
-                    .any(|f| p.to_string_lossy().contains(f.as_str()))
-        })
+        .filter(|p| selection.keeps(&p.to_string_lossy()))
         .collect();
     files.sort();
+    // Only names given on the command line may select no file: run whole, the runner must
+    // find the files it is for.
+    assert!(
+        !files.is_empty() || !selection.include.is_empty(),
+        "no .slt file in {}",
+        slt_dir.display()
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
