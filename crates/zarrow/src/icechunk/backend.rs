@@ -105,20 +105,55 @@ impl Backend {
 
 type StorageResult = icechunk::storage::StorageResult<Arc<dyn Storage + Send + Sync>>;
 
-/// The first of `keys` among the options (any case), else in the environment (upper case).
+/// The prefixes of the keys that are also read from the environment, as `object_store`'s
+/// builders read it (`AWS_REGION`, never a bare `REGION`).
+const ENV_PREFIXES: [&str; 3] = ["aws_", "google_", "azure_"];
+
+/// The process's environment, as [`option_in`] reads it.
+fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The first of `keys` among the options (any case), else in the process's environment.
 fn option(options: &[(String, String)], keys: &[&str]) -> Option<String> {
+    option_in(options, keys, process_env)
+}
+
+/// The first of `keys` among the options (any case), else, for a provider's key (see
+/// [`ENV_PREFIXES`]), the variable of its upper-case name in `env`.
+fn option_in(
+    options: &[(String, String)],
+    keys: &[&str],
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
     keys.iter().find_map(|k| {
         options
             .iter()
             .find(|(key, _)| key.eq_ignore_ascii_case(k))
             .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var(k.to_ascii_uppercase()).ok())
+            .or_else(|| {
+                let k = k.to_ascii_lowercase();
+                ENV_PREFIXES
+                    .iter()
+                    .any(|p| k.starts_with(p))
+                    .then(|| env(&k.to_ascii_uppercase()))
+                    .flatten()
+            })
     })
 }
 
 /// Whether one of `keys` is set to true (options, then the environment).
 fn enabled(options: &[(String, String)], keys: &[&str]) -> bool {
-    option(options, keys).is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    enabled_in(options, keys, process_env)
+}
+
+/// [`enabled`] with the environment `env`.
+fn enabled_in(
+    options: &[(String, String)],
+    keys: &[&str],
+    env: impl Fn(&str) -> Option<String>,
+) -> bool {
+    option_in(options, keys, env).is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
 /// The options as icechunk passes them on to `object_store`'s builder of the provider (it
@@ -199,23 +234,7 @@ async fn azure_storage(
     prefix: Option<String>,
 ) -> Result<StorageResult, RepositoryErrorKind> {
     use icechunk::storage::AzureCredentials;
-    let emulator = enabled(
-        o,
-        &[
-            "azure_storage_use_emulator",
-            "use_emulator",
-            "object_store_use_emulator",
-        ],
-    );
-    let account = option(o, &["azure_storage_account_name", "account_name"])
-        .or_else(|| emulator.then(|| "devstoreaccount1".to_string()))
-        .ok_or_else(|| {
-            icechunk_failed(
-                "opening the storage",
-                "an Azure repository needs its storage account: the option \
-                 azure_storage_account_name (or AZURE_STORAGE_ACCOUNT_NAME)",
-            )
-        })?;
+    let account = azure_account(o, process_env)?;
     Ok(icechunk::storage::new_azure_blob_storage(
         account,
         container,
@@ -224,6 +243,33 @@ async fn azure_storage(
         Some(config(o)),
     )
     .await)
+}
+
+/// The storage account of an Azure repository: the option (or `AZURE_STORAGE_ACCOUNT_NAME`
+/// in `env`), else the emulator's own under `azure_storage_use_emulator`; else an error naming
+/// the option.
+fn azure_account(
+    o: &[(String, String)],
+    env: impl Fn(&str) -> Option<String> + Copy,
+) -> Result<String, RepositoryErrorKind> {
+    let emulator = enabled_in(
+        o,
+        &[
+            "azure_storage_use_emulator",
+            "use_emulator",
+            "object_store_use_emulator",
+        ],
+        env,
+    );
+    option_in(o, &["azure_storage_account_name", "account_name"], env)
+        .or_else(|| emulator.then(|| "devstoreaccount1".to_string()))
+        .ok_or_else(|| {
+            icechunk_failed(
+                "opening the storage",
+                "an Azure repository needs its storage account: the option \
+                 azure_storage_account_name (or AZURE_STORAGE_ACCOUNT_NAME)",
+            )
+        })
 }
 
 #[cfg(test)]
@@ -252,25 +298,30 @@ mod tests {
         assert_eq!(b.cloud_url().as_deref(), Some("az://c/p/r.icechunk"));
     }
 
-    /// Without an account an Azure repository is an error naming the option (the emulator
-    /// has its own account).
-    #[tokio::test]
-    async fn an_azure_repository_needs_an_account() {
-        if std::env::var_os("AZURE_STORAGE_ACCOUNT_NAME").is_some() {
-            eprintln!("skipped: AZURE_STORAGE_ACCOUNT_NAME is set, so there is an account");
-            return;
-        }
-        let Err(err) = azure_storage(&[], "c".into(), Some("r".into())).await else {
-            panic!("no account is an error");
-        };
+    /// Without an account an Azure repository is an error naming the option; the emulator
+    /// has its own account; the environment gives one only under a provider's name.
+    #[test]
+    fn an_azure_repository_needs_an_account() {
+        let none = |_: &str| None;
+        let opt = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        let err = azure_account(&[], none).expect_err("no account is an error");
         assert!(
             err.to_string().contains("azure_storage_account_name"),
             "{err}"
         );
-        let emulator = [("azure_storage_use_emulator".to_string(), "true".to_string())];
-        let storage = azure_storage(&emulator, "c".into(), Some("r".into()))
-            .await
-            .expect("the emulator's account");
-        assert!(storage.is_ok());
+        let emulator = opt("azure_storage_use_emulator", "true");
+        assert_eq!(azure_account(&emulator, none).unwrap(), "devstoreaccount1");
+        let named = opt("azure_storage_account_name", "acct");
+        assert_eq!(azure_account(&named, none).unwrap(), "acct");
+        let env = |k: &str| (k == "AZURE_STORAGE_ACCOUNT_NAME").then(|| "from-env".to_string());
+        assert_eq!(azure_account(&[], env).unwrap(), "from-env");
+        // A bare name is never read from the environment.
+        let bare = |k: &str| (k == "ACCOUNT_NAME" || k == "REGION").then(|| "x".to_string());
+        assert!(azure_account(&[], bare).is_err());
+        assert_eq!(option_in(&[], &["region"], bare), None);
+        assert_eq!(
+            option_in(&opt("REGION", "r"), &["region"], none).as_deref(),
+            Some("r")
+        );
     }
 }
