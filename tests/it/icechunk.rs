@@ -8,7 +8,7 @@ use arrow::array::{Array, AsArray};
 use arrow::datatypes::DataType;
 use serde_json::Value;
 use zarrow::{Error, StringType, TableModel, TableOptions};
-use zarrow_testkit::loopback;
+use zarrow_testkit::{loopback, unique_name};
 
 use crate::common::{copy_dir, data_dir, explain};
 use crate::fixtures::check_entries;
@@ -584,14 +584,7 @@ async fn copy_and_insert_into_a_branch_over_s3() {
     use zarrow::{TableWriteOptions, TableWriter, ZarrStore};
 
     let bucket = loopback("ZARROW_TEST_S3");
-    let unique = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let root = format!(
-        "icechunk+{bucket}/writes-{}-{unique}.icechunk",
-        std::process::id()
-    );
+    let root = format!("icechunk+{bucket}/{}.icechunk", unique_name("writes"));
     let t = format!("{root}@main/t");
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),

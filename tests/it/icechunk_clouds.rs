@@ -16,7 +16,7 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::DataType;
 use datafusion::prelude::SessionContext;
 use serde_json::Value;
-use zarrow_testkit::optional_loopback;
+use zarrow_testkit::{optional_loopback, unique_name};
 
 use crate::common::data_dir;
 
@@ -95,11 +95,7 @@ async fn read_fixtures(repository: &str, plain: &str) {
 /// another, both answering the snapshot they committed, and the first snapshot still reads
 /// as the first table.
 async fn copy_insert_and_read_back(bucket: &str) {
-    let unique = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let root = format!("{bucket}/writes-{}-{unique}.icechunk", std::process::id());
+    let root = format!("{bucket}/{}.icechunk", unique_name("writes"));
     let t = format!("{root}@main/t");
     let ctx = zarrow_datafusion::zarr_session_context(Default::default());
 
@@ -223,13 +219,9 @@ async fn store_options_open_a_repository_on_azure() {
             ("allow_http", "true"),
         ])
     };
-    let unique = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
     let t = format!(
-        "icechunk+az://zarrow-test/options-{}-{unique}.icechunk@main/t",
-        std::process::id()
+        "icechunk+az://zarrow-test/{}.icechunk@main/t",
+        unique_name("options")
     );
     let options = with_key(AZURITE_KEY);
     let open = || ZarrStore::open_configured(&t, &options, &RemoteOptions::default()).unwrap();

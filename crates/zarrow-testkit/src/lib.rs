@@ -119,6 +119,15 @@ pub fn optional_loopback(var: &str) -> Option<String> {
     }
 }
 
+/// A name no other test run uses, for a store or repository a test creates on a shared
+/// server: `stem-<process id>-<nanoseconds since the epoch>`.
+pub fn unique_name(stem: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{stem}-{}-{nanos}", std::process::id())
+}
+
 /// Every node of every fixture store (`*.zarr` in [`fixtures_dir`]: the root and every node
 /// below it) opened as a table with `options`, in path order. `not_tables` lists the nodes
 /// that do not open as tables, each with the reason: paths relative to the fixture directory,

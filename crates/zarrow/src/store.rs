@@ -921,13 +921,6 @@ async fn read_body(
 async fn fill(result: GetResult, out: &mut [u8]) -> std::result::Result<(), object_store::Error> {
     match result.payload {
         GetResultPayload::File(..) => {
-            let declared = result.range.end.saturating_sub(result.range.start);
-            if declared != out.len() as u64 {
-                return Err(generic(format!(
-                    "{declared} bytes where {} were asked for",
-                    out.len()
-                )));
-            }
             let bytes = result.bytes().await?;
             if bytes.len() != out.len() {
                 return Err(generic(format!(
