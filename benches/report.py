@@ -388,7 +388,7 @@ def render_join(data: dict) -> list[str]:
 
 def render_scaling(data: dict) -> list[str]:
     parts = list(data["results"])
-    pinned = not data.get("no_taskset")
+    pinned = not data.get("no_taskset") and "1" in parts
     out = [f"{int(data.get('rows', 0)):,} rows made by SQL, {int(data.get('chunk_rows', 0)):,}-row "
            f"zarr chunks; median of {data.get('repeat', '?')} runs after a warm-up, each query its "
            "own `zarrow sql` process; `target_partitions` as in the column head"
