@@ -315,6 +315,16 @@ pub(crate) fn parse_duration(key: &str, value: &str) -> Result<Duration> {
     }
 }
 
+/// Whether the environment variable `name` configures a store: a provider's (`AWS_*`,
+/// `GOOGLE_*`, `AZURE_*`), as `object_store`'s builders read them. A bare name such as
+/// `REGION` never does: another program may have set it.
+#[cfg(any(feature = "cloud", feature = "icechunk"))]
+pub(crate) fn is_provider_variable(name: &str) -> bool {
+    ["AWS_", "GOOGLE_", "AZURE_"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
 /// A cloud or HTTP store for `url` (`object_store`'s URL schemes: `s3://`, `gs://`, `az://`,
 /// `abfs://`, `http(s)://`, and the providers' https URLs), configured from the environment
 /// (`AWS_*`, `GOOGLE_*`, `AZURE_*`), then `options`, with `remote`'s timeouts and retries; the
@@ -337,11 +347,7 @@ pub(crate) fn open(
     let (remote, options) = remote.clone().with_store_options(options)?;
     let settings = remote.resolve();
     let mut all: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| {
-            ["AWS_", "GOOGLE_", "AZURE_"]
-                .iter()
-                .any(|p| k.starts_with(p))
-        })
+        .filter(|(k, _)| is_provider_variable(k))
         .map(|(k, v)| (k.to_ascii_lowercase(), v))
         .collect();
     // An http:// endpoint (a local S3 server) needs plain HTTP allowed; HTTP stores always.

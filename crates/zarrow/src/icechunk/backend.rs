@@ -10,6 +10,7 @@ use std::sync::Arc;
 use icechunk::Storage;
 
 use super::{icechunk_failed, RepositoryErrorKind};
+use crate::remote::is_provider_variable;
 
 /// A cloud object store a repository can live in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,10 +106,6 @@ impl Backend {
 
 type StorageResult = icechunk::storage::StorageResult<Arc<dyn Storage + Send + Sync>>;
 
-/// The prefixes of the keys that are also read from the environment, as `object_store`'s
-/// builders read it (`AWS_REGION`, never a bare `REGION`).
-const ENV_PREFIXES: [&str; 3] = ["aws_", "google_", "azure_"];
-
 /// The process's environment, as [`option_in`] reads it.
 fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
@@ -120,7 +117,7 @@ fn option(options: &[(String, String)], keys: &[&str]) -> Option<String> {
 }
 
 /// The first of `keys` among the options (any case), else, for a provider's key (see
-/// [`ENV_PREFIXES`]), the variable of its upper-case name in `env`.
+/// [`is_provider_variable`]), the variable of its upper-case name in `env`.
 fn option_in(
     options: &[(String, String)],
     keys: &[&str],
@@ -132,12 +129,8 @@ fn option_in(
             .find(|(key, _)| key.eq_ignore_ascii_case(k))
             .map(|(_, v)| v.clone())
             .or_else(|| {
-                let k = k.to_ascii_lowercase();
-                ENV_PREFIXES
-                    .iter()
-                    .any(|p| k.starts_with(p))
-                    .then(|| env(&k.to_ascii_uppercase()))
-                    .flatten()
+                let name = k.to_ascii_uppercase();
+                is_provider_variable(&name).then(|| env(&name)).flatten()
             })
     })
 }
