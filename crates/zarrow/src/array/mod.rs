@@ -570,9 +570,7 @@ impl ZarrArray {
         let chunk = self.chunk_location(coords).to_string();
         let (selection, n) = self.selection(coords)?;
         let meta = &self.meta;
-        let strings = ctx.options.string_type;
-        let cheap =
-            ChunkRows::starts_cheaply(meta.read_chain(), &meta.data_type, &selection, strings);
+        let cheap = ChunkRows::starts_cheaply(meta.read_chain(), &meta.data_type, &selection);
         let big = stored.as_ref().is_some_and(|b| b.len() > 64 * 1024);
         let this = self.clone();
         let (opts, metrics) = (ctx.options.clone(), ctx.metrics.clone());

@@ -155,14 +155,14 @@ pub(crate) fn decode_chunk_counted(
     opts: &ZarrReadOptions,
     metrics: &ScanMetrics,
 ) -> Result<ArrayRef, ChunkError> {
-    // numcodecs items to Utf8 / LargeUtf8 through a codec that streams: compacted as they are
+    // numcodecs items through a codec that streams: compacted or viewed as they are
     // decompressed (see `rows`), never held decompressed whole.
     let numcodecs = matches!(
         chain.array_to_bytes,
         ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes
     );
     let streams = chain.bytes_to_bytes.first().is_some_and(|c| c.streams());
-    if numcodecs && streams && opts.string_type != crate::options::StringType::View {
+    if numcodecs && streams {
         if let Ok(mut rows) =
             rows::ChunkRows::by_runs(chain, data_type, n, n, stored.clone(), opts, metrics)?
         {

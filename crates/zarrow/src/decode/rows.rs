@@ -2,9 +2,10 @@
 //!
 //! ```text
 //!  stored chunk ─▶ Source: the decoded bytes whole   (no compression: the stored bytes as
-//!                          they are; blosc, lz4, bz2, and strings read as views: decoded at
-//!                          once, views point into the decoded chunk)
-//!                  or a decoder read as a stream     (zstd, gzip, zlib)
+//!                          they are, strings' views point into them; blosc, lz4, bz2:
+//!                          decoded at once)
+//!                  or a decoder read as a stream     (zstd, gzip, zlib; strings compacted
+//!                          or viewed as they come out)
 //!  next_rows(k) ─▶ the bytes of the next k elements  (k × size, or k vlen-utf8/-bytes items)
 //!               ─▶ the chunk decoders of fixed.rs / vlen.rs, on just those bytes
 //! ```
@@ -169,7 +170,6 @@ impl ChunkRows {
                     (size.saturating_mul(n), usize::MAX),
                     n,
                     metrics,
-                    true,
                 )?,
                 data_type: data_type.clone(),
                 endian: *endian,
@@ -179,9 +179,7 @@ impl ChunkRows {
             (ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes, _) => {
                 let max = super::decoded_bound(chain, data_type, n, opts);
                 let cap = super::step_cap(data_type, opts);
-                // Views point into the chunk: it is decoded whole, into the buffer they keep.
-                let stream = opts.string_type != StringType::View;
-                let mut source = Source::new(chain, stored, (max, cap), n, metrics, stream)?;
+                let mut source = Source::new(chain, stored, (max, cap), n, metrics)?;
                 let count = source.take_bytes(4, "the item count header")?;
                 let count = u32::from_le_bytes([count[0], count[1], count[2], count[3]]);
                 if count as usize != n {
@@ -212,14 +210,12 @@ impl ChunkRows {
         chain: &CodecChain,
         data_type: &DataType,
         selection: &ChunkSelection,
-        strings: StringType,
     ) -> bool {
         let by_runs = matches!(selection, ChunkSelection::Prefix(_))
             && chain.array_to_array.is_empty()
             && match chain.array_to_bytes {
                 ArrayToBytes::Bytes { .. } => data_type.fixed_size().is_some(),
-                // Read as views, a chunk is decoded whole (see `by_runs`).
-                ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes => strings != StringType::View,
+                ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes => true,
                 _ => false,
             };
         by_runs
@@ -280,7 +276,7 @@ impl ChunkRows {
                         source.compact_items::<i64>(k, first, *target, data_bytes, item_bytes)?
                     }
                 }
-                StringType::View => source.view_items(k, first, *target)?,
+                StringType::View => source.view_items(k, first, *target, item_bytes)?,
             },
         };
         self.done += k;
@@ -324,18 +320,44 @@ struct Stream {
 const MIN_READ: usize = 16 * 1024;
 const MAX_READ: usize = 256 * 1024;
 
+/// What [`Source::take_items`] gives numcodecs items to: [`vlen::NumcodecsCompactor`] (Utf8,
+/// LargeUtf8) or [`vlen::NumcodecsViewer`] (views). `push_items` takes up to `max` whole items
+/// of `buf` from `pos` on and says where they end.
+trait ItemSink {
+    fn len(&self) -> usize;
+    fn push_items(&mut self, buf: &[u8], pos: usize, max: usize) -> Result<usize, ChunkError>;
+}
+
+impl<O: arrow_array::OffsetSizeTrait> ItemSink for vlen::NumcodecsCompactor<O> {
+    fn len(&self) -> usize {
+        self.len()
+    }
+    fn push_items(&mut self, buf: &[u8], pos: usize, max: usize) -> Result<usize, ChunkError> {
+        self.push_items(buf, pos, max)
+    }
+}
+
+#[cfg(feature = "utf8view")]
+impl ItemSink for vlen::NumcodecsViewer {
+    fn len(&self) -> usize {
+        self.len()
+    }
+    fn push_items(&mut self, buf: &[u8], pos: usize, max: usize) -> Result<usize, ChunkError> {
+        self.push_items(buf, pos, max)
+    }
+}
+
 impl Source {
     /// The source of `stored`, a chunk of `n` elements decoding to at most `max` bytes (no
     /// step to more than `cap`), through `chain`'s bytes-to-bytes codecs: the last one to
-    /// decode (the first listed) is read as a stream where it can be and `stream` asks for it,
-    /// every other is decoded whole. The codecs' time counts into `metrics`.
+    /// decode (the first listed) is read as a stream where it can be, every other is decoded
+    /// whole. The codecs' time counts into `metrics`.
     fn new(
         chain: &CodecChain,
         stored: Bytes,
         (max, cap): (usize, usize),
         n: usize,
         metrics: &ScanMetrics,
-        stream: bool,
     ) -> Result<Self, ChunkError> {
         let Some((last, inner)) = chain.bytes_to_bytes.split_first() else {
             return Ok(Source::Whole {
@@ -348,7 +370,7 @@ impl Source {
         for (codec, bound) in inner.iter().zip(&bounds[1..]).rev() {
             buf = metrics.time_decompress(|| codec.decode_elements(buf, *bound, Some(n)))?;
         }
-        Ok(match last.stream_decoder(&buf).filter(|_| stream) {
+        Ok(match last.stream_decoder(&buf) {
             Some(reader) => Source::Stream(Stream {
                 reader,
                 codec: last.name(),
@@ -410,25 +432,39 @@ impl Source {
     }
 
     /// The next `k` numcodecs items as views, the first being item `first` of the chunk:
-    /// views into the chunk decoded whole, its one buffer (see [`vlen::numcodecs_views_at`]).
+    /// views into the chunk, its one buffer, where it is decoded whole (see
+    /// [`vlen::numcodecs_views_at`]); built as the items are decompressed where it streams
+    /// (see [`vlen::NumcodecsViewer`]).
+    #[cfg(feature = "utf8view")]
     fn view_items(
         &mut self,
         k: usize,
         first: usize,
         target: VlenTarget,
+        item_bytes: &mut usize,
     ) -> Result<ArrayRef, ChunkError> {
-        match self {
-            Source::Whole { buf, pos } => {
-                let data = arrow_buffer::Buffer::from(buf.clone());
-                let (array, end) = vlen::numcodecs_views_at(&data, *pos, k, first, target)?;
-                *pos = end;
-                Ok(array)
-            }
-            // `by_runs` decodes a chunk read as views whole.
-            Source::Stream(_) => Err(ChunkError::Invalid(
-                "views are built over a chunk decoded whole, not a stream".into(),
-            )),
+        if let Source::Whole { buf, pos } = self {
+            let data = arrow_buffer::Buffer::from(buf.clone());
+            let (array, end) = vlen::numcodecs_views_at(&data, *pos, k, first, target)?;
+            *pos = end;
+            return Ok(array);
         }
+        // `item_bytes` here: the bytes of long items' data per item in the last run.
+        let mut out = vlen::NumcodecsViewer::new(k, k.saturating_mul(*item_bytes), target);
+        self.take_items(&mut out, (k, first), *item_bytes)?;
+        *item_bytes = out.data_len() / k.max(1) + 1;
+        Ok(out.finish())
+    }
+
+    #[cfg(not(feature = "utf8view"))]
+    fn view_items(
+        &mut self,
+        _: usize,
+        _: usize,
+        _: VlenTarget,
+        _: &mut usize,
+    ) -> Result<ArrayRef, ChunkError> {
+        Err(vlen::view_unavailable())
     }
 
     /// The next `k` numcodecs items as Utf8 / LargeUtf8, the first being item `first` of the
@@ -442,19 +478,40 @@ impl Source {
         item_bytes: &mut usize,
     ) -> Result<ArrayRef, ChunkError> {
         let mut out = vlen::NumcodecsCompactor::<O>::new(k, data_bytes, target.max_item)?;
+        self.take_items(&mut out, (k, first), *item_bytes)?;
+        *item_bytes = out.data_len() / k.max(1) + 1;
+        out.finish(first, target)
+    }
+
+    /// Give `out` the next `k` numcodecs items (item `first` of the chunk the first of them),
+    /// reading a stream as far as they need, in pieces that stay in cache; the first read
+    /// sized by `item_bytes`, an estimate of the bytes an item takes after its header.
+    fn take_items<S: ItemSink>(
+        &mut self,
+        out: &mut S,
+        (k, first): (usize, usize),
+        item_bytes: usize,
+    ) -> Result<(), ChunkError> {
         let in_run = |e: ChunkError| e.in_run_from(first);
+        // Stored bytes of the items taken, headers included.
+        let mut stored = 0;
         match self {
             Source::Whole { buf, pos } => *pos = out.push_items(buf, *pos, k).map_err(in_run)?,
             Source::Stream(s) => loop {
-                s.taken = out
+                let end = out
                     .push_items(&s.buf[..s.filled], s.taken, k - out.len())
                     .map_err(in_run)?;
+                stored += end - s.taken;
+                s.taken = end;
                 if out.len() == k {
                     break;
                 }
                 s.discard_taken();
                 // Enough for the rest of the run, in pieces that stay in cache.
-                let per_item = *item_bytes + 4;
+                let per_item = match out.len() {
+                    0 => item_bytes + 4,
+                    taken => stored / taken + 1,
+                };
                 let want = per_item
                     .saturating_mul(k - out.len())
                     .clamp(MIN_READ, MAX_READ);
@@ -466,8 +523,7 @@ impl Source {
         if out.len() < k {
             return Err(vlen::item_past_end(first + out.len()));
         }
-        *item_bytes = out.data_len() / k.max(1) + 1;
-        out.finish(first, target)
+        Ok(())
     }
 
     /// After the last element: the decoded bytes must end here.
@@ -740,46 +796,96 @@ mod tests {
         ));
     }
 
-    /// Read as views, a compressed chunk is decompressed once, into the buffer every run's
-    /// views point into: no run copies item bytes.
+    /// Read as views, a compressed chunk streams: a run's short items are inline views, its
+    /// long ones are copied once into a data buffer of the run's own, holding just their
+    /// bytes (no length headers, no short items, nothing of other runs). Uncompressed, the
+    /// views point into the stored chunk, every run's into the same buffer.
     #[cfg(feature = "utf8view")]
     #[test]
     #[cfg_attr(miri, ignore = "zstd is C code, which Miri cannot run")]
-    fn view_runs_point_into_the_decoded_chunk() {
-        let items: Vec<String> = (0..3000).map(|i| format!("a longer item {i}")).collect();
+    fn view_runs_inline_short_items_and_copy_long_ones_once() {
+        // Runs of 1000: the first all short, the second all long, the third mixed.
+        let items: Vec<String> = (0..3000)
+            .map(|i| match (i / 1000, i % 3) {
+                (0, _) | (2, 0) => format!("s{i}"),
+                _ => format!("a longer item {i}"),
+            })
+            .collect();
         let refs: Vec<&str> = items.iter().map(String::as_str).collect();
-        let stored = zstd().encode(&numcodecs(&refs)).unwrap();
+        let raw = numcodecs(&refs);
         let opts = ZarrReadOptions::default().with_string_type(StringType::View);
-        let chain = chain(ArrayToBytes::VlenUtf8, vec![zstd()]);
         let selection = ChunkSelection::Prefix(3000);
-        assert!(!ChunkRows::starts_cheaply(
-            &chain,
+        for codecs in [vec![zstd()], vec![]] {
+            let chain = chain(ArrayToBytes::VlenUtf8, codecs.clone());
+            let stored = match codecs.first() {
+                Some(codec) => Bytes::from(codec.encode(&raw).unwrap()),
+                None => Bytes::from(raw.clone()),
+            };
+            assert!(ChunkRows::starts_cheaply(
+                &chain,
+                &DataType::String,
+                &selection
+            ));
+            let metrics = ScanMetrics::default();
+            let mut rows = ChunkRows::new(
+                &chain,
+                &DataType::String,
+                3000,
+                &selection,
+                stored.clone(),
+                &opts,
+                &metrics,
+            )
+            .unwrap();
+            let mut got = Vec::new();
+            for run in items.chunks(1000) {
+                let a = rows.next_rows(1000).unwrap();
+                let v = a.as_string_view();
+                let buffers = v.data_buffers();
+                if codecs.is_empty() {
+                    assert_eq!(buffers.len(), 1);
+                    let inside = stored.as_ptr_range().contains(&buffers[0].as_ptr());
+                    assert!(inside, "the views point into the stored chunk");
+                } else {
+                    let long: usize = run.iter().map(|s| s.len()).filter(|&n| n > 12).sum();
+                    let held: usize = buffers.iter().map(|b| b.len()).sum();
+                    assert_eq!(held, long, "a run holds its long items' bytes, once");
+                    assert!(buffers.len() <= 1);
+                }
+                got.extend(v.iter().map(|s| s.unwrap().to_string()));
+            }
+            assert_eq!(got, items);
+        }
+    }
+
+    /// Streamed views check UTF-8 item by item where a length header has a byte of 0x80 or
+    /// more (items of 128 bytes and longer), and name the bad item in the chunk.
+    #[cfg(feature = "utf8view")]
+    #[test]
+    #[cfg_attr(miri, ignore = "zstd is C code, which Miri cannot run")]
+    fn streamed_views_name_a_long_bad_item() {
+        let items: Vec<String> = (0..2000)
+            .map(|i| format!("{i}-{}", "é".repeat(80)))
+            .collect();
+        let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+        let mut raw = numcodecs(&refs);
+        let at = raw.len() - 19; // inside the last item, on the second byte of an 'é'
+        assert_eq!(&raw[at - 1..at + 1], &[0xC3, 0xA9]);
+        raw[at] = b'z';
+        let rows = ChunkRows::new(
+            &chain(ArrayToBytes::VlenUtf8, vec![zstd()]),
             &DataType::String,
-            &selection,
-            StringType::View
-        ));
-        let mut rows = ChunkRows::new(
-            &chain,
-            &DataType::String,
-            3000,
-            &selection,
-            Bytes::from(stored),
-            &opts,
+            2000,
+            &ChunkSelection::Prefix(2000),
+            Bytes::from(zstd().encode(&raw).unwrap()),
+            &ZarrReadOptions::default().with_string_type(StringType::View),
             &ScanMetrics::default(),
         )
         .unwrap();
-        let mut buffers = Vec::new();
-        let mut got = Vec::new();
-        while rows.remaining() > 0 {
-            let a = rows.next_rows(1000).unwrap();
-            let v = a.as_string_view();
-            assert_eq!(v.data_buffers().len(), 1);
-            buffers.push(v.data_buffers()[0].as_ptr());
-            got.extend(v.iter().map(|s| s.unwrap().to_string()));
-        }
-        assert_eq!(got, items);
-        assert_eq!(buffers.len(), 3);
-        assert!(buffers.iter().all(|&b| b == buffers[0]), "one buffer");
+        assert!(matches!(
+            all_rows(rows, 700),
+            Err(ChunkError::Utf8 { element: 1999 })
+        ));
     }
 
     /// Asked for far more than the decoder holds (an estimate: a frame header's announced
