@@ -135,7 +135,8 @@ fn option_in(
     })
 }
 
-/// Whether one of `keys` is set to true (options, then the environment).
+/// Whether one of `keys` is set to true (options, then the environment): `true`, `1`, `yes`
+/// or `on` in any case, as `object_store` reads its own boolean options.
 fn enabled(options: &[(String, String)], keys: &[&str]) -> bool {
     enabled_in(options, keys, process_env)
 }
@@ -146,7 +147,12 @@ fn enabled_in(
     keys: &[&str],
     env: impl Fn(&str) -> Option<String>,
 ) -> bool {
-    option_in(options, keys, env).is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    option_in(options, keys, env).is_some_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "true" | "1" | "yes" | "on"
+        )
+    })
 }
 
 /// The options as icechunk passes them on to `object_store`'s builder of the provider (it
@@ -171,8 +177,8 @@ async fn s3_storage(
     if let Some(endpoint) = option(o, &["aws_endpoint", "aws_endpoint_url", "endpoint_url"]) {
         s3 = s3.with_endpoint_url(endpoint).with_force_path_style(true);
     }
-    if let Some(allow) = option(o, &["aws_allow_http", "allow_http"]) {
-        s3 = s3.with_allow_http(allow == "true");
+    if enabled(o, &["aws_allow_http", "allow_http"]) {
+        s3 = s3.with_allow_http(true);
     }
     let credentials = match (
         option(o, &["aws_access_key_id"]),
@@ -302,8 +308,12 @@ mod tests {
             err.to_string().contains("azure_storage_account_name"),
             "{err}"
         );
-        let emulator = opt("azure_storage_use_emulator", "true");
-        assert_eq!(azure_account(&emulator, none).unwrap(), "devstoreaccount1");
+        for yes in ["true", "TRUE", "True", "1", "yes", "on"] {
+            let emulator = opt("azure_storage_use_emulator", yes);
+            assert_eq!(azure_account(&emulator, none).unwrap(), "devstoreaccount1");
+        }
+        let not = opt("azure_storage_use_emulator", "false");
+        assert!(azure_account(&not, none).is_err());
         let named = opt("azure_storage_account_name", "acct");
         assert_eq!(azure_account(&named, none).unwrap(), "acct");
         let env = |k: &str| (k == "AZURE_STORAGE_ACCOUNT_NAME").then(|| "from-env".to_string());
