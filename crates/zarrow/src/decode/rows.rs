@@ -31,7 +31,7 @@ use arrow_array::{Array, ArrayRef};
 use bytes::Bytes;
 
 use super::fixed::decode_fixed;
-use super::vlen::{self, VlenTarget};
+use super::vlen::{self, ItemSink, VlenTarget};
 use super::ChunkSelection;
 use crate::codec::{ArrayToBytes, CodecChain};
 use crate::data_type::{DataType, Endian, FillValue};
@@ -319,33 +319,6 @@ struct Stream {
 /// copied out (compacted) right away: they are read again while in the CPU's cache.
 const MIN_READ: usize = 16 * 1024;
 const MAX_READ: usize = 256 * 1024;
-
-/// What [`Source::take_items`] gives numcodecs items to: [`vlen::NumcodecsCompactor`] (Utf8,
-/// LargeUtf8) or [`vlen::NumcodecsViewer`] (views). `push_items` takes up to `max` whole items
-/// of `buf` from `pos` on and says where they end.
-trait ItemSink {
-    fn len(&self) -> usize;
-    fn push_items(&mut self, buf: &[u8], pos: usize, max: usize) -> Result<usize, ChunkError>;
-}
-
-impl<O: arrow_array::OffsetSizeTrait> ItemSink for vlen::NumcodecsCompactor<O> {
-    fn len(&self) -> usize {
-        self.len()
-    }
-    fn push_items(&mut self, buf: &[u8], pos: usize, max: usize) -> Result<usize, ChunkError> {
-        self.push_items(buf, pos, max)
-    }
-}
-
-#[cfg(feature = "utf8view")]
-impl ItemSink for vlen::NumcodecsViewer {
-    fn len(&self) -> usize {
-        self.len()
-    }
-    fn push_items(&mut self, buf: &[u8], pos: usize, max: usize) -> Result<usize, ChunkError> {
-        self.push_items(buf, pos, max)
-    }
-}
 
 impl Source {
     /// The source of `stored`, a chunk of `n` elements decoding to at most `max` bytes (no

@@ -350,6 +350,7 @@ unsafe fn build_view_array(views: Vec<u128>, buffers: Vec<Buffer>, utf8: bool) -
     }
 }
 
+/// Decode a numcodecs `vlen-utf8` / `vlen-bytes` chunk holding `n` items.
 pub(crate) fn decode_numcodecs(
     buf: Bytes,
     n: usize,
@@ -434,26 +435,49 @@ impl<O: OffsetSizeTrait> NumcodecsCompactor<O> {
         })
     }
 
-    /// Items taken so far.
-    pub(crate) fn len(&self) -> usize {
-        self.offsets.len() - 1
-    }
-
     /// Bytes of item data taken so far.
     pub(crate) fn data_len(&self) -> usize {
         self.data.len()
     }
 
+    /// The array of the items taken (UTF-8 validated for strings), the first of them being
+    /// item `first` of the chunk. The data's size is checked against the offsets' type here,
+    /// once: offsets past it are never handed out.
+    pub(crate) fn finish(self, first: usize, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
+        check_data_size::<O>(self.data.len())?;
+        // SAFETY: `push_items` starts the offsets at 0 and pushes the data's length after
+        // each item it appends, so they never decrease and the last is the data's length;
+        // `check_data_size` just checked that length fits `O`, so no offset wrapped.
+        let valid = unsafe {
+            ValidOffsets::built(
+                ScalarBuffer::from(self.offsets),
+                Buffer::from_vec(self.data),
+            )
+        };
+        from_offsets::<O>(valid, target).map_err(|e| e.in_run_from(first))
+    }
+}
+
+/// What numcodecs items are given to a piece at a time: [`NumcodecsCompactor`] (Utf8,
+/// LargeUtf8) or [`NumcodecsViewer`] (views), so that one loop feeds either from a chunk
+/// decoded whole or from a decompressor's output (`Source::take_items` in `rows.rs`).
+pub(crate) trait ItemSink {
+    /// Items taken so far.
+    fn len(&self) -> usize;
+
     /// Take up to `max` items from `buf`, the first starting at `pos`; stops early at an item
-    /// that does not lie entirely inside `buf`. Returns where the items taken end. An item
-    /// longer than the item limit is an error (numbered from the compactor's first item) as
-    /// soon as its length header is in `buf`.
-    pub(crate) fn push_items(
-        &mut self,
-        buf: &[u8],
-        mut pos: usize,
-        max: usize,
-    ) -> Result<usize, ChunkError> {
+    /// that does not lie entirely inside `buf`. Returns where the items taken end.
+    fn push_items(&mut self, buf: &[u8], pos: usize, max: usize) -> Result<usize, ChunkError>;
+}
+
+impl<O: OffsetSizeTrait> ItemSink for NumcodecsCompactor<O> {
+    fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// An item longer than the item limit is an error (numbered from the compactor's first
+    /// item) as soon as its length header is in `buf`.
+    fn push_items(&mut self, buf: &[u8], mut pos: usize, max: usize) -> Result<usize, ChunkError> {
         for _ in 0..max {
             let Some(len) = read_u32(buf, pos) else { break };
             let (start, len) = (pos + 4, len as usize);
@@ -473,23 +497,6 @@ impl<O: OffsetSizeTrait> NumcodecsCompactor<O> {
             pos = start + len;
         }
         Ok(pos)
-    }
-
-    /// The array of the items taken (UTF-8 validated for strings), the first of them being
-    /// item `first` of the chunk. The data's size is checked against the offsets' type here,
-    /// once: offsets past it are never handed out.
-    pub(crate) fn finish(self, first: usize, target: VlenTarget) -> Result<ArrayRef, ChunkError> {
-        check_data_size::<O>(self.data.len())?;
-        // SAFETY: `push_items` starts the offsets at 0 and pushes the data's length after
-        // each item it appends, so they never decrease and the last is the data's length;
-        // `check_data_size` just checked that length fits `O`, so no offset wrapped.
-        let valid = unsafe {
-            ValidOffsets::built(
-                ScalarBuffer::from(self.offsets),
-                Buffer::from_vec(self.data),
-            )
-        };
-        from_offsets::<O>(valid, target).map_err(|e| e.in_run_from(first))
     }
 }
 
@@ -632,6 +639,14 @@ const SHORT_VIEW_MASKS: [u128; 13] = {
     masks
 };
 
+/// The view of an item longer than 12 bytes from `stored`, the 16 bytes from its length
+/// header on: length and prefix as stored, buffer 0, and `offset`, where its bytes are in it.
+#[cfg(feature = "utf8view")]
+#[inline(always)]
+fn long_view(stored: u128, offset: u32) -> u128 {
+    (stored & u128::from(u64::MAX)) | (u128::from(offset) << 96)
+}
+
 /// The view of the numcodecs item whose length header is at `header` in `bytes` (item
 /// `element` of its chunk), its length and where it ends. The view describes the item's
 /// bytes in `bytes` as buffer 0 (`bytes` is at most `u32::MAX` long: checked by the caller).
@@ -675,8 +690,8 @@ fn numcodecs_view(
         // At most 12 bytes: keep the header and the item's bytes, zero the rest.
         stored & mask
     } else {
-        // `start` < buffer length <= u32::MAX (checked by the caller); buffer index 0.
-        (stored & u128::from(u64::MAX)) | (u128::from(start as u32) << 96)
+        // `start` < buffer length <= u32::MAX (checked by the caller).
+        long_view(stored, start as u32)
     };
     Ok((view, len32, start + len))
 }
@@ -750,54 +765,9 @@ impl NumcodecsViewer {
         }
     }
 
-    /// Items taken so far.
-    pub(crate) fn len(&self) -> usize {
-        self.views.len()
-    }
-
     /// Bytes of long items copied so far.
     pub(crate) fn data_len(&self) -> usize {
         self.data.len()
-    }
-
-    /// Take up to `max` items from `buf`, the first starting at `pos`; stops early at an item
-    /// that does not lie entirely inside `buf`. Returns where the items taken end. Errors name
-    /// items from the viewer's first.
-    pub(crate) fn push_items(
-        &mut self,
-        buf: &[u8],
-        pos: usize,
-        max: usize,
-    ) -> Result<usize, ChunkError> {
-        let (start, first) = (pos, self.len());
-        let mut pos = pos;
-        let mut header_bits = 0u32;
-        self.views
-            .reserve(max.min(buf.len().saturating_sub(pos) / 4));
-        for _ in 0..max {
-            if let Some((view, len32)) = self.fast_view(buf, pos) {
-                header_bits |= len32;
-                self.views.push(view);
-                pos += 4 + len32 as usize;
-                continue;
-            }
-            let Some(len32) = read_u32(buf, pos) else {
-                break;
-            };
-            let (item_start, len) = (pos + 4, len32 as usize);
-            item_limit(self.len(), len, self.target.max_item)?;
-            if len > buf.len() - item_start {
-                break;
-            }
-            let view = self.view_of(&buf[item_start..item_start + len])?;
-            header_bits |= len32;
-            self.views.push(view);
-            pos = item_start + len;
-        }
-        if self.target.utf8 {
-            numcodecs_window_utf8(&buf[start..pos], first, header_bits)?;
-        }
-        Ok(pos)
     }
 
     /// The view of the item whose header is at `pos`, and its length, where that takes no
@@ -826,11 +796,7 @@ impl NumcodecsViewer {
         }
         self.data.extend_from_slice(item);
         self.data.truncate(offset + len);
-        // Length and prefix as stored, buffer 0, the offset it was appended at.
-        Some((
-            (stored & u128::from(u64::MAX)) | (u128::from(offset as u32) << 96),
-            len32,
-        ))
+        Some((long_view(stored, offset as u32), len32))
     }
 
     /// The view of `item`: inline if short, else its bytes appended to the data buffer.
@@ -860,6 +826,46 @@ impl NumcodecsViewer {
         // when short, else naming buffer 0 at the offset its bytes were appended at; every
         // item was checked as UTF-8 by `push_items` when `utf8`.
         unsafe { build_view_array(self.views, buffers, self.target.utf8) }
+    }
+}
+
+#[cfg(feature = "utf8view")]
+impl ItemSink for NumcodecsViewer {
+    fn len(&self) -> usize {
+        self.views.len()
+    }
+
+    /// Errors name items from the viewer's first.
+    fn push_items(&mut self, buf: &[u8], pos: usize, max: usize) -> Result<usize, ChunkError> {
+        let (start, first) = (pos, self.len());
+        let mut pos = pos;
+        let mut header_bits = 0u32;
+        self.views
+            .reserve(max.min(buf.len().saturating_sub(pos) / 4));
+        for _ in 0..max {
+            if let Some((view, len32)) = self.fast_view(buf, pos) {
+                header_bits |= len32;
+                self.views.push(view);
+                pos += 4 + len32 as usize;
+                continue;
+            }
+            let Some(len32) = read_u32(buf, pos) else {
+                break;
+            };
+            let (item_start, len) = (pos + 4, len32 as usize);
+            item_limit(self.len(), len, self.target.max_item)?;
+            if len > buf.len() - item_start {
+                break;
+            }
+            let view = self.view_of(&buf[item_start..item_start + len])?;
+            header_bits |= len32;
+            self.views.push(view);
+            pos = item_start + len;
+        }
+        if self.target.utf8 {
+            numcodecs_window_utf8(&buf[start..pos], first, header_bits)?;
+        }
+        Ok(pos)
     }
 }
 

@@ -147,12 +147,8 @@ fn enabled_in(
     keys: &[&str],
     env: impl Fn(&str) -> Option<String>,
 ) -> bool {
-    option_in(options, keys, env).is_some_and(|v| {
-        matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "true" | "1" | "yes" | "on"
-        )
-    })
+    option_in(options, keys, env)
+        .is_some_and(|v| crate::options::parse_bool("", &v).is_ok_and(|yes| yes))
 }
 
 /// The options as icechunk passes them on to `object_store`'s builder of the provider (it
