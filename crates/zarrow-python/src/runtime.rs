@@ -9,13 +9,14 @@ use crate::errors::ZarrowError;
 
 static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 
-/// The runtime (two workers, I/O and timers), started on first use.
+/// The runtime (I/O and timers), started on first use: a worker per core this process may
+/// use, as Tokio sizes it (`TOKIO_WORKER_THREADS` sets another number). A whole-table read
+/// decodes on every worker at once; with two, a 16-core machine read on two.
 pub(crate) fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
     if let Some(rt) = RUNTIME.get() {
         return Ok(rt);
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
         .thread_name("zarrow")
         .enable_all()
         .build()

@@ -37,6 +37,14 @@ pub(crate) fn in_background<T: Send + 'static>(
     })
 }
 
+/// The threads zarrow's tasks run on (see `ScanContext::workers`).
+pub(crate) fn workers() -> usize {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => runtime.metrics().num_workers().max(1),
+        Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
+
 /// `f` on the blocking pool when `heavy` and inside a runtime, else in place.
 pub(crate) async fn blocking<T: Send + 'static>(
     heavy: bool,
@@ -54,7 +62,8 @@ pub(crate) async fn blocking<T: Send + 'static>(
     }
 }
 
-/// The runtime of the synchronous reader: two worker threads, I/O and timers enabled. It can
+/// The runtime of the synchronous reader: a worker per core, at most 8 (what a lone stream
+/// decodes ahead on), I/O and timers enabled. It can
 /// be dropped anywhere: inside another runtime (where dropping a runtime panics) it is shut
 /// down in the background.
 #[derive(Debug, Clone)]
@@ -62,8 +71,9 @@ pub(crate) struct SyncRuntime(Option<Arc<tokio::runtime::Runtime>>);
 
 impl SyncRuntime {
     pub(crate) fn new() -> Result<Self> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(cores.clamp(1, 8))
             .enable_all()
             .build()
             .map(|rt| SyncRuntime(Some(Arc::new(rt))))

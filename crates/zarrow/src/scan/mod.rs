@@ -218,28 +218,45 @@ impl ScanContext {
         }
     }
 
-    /// The context for one of `partitions` streams that run at once. With at least as many
-    /// streams as cores, each decodes as it hands out (`decode_ahead` 0), as DataFusion's
-    /// partitions do. With fewer, each decodes ahead on its share of the cores
-    /// (`decode_ahead` = cores / partitions, at most 8), so that a lone stream, such as
-    /// `zarrow export`'s or a Python reader's, decodes on every core instead of one while its
-    /// consumer takes the batches.
+    /// The threads a scan's work runs on: the current Tokio runtime's workers (1 for a
+    /// current-thread runtime), or, outside a runtime, the cores this process may use (its
+    /// CPU affinity and quota). What a reader splits a whole-table read into runs by.
+    pub fn workers() -> usize {
+        crate::task::workers()
+    }
+
+    /// The context for one of `partitions` streams that run at once, on the threads that run
+    /// them: the current Tokio runtime's workers (where the chunks decoded ahead run), or,
+    /// outside a runtime, the cores this process may use ([`Self::workers`]). With at
+    /// least as many streams as workers, each decodes as it hands out (`decode_ahead` 0), as
+    /// DataFusion's partitions do. With fewer, each decodes ahead on its share of the workers
+    /// (`decode_ahead` = workers / partitions, at most 8), so that a lone stream, such as
+    /// `zarrow export`'s or a Python reader's, decodes on every worker instead of one while
+    /// its consumer takes the batches.
     ///
     /// ```
     /// use zarrow::ScanContext;
     ///
-    /// let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    /// assert_eq!(ScanContext::default().for_partitions(cores).decode_ahead, 0);
-    /// let alone = ScanContext::default().for_partitions(1).decode_ahead;
-    /// assert_eq!(alone, if cores > 1 { cores.min(8) } else { 0 });
+    /// # #[tokio::main(flavor = "multi_thread", worker_threads = 3)]
+    /// # async fn main() {
+    /// // On a runtime of 3 workers, whatever the machine's cores:
+    /// assert_eq!(ScanContext::default().for_partitions(3).decode_ahead, 0);
+    /// assert_eq!(ScanContext::default().for_partitions(1).decode_ahead, 3);
+    /// // On one thread nothing runs beside the consumer.
+    /// let one = std::thread::spawn(|| {
+    ///     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    ///     rt.block_on(async { ScanContext::default().for_partitions(1).decode_ahead })
+    /// });
+    /// assert_eq!(one.join().unwrap(), 0);
+    /// # }
     /// ```
     pub fn for_partitions(mut self, partitions: usize) -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let workers = Self::workers();
         let partitions = partitions.max(1);
-        self.decode_ahead = if partitions >= cores {
+        self.decode_ahead = if partitions >= workers {
             0
         } else {
-            (cores / partitions).min(MAX_DECODE_AHEAD)
+            (workers / partitions).min(MAX_DECODE_AHEAD)
         };
         self
     }
