@@ -231,9 +231,10 @@ impl TableProvider for ZarrTable {
             chunks: scan.chunks.clone(),
             pruning_nanos: u64::try_from(pruning_time.as_nanos()).unwrap_or(u64::MAX),
         };
-        // The partitions: runs of nearly equal numbers of chunks (one with a limit).
+        // The partitions: runs of nearly equal stored bytes (one with a limit).
         let groups = scan
-            .split(state.config().target_partitions())
+            .split_by_stored_bytes(&model, state.config().target_partitions())
+            .await
             .into_iter()
             .map(|scan| {
                 let rows = scan

@@ -160,8 +160,8 @@ impl PyZarrStream {
     }
 
     /// Every batch at once, for a stream not started yet: the chunks split into one run per
-    /// core, read at the same time with the GIL released, a batch per chunk unless
-    /// `batch_size` was given; in order. What `read_table` uses.
+    /// worker of the module's runtime, read at the same time with the GIL released, a batch
+    /// per chunk unless `batch_size` was given; in order. What `read_table` uses.
     fn read_all(&self, py: Python<'_>) -> PyResult<Vec<PyZarrBatch>> {
         let mut state = self.state()?;
         let State::Planned(mut plan) = std::mem::replace(&mut *state, State::Done) else {
@@ -172,20 +172,20 @@ impl PyZarrStream {
         if !self.batch_size_given {
             plan.scan.batch_per_chunk(&plan.model);
         }
-        // A limit on filtered rows takes the first ones: one run, in order.
-        let parts = match plan.limit_after_filter() {
-            true => vec![plan.scan.clone()],
-            false => {
-                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-                plan.scan.split(cores)
-            }
-        };
-        let streams = parts
-            .iter()
-            .map(|part| plan.batches(part, parts.len()))
-            .collect::<zarrow::Result<Vec<_>>>()
-            .map_err(to_py)?;
         let read = async move {
+            // A limit on filtered rows takes the first ones: one run, in order. Otherwise a
+            // run per worker of the runtime, of nearly equal stored bytes.
+            let parts = match plan.limit_after_filter() {
+                true => vec![plan.scan.clone()],
+                false => {
+                    let workers = zarrow::ScanContext::workers();
+                    plan.scan.split_by_stored_bytes(&plan.model, workers).await
+                }
+            };
+            let streams = parts
+                .iter()
+                .map(|part| plan.batches(part, parts.len()))
+                .collect::<zarrow::Result<Vec<_>>>()?;
             let tasks = streams
                 .into_iter()
                 .map(|s| tokio::spawn(s.try_collect::<Vec<_>>()))

@@ -709,6 +709,48 @@ impl ChunkRanges {
         out
     }
 
+    /// At most `n` selections in order, covering this one, of nearly equal total weight:
+    /// `weights[k]` is the cost of the `k`-th selected chunk (its stored bytes, say). Part `i`
+    /// ends at whichever chunk boundary puts the running total nearest `(i + 1) / n` of the
+    /// whole, so a heavy chunk ends up in a part of its own rather than beside others that
+    /// could have gone to the next part; every part holds at least one chunk. Weights that do
+    /// not match the selection (or weigh nothing) give [`Self::split`]'s runs of equal counts.
+    pub fn split_weighted(&self, n: usize, weights: &[u64]) -> Vec<Self> {
+        let len = self.len();
+        let total: u128 = weights.iter().map(|&w| u128::from(w)).sum();
+        if weights.len() as u64 != len || total == 0 {
+            return self.split(n);
+        }
+        let n = (n.max(1) as u64).min(len.max(1));
+        // before[k]: the weight of the chunks before chunk k.
+        let before: Vec<u128> = std::iter::once(0)
+            .chain(weights.iter().scan(0u128, |sum, &w| {
+                *sum += u128::from(w);
+                Some(*sum)
+            }))
+            .collect();
+        let mut out = Vec::with_capacity(n as usize);
+        let mut start = 0u64;
+        for i in 1..n {
+            // The boundary nearest total * i / n, leaving a chunk for each part after this one.
+            let target = total * u128::from(i) / u128::from(n);
+            let past = before.partition_point(|&b| b < target) as u64;
+            let nearer = |a: u64, b: u64| {
+                let off = |k: u64| before[k as usize].abs_diff(target);
+                if off(a) <= off(b) {
+                    a
+                } else {
+                    b
+                }
+            };
+            let end = nearer(past.saturating_sub(1), past.min(len)).clamp(start + 1, len - (n - i));
+            out.push(self.sub_window(start..end));
+            start = end;
+        }
+        out.push(self.sub_window(start..len));
+        out
+    }
+
     /// The in-bounds elements (table rows) of the selected chunks of `grid`, checked.
     pub fn rows(&self, grid: &ChunkGrid) -> Result<u64, GridError> {
         let end = self.rows_before(grid, self.window.end)?;
@@ -956,6 +998,69 @@ mod tests {
             assert_eq!(joined, whole, "split into {n}");
             let lens: Vec<u64> = parts.iter().map(ChunkRanges::len).collect();
             assert!(lens.iter().max().unwrap() - lens.iter().min().unwrap() <= 1);
+        }
+    }
+
+    #[test]
+    fn weighted_splits_balance_the_weights() {
+        let r = ChunkRanges::all(&[8]);
+        let lens = |parts: &[ChunkRanges]| parts.iter().map(ChunkRanges::len).collect::<Vec<_>>();
+        // One heavy chunk: it is a part of its own, the light ones share the rest.
+        assert_eq!(
+            lens(&r.split_weighted(2, &[1, 1, 1, 1, 1, 1, 1, 50])),
+            [7, 1]
+        );
+        assert_eq!(
+            lens(&r.split_weighted(2, &[50, 1, 1, 1, 1, 1, 1, 1])),
+            [1, 7]
+        );
+        assert_eq!(
+            lens(&r.split_weighted(2, &[1, 1, 1, 1, 1, 1, 50, 1])),
+            [6, 2]
+        );
+        assert_eq!(
+            lens(&r.split_weighted(3, &[1, 1, 1, 1, 1, 1, 1, 50])),
+            [6, 1, 1]
+        );
+        // Light chunks after a heavy one are shared out.
+        assert_eq!(
+            lens(&r.split_weighted(2, &[4, 4, 4, 4, 1, 1, 1, 1])),
+            [2, 6]
+        );
+        // Equal weights: equal counts, as `split`.
+        assert_eq!(lens(&r.split_weighted(4, &[7; 8])), lens(&r.split(4)));
+        // No usable weights: `split`.
+        assert_eq!(lens(&r.split_weighted(3, &[0; 8])), lens(&r.split(3)));
+        assert_eq!(lens(&r.split_weighted(3, &[1; 5])), lens(&r.split(3)));
+        // Any weights, any n: non-empty parts covering the selection in order.
+        let sel = ChunkRanges::from_dims(&[4, 5], vec![vec![0..1, 2..4], vec![1..5]]).unwrap();
+        let whole: Vec<Vec<u64>> = sel.iter().collect();
+        for seed in 0..50u64 {
+            let weights: Vec<u64> = (0..sel.len())
+                .map(|k| (k * 2_654_435_761 + seed * 97) % 13 * (seed % 3))
+                .collect();
+            for n in 1..=15 {
+                let parts = sel.split_weighted(n, &weights);
+                assert_eq!(parts.len(), n.min(whole.len()), "n {n} weights {weights:?}");
+                assert!(parts.iter().all(|p| !p.is_empty()));
+                let joined: Vec<Vec<u64>> = parts.iter().flat_map(|p| p.iter()).collect();
+                assert_eq!(joined, whole, "n {n} weights {weights:?}");
+                // Balanced: no part weighs more than its share and the heaviest chunk twice
+                // over (each boundary is at most one chunk off its target).
+                let total: u64 = weights.iter().sum();
+                let heaviest = weights.iter().max().copied().unwrap_or(0);
+                let mut at = 0usize;
+                for p in &parts {
+                    let len = p.len() as usize;
+                    let w: u64 = weights[at..at + len].iter().sum();
+                    let parts = parts.len() as u64;
+                    assert!(
+                        w <= total / parts + 1 + 2 * heaviest,
+                        "n {n} weights {weights:?}"
+                    );
+                    at += len;
+                }
+            }
         }
     }
 

@@ -7,6 +7,7 @@
 //! (with their timeouts and retries) by [`crate::remote`]. The result is a [`ZarrStore`]: an
 //! `object_store` plus the path of the node inside it.
 
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -820,6 +821,37 @@ impl ZarrStore {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    /// The sizes of the objects below `relative`, by path, where one listing tells them:
+    /// `None` when there are more than `max`, or the store cannot list (plain HTTP servers,
+    /// Icechunk repositories). A hint, never an error: what a scan weighs its partitions by
+    /// ([`crate::ZarrScan::split_by_stored_bytes`]).
+    pub async fn object_sizes(&self, relative: &str, max: usize) -> Option<HashMap<Path, u64>> {
+        if self.location.starts_with("http://") || self.location.starts_with("https://") {
+            return None;
+        }
+        let path = self.key(relative);
+        let started = Instant::now();
+        let listing = self
+            .within(async {
+                let mut objects = self.store.list(Some(&path)).take(max.saturating_add(1));
+                let mut sizes = HashMap::new();
+                while let Some(meta) = objects.try_next().await? {
+                    sizes.insert(meta.location, meta.size);
+                }
+                Ok(sizes)
+            })
+            .await;
+        self.metrics.add_metadata(0, started.elapsed());
+        match listing {
+            Ok(sizes) if sizes.len() <= max => Some(sizes),
+            Ok(_) => None,
+            Err(e) => {
+                log::debug!("no object sizes below '{path}': {e}");
+                None
+            }
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use serde_json::json;
 use zarrow_testkit::RecordingStore;
 
 use super::{ReadContext, ZarrArray};
+use crate::grid::ChunkRanges;
 use crate::options::ZarrReadOptions;
 use crate::store::ZarrStore;
 use crate::{Error, Node};
@@ -152,4 +153,16 @@ async fn a_large_chunk_is_fetched_in_ranged_parts_and_held_to_its_limit() {
         "{e}"
     );
     assert_eq!(recording.requests().len(), 1, "{}", recording.describe());
+}
+
+#[tokio::test]
+async fn stored_sizes_share_a_shard_among_its_units() {
+    let (array, _) = sharded().await;
+    // 356 bytes: 48 values, 100 between, a 64-byte index; four units in the one shard.
+    let all = array.all_chunks();
+    assert_eq!(array.stored_sizes(&all, 10).await, Some(vec![89; 4]));
+    let two = ChunkRanges::from_dims(&[4], vec![vec![0..2]]).unwrap();
+    assert_eq!(array.stored_sizes(&two, 10).await, Some(vec![178; 2]));
+    // More objects than allowed (the shard and zarr.json): no answer.
+    assert_eq!(array.stored_sizes(&all, 1).await, None);
 }

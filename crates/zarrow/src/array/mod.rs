@@ -16,6 +16,7 @@ mod fetch_tests;
 pub mod region;
 mod shard;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -591,6 +592,24 @@ impl ZarrArray {
     /// Every read unit, as ranges over the grid.
     pub fn all_chunks(&self) -> ChunkRanges {
         ChunkRanges::all(&self.grid.grid_shape())
+    }
+
+    /// The stored bytes of each read unit of `chunks`, in their order, from one listing of
+    /// the array's objects (at most `max_objects` of them; `None` past that, or where the
+    /// store cannot list): 0 for a unit not stored; a shard's bytes shared evenly by the
+    /// units of `chunks` in it. A hint to balance work by, not a limit to read under.
+    pub async fn stored_sizes(&self, chunks: &ChunkRanges, max_objects: usize) -> Option<Vec<u64>> {
+        let listed = self.store.object_sizes("", max_objects).await?;
+        let keys: Vec<String> = chunks.iter().map(|c| self.chunk_location(&c).key).collect();
+        let mut units: HashMap<&str, u64> = HashMap::new();
+        for key in &keys {
+            *units.entry(key).or_default() += 1;
+        }
+        let sizes = keys.iter().map(|key| {
+            let size = listed.get(&self.store.key(key)).copied().unwrap_or(0);
+            size / units[key.as_str()]
+        });
+        Some(sizes.collect())
     }
 }
 

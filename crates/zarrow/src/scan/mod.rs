@@ -33,7 +33,7 @@ use crate::grid::ChunkRanges;
 use crate::metrics::ScanMetrics;
 use crate::options::ZarrReadOptions;
 use crate::store::ZarrStore;
-use crate::table::{TableModel, TableOptions};
+use crate::table::{TableModel, TableOptions, TableReader};
 use crate::{Error, Result};
 
 /// The default number of rows per batch.
@@ -203,6 +203,10 @@ impl Default for ScanContext {
     }
 }
 
+/// The most chunks (and objects of an array) a scan weighs to balance its partitions by
+/// stored bytes ([`ZarrScan::split_by_stored_bytes`]): ten pages of an S3 listing.
+pub const MAX_WEIGHED_CHUNKS: usize = 10_000;
+
 /// The most chunks a stream decodes ahead, however many cores are idle: each is held decoded
 /// whole until its turn.
 const MAX_DECODE_AHEAD: usize = 8;
@@ -303,6 +307,34 @@ impl ZarrScan {
             .collect()
     }
 
+    /// Split into at most `n` scans of nearly equal stored bytes, in order, as DataFusion
+    /// splits Parquet files by bytes: a chunk that stores more (less compressible, a larger
+    /// last chunk of a rectilinear grid) is not left to one partition beside others'. The
+    /// bytes come from one listing of each projected array (`model` is the table the scan was
+    /// planned on); where none tells them (a store that cannot list, more than
+    /// [`MAX_WEIGHED_CHUNKS`] chunks or objects), the runs are of equal counts
+    /// ([`Self::split`]).
+    pub async fn split_by_stored_bytes(&self, model: &TableModel, n: usize) -> Vec<ZarrScan> {
+        let weighed = self.limit.is_none() && n > 1 && self.chunks.len() > 1;
+        let weights = match self.projection(model) {
+            Ok(projection) if weighed && self.chunks.len() <= MAX_WEIGHED_CHUNKS as u64 => {
+                TableReader::new(model)
+                    .stored_bytes(&self.chunks, &projection, MAX_WEIGHED_CHUNKS)
+                    .await
+            }
+            _ => None,
+        };
+        match weights {
+            Some(weights) => (self.chunks.split_weighted(n, &weights).into_iter())
+                .map(|chunks| ZarrScan {
+                    chunks,
+                    ..self.clone()
+                })
+                .collect(),
+            None => self.split(n),
+        }
+    }
+
     /// Open the table at the scan's location (stores from [`ZarrStore::open`], credentials
     /// from the environment) and read it; the stream's metrics count the opening as the
     /// scan's metadata phase.
@@ -344,8 +376,9 @@ impl ZarrScan {
         self.batch_size = chunk_rows as usize;
     }
 
-    /// Read the whole scan into memory, its chunks split into `partitions` runs read at once
-    /// (each its own task when there is a runtime, as DataFusion runs partitions); the batches
+    /// Read the whole scan into memory, its chunks split into `partitions` runs of nearly
+    /// equal stored bytes ([`Self::split_by_stored_bytes`]) read at once (each its own task
+    /// when there is a runtime, as DataFusion runs partitions); the batches
     /// come back in the scan's order. What a reader that wants everything (`read_table`,
     /// benchmarks) uses instead of one stream.
     pub async fn read_all(
@@ -355,7 +388,7 @@ impl ZarrScan {
     ) -> Result<Vec<arrow_array::RecordBatch>> {
         use futures::TryStreamExt;
 
-        let parts = self.split(partitions.max(1));
+        let parts = self.split_by_stored_bytes(&model, partitions.max(1)).await;
         let ctx = ScanContext::default().for_partitions(parts.len());
         let parts: Vec<_> = parts
             .into_iter()

@@ -312,3 +312,72 @@ async fn chunk_filters_skip_chunks_and_reverse_reads_the_last_first() {
     let batches = collect(limited.stream(model.clone(), ctx.clone()).unwrap()).await;
     assert_eq!(first_row(&batches), first_row(&all));
 }
+
+/// A table of 8 one-row chunks of strings in memory: chunk 6 stores 1,000 bytes of text, the
+/// others one byte each.
+async fn one_heavy_chunk() -> Arc<TableModel> {
+    use object_store::{memory::InMemory, path::Path, ObjectStore, ObjectStoreExt};
+    let memory = Arc::new(InMemory::new());
+    let meta = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "string",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": "",
+        "codecs": [{"name": "vlen-utf8", "configuration": {}}],
+        "dimension_names": ["row"]
+    });
+    let put = |key: String, bytes: Vec<u8>| {
+        let memory = memory.clone();
+        async move { memory.put(&Path::from(key), bytes.into()).await.unwrap() }
+    };
+    put("t/zarr.json".into(), meta.to_string().into_bytes()).await;
+    for k in 0..8 {
+        let text = if k == 6 { "x".repeat(1000) } else { "a".into() };
+        let mut chunk = 1u32.to_le_bytes().to_vec();
+        chunk.extend((text.len() as u32).to_le_bytes());
+        chunk.extend(text.as_bytes());
+        put(format!("t/c/{k}"), chunk).await;
+    }
+    let store = ZarrStore::new(memory as Arc<dyn ObjectStore>, Path::from("t"));
+    Arc::new(
+        TableModel::open_store(store, "t", TableOptions::default())
+            .await
+            .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn partitions_are_balanced_by_stored_bytes() {
+    let model = one_heavy_chunk().await;
+    let scan = ZarrScan::new(&model);
+    let lens = |parts: &[ZarrScan]| parts.iter().map(|p| p.chunks.len()).collect::<Vec<_>>();
+    // The heavy chunk is a run of its own; the light ones before it share the other.
+    let parts = scan.split_by_stored_bytes(&model, 2).await;
+    assert_eq!(lens(&parts), [6, 2]);
+    assert_eq!(parts[1].chunks.iter().next(), Some(vec![6]));
+    assert_eq!(
+        lens(&scan.split_by_stored_bytes(&model, 3).await),
+        [6, 1, 1]
+    );
+    // By count, the heavy chunk would share a run with three others.
+    assert_eq!(lens(&scan.split(2)), [4, 4]);
+    // Nothing stored to weigh (only the index column), or a limit: as `split`.
+    let index_only = ZarrScan {
+        columns: vec![model.columns()[0].name.clone()],
+        ..scan.clone()
+    };
+    assert_eq!(model.columns()[0].name, "row");
+    assert_eq!(
+        lens(&index_only.split_by_stored_bytes(&model, 2).await),
+        [4, 4]
+    );
+    let limited = ZarrScan {
+        limit: Some(3),
+        ..scan.clone()
+    };
+    assert_eq!(lens(&limited.split_by_stored_bytes(&model, 2).await), [8]);
+    // Read in runs, the rows come back whole and in order.
+    let whole = collect(scan.stream(model.clone(), ScanContext::default()).unwrap()).await;
+    let runs = scan.read_all(model.clone(), 3).await.unwrap();
+    let concat = |b: &[RecordBatch]| arrow_select::concat::concat_batches(&b[0].schema(), b);
+    assert_eq!(concat(&runs).unwrap(), concat(&whole).unwrap());
+}

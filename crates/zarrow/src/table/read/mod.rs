@@ -31,7 +31,7 @@ use futures::future::BoxFuture;
 use super::layout::{broadcast, index_run, index_values};
 use super::{ColumnRole, ColumnSource, TableColumn, TableModel};
 use crate::array::{ChunkReader, ReadContext, ZarrArray};
-use crate::grid::ChunkGrid;
+use crate::grid::{ChunkGrid, ChunkRanges};
 use crate::options::ZarrReadOptions;
 use crate::{Error, Result};
 
@@ -420,6 +420,34 @@ impl TableReader {
     /// whose chunks a scan fetches ahead and decodes a batch at a time.
     pub(crate) fn fetched_ahead(&self, i: usize) -> Option<&ZarrArray> {
         self.readers.get(i)?.fetched_ahead()
+    }
+
+    /// What each chunk of rows of `chunks` stores, summed over the projected columns a scan
+    /// fetches ahead (see [`Self::fetched_ahead`]; each array listed once, at most
+    /// `max_objects` objects): what a scan's partitions are balanced by. `None` when no
+    /// projected column is fetched ahead or a listing does not tell.
+    pub(crate) async fn stored_bytes(
+        &self,
+        chunks: &ChunkRanges,
+        projection: &[usize],
+        max_objects: usize,
+    ) -> Option<Vec<u64>> {
+        let arrays: Vec<&ZarrArray> = projection
+            .iter()
+            .filter_map(|&i| self.fetched_ahead(i))
+            .collect();
+        if arrays.is_empty() {
+            return None;
+        }
+        let listings = arrays.iter().map(|a| a.stored_sizes(chunks, max_objects));
+        let listings = futures::future::join_all(listings).await;
+        let mut total = vec![0u64; usize::try_from(chunks.len()).ok()?];
+        for sizes in listings {
+            for (t, s) in total.iter_mut().zip(sizes?) {
+                *t = t.saturating_add(s);
+            }
+        }
+        Some(total)
     }
 
     /// The stored bytes of chunk `coords` of each projected column a scan fetches ahead
