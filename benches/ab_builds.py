@@ -8,7 +8,7 @@ runs the same code in both builds: how far it moves is the noise floor. Instruct
 (`cg-q1` …) do not depend on the machine's load and repeat to a fraction of a percent.
 
     python3 benches/ab_builds.py BUILD_A BUILD_B [--data DIR] [--what rc,q1,q1p,cg-q1] [--runs N]
-                                 [--json FILE] [--publish]
+                                 [--partitions N] [--json FILE] [--publish]
 
 BUILD_A / BUILD_B: directories holding a `zarrow` and a `read_column` binary each (copy
 `target/release/{zarrow,read_column}` aside before and after a change; any build profile, e.g.
@@ -19,7 +19,7 @@ benches/scan_scaling.py --rows 5000000 …`, standard library only) or of `sql_c
 
 - `rc`: `read_column <data>/<zarr>/label --repeat 8`, every round but the warm-up;
 - `q1`…`q4`: the data set's harness's queries over the zarr group, each run its own process,
-  one partition (`target_partitions = 1`);
+  one partition (`target_partitions = 1`; `--partitions N` sets another);
 - `q1p`: q1 over the Parquet file (the noise floor);
 - `ex`: `zarrow export <data>/<zarr>/label` to an Arrow IPC stream on /dev/null;
 - `cg-q1` … `cg-q4`, `cg-q1p`: the query's instruction count under `valgrind --tool=callgrind`
@@ -66,10 +66,10 @@ def layout(data: Path) -> tuple[Path, Path, dict[str, str]]:
              "(sql_compare.py) data set")
 
 
-def sql_command(build: Path, source: Path, sql: str) -> list[str]:
+def sql_command(build: Path, source: Path, sql: str, partitions: int) -> list[str]:
     sql = sql.replace("FROM t", "FROM '" + str(source).replace("'", "''") + "'")
     return [str(build / "zarrow"), "sql", "--format", "csv",
-            "SET datafusion.execution.target_partitions = 1; " + sql]
+            f"SET datafusion.execution.target_partitions = {partitions}; " + sql]
 
 
 def read_column(build: Path, zarr: Path) -> list[float]:
@@ -110,8 +110,9 @@ def measurement(name: str, args, zarr: Path, parquet: Path, queries: dict[str, s
     source = parquet if query.endswith("p") else zarr
     sql = queries[query.removesuffix("p")]
     if counted:
-        return 1, lambda b: instructions(sql_command(b, source, sql)), "instructions"
-    return args.runs, lambda b: timed(sql_command(b, source, sql)), "s"
+        return 1, lambda b: instructions(sql_command(b, source, sql, args.partitions)), \
+            "instructions"
+    return args.runs, lambda b: timed(sql_command(b, source, sql, args.partitions)), "s"
 
 
 def compare(args) -> dict:
@@ -151,6 +152,8 @@ def main() -> None:
                     help="rc, q1 … q4, q1p, ex, cg-q1 … cg-q4, cg-q1p (comma-separated)")
     ap.add_argument("--runs", type=int, default=20,
                     help="runs of each query per build (read_column: a quarter of it, 8 rounds each)")
+    ap.add_argument("--partitions", type=int, default=1,
+                    help="the queries' target_partitions (1: one partition, as by default)")
     ap.add_argument("--json", type=Path, help="write the runs, stamped, to this file")
     ap.add_argument("--note", help="a note stored in the stamp (e.g. the build profile)")
     ap.add_argument("--publish", action="store_true",
@@ -160,6 +163,7 @@ def main() -> None:
     if args.note:
         stamp["note"] = args.note
     data = {"stamp": stamp, "data": str(args.data), "runs": args.runs,
+            "partitions": args.partitions,
             "builds": {"a": build_facts(args.a, args.label_a), "b": build_facts(args.b, args.label_b)},
             "results": compare(args)}
     out = args.json or (REPO / "target/bench-data/ab_builds_results.json" if args.publish else None)
