@@ -205,7 +205,7 @@ impl Default for ScanContext {
 
 /// The most chunks (and objects of an array) a scan weighs to balance its partitions by
 /// stored bytes ([`ZarrScan::split_by_stored_bytes`]): ten pages of an S3 listing.
-pub const MAX_WEIGHED_CHUNKS: usize = 10_000;
+const MAX_WEIGHED_CHUNKS: usize = 10_000;
 
 /// The most chunks a stream decodes ahead, however many cores are idle: each is held decoded
 /// whole until its turn.
@@ -311,9 +311,8 @@ impl ZarrScan {
     /// splits Parquet files by bytes: a chunk that stores more (less compressible, a larger
     /// last chunk of a rectilinear grid) is not left to one partition beside others'. The
     /// bytes come from one listing of each projected array (`model` is the table the scan was
-    /// planned on); where none tells them (a store that cannot list, more than
-    /// [`MAX_WEIGHED_CHUNKS`] chunks or objects), the runs are of equal counts
-    /// ([`Self::split`]).
+    /// planned on); where none tells them (a store that cannot list, more than 10,000 chunks
+    /// or objects), the runs are of equal counts ([`Self::split`]).
     pub async fn split_by_stored_bytes(&self, model: &TableModel, n: usize) -> Vec<ZarrScan> {
         let weighed = self.limit.is_none() && n > 1 && self.chunks.len() > 1;
         let weights = match self.projection(model) {
