@@ -732,18 +732,15 @@ impl ChunkRanges {
         let mut out = Vec::with_capacity(n as usize);
         let mut start = 0u64;
         for i in 1..n {
-            // The boundary nearest total * i / n, leaving a chunk for each part after this one.
+            // The boundary nearest total * i / n (`before[past]` is the first at or past it),
+            // leaving a chunk for each part after this one.
             let target = total * u128::from(i) / u128::from(n);
-            let past = before.partition_point(|&b| b < target) as u64;
-            let nearer = |a: u64, b: u64| {
-                let off = |k: u64| before[k as usize].abs_diff(target);
-                if off(a) <= off(b) {
-                    a
-                } else {
-                    b
-                }
+            let past = before.partition_point(|&b| b < target);
+            let nearest = match past.checked_sub(1) {
+                Some(under) if target - before[under] <= before[past] - target => under,
+                _ => past,
             };
-            let end = nearer(past.saturating_sub(1), past.min(len)).clamp(start + 1, len - (n - i));
+            let end = (nearest as u64).clamp(start + 1, len - (n - i));
             out.push(self.sub_window(start..end));
             start = end;
         }

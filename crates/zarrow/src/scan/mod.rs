@@ -297,9 +297,12 @@ impl ZarrScan {
         if self.limit.is_some() {
             return vec![self.clone()];
         }
-        self.chunks
-            .split(n)
-            .into_iter()
+        self.with_runs(self.chunks.split(n))
+    }
+
+    /// This scan over each of `runs` (parts of its chunks).
+    fn with_runs(&self, runs: Vec<ChunkRanges>) -> Vec<ZarrScan> {
+        (runs.into_iter())
             .map(|chunks| ZarrScan {
                 chunks,
                 ..self.clone()
@@ -324,12 +327,7 @@ impl ZarrScan {
             _ => None,
         };
         match weights {
-            Some(weights) => (self.chunks.split_weighted(n, &weights).into_iter())
-                .map(|chunks| ZarrScan {
-                    chunks,
-                    ..self.clone()
-                })
-                .collect(),
+            Some(weights) => self.with_runs(self.chunks.split_weighted(n, &weights)),
             None => self.split(n),
         }
     }

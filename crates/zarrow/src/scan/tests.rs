@@ -332,10 +332,9 @@ async fn one_heavy_chunk() -> Arc<TableModel> {
     put("t/zarr.json".into(), meta.to_string().into_bytes()).await;
     for k in 0..8 {
         let text = if k == 6 { "x".repeat(1000) } else { "a".into() };
-        let mut chunk = 1u32.to_le_bytes().to_vec();
-        chunk.extend((text.len() as u32).to_le_bytes());
-        chunk.extend(text.as_bytes());
-        put(format!("t/c/{k}"), chunk).await;
+        let chunk =
+            crate::write::chunk::encode::vlen_numcodecs_items(&[Some(text.as_bytes())], b"");
+        put(format!("t/c/{k}"), chunk.unwrap()).await;
     }
     let store = ZarrStore::new(memory as Arc<dyn ObjectStore>, Path::from("t"));
     Arc::new(
