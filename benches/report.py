@@ -393,6 +393,8 @@ def render_scaling(data: dict) -> list[str]:
            f"zarr chunks; median of {data.get('repeat', '?')} runs after a warm-up, each query its "
            "own `zarrow sql` process; `target_partitions` as in the column head"
            + (", 1 partition pinned to one core (`taskset -c 0`)" if pinned else "")
+           + (f", zarr strings read as `string_type '{data['string_type']}'`"
+              if data.get("string_type") else "")
            + ". zarr / Parquet seconds:", ""]
     rows, checks = [], []
     for qid, q in data["queries"].items():
@@ -407,7 +409,33 @@ def render_scaling(data: dict) -> list[str]:
         rows.append(cells)
     out += md_table(["query"] + [f"{p} partition{'s' if p != '1' else ''}"
                                  + (" (1 core)" if p == "1" and pinned else "") for p in parts], rows)
-    return out + [""] + render_checks(checks)
+    return out + [""] + render_checks(checks) + render_counters(data)
+
+
+def render_counters(data: dict) -> list[str]:
+    """`scan_scaling.py --counters`: per query and partitions, medians of the processes' CPU
+    time, context switches and futex calls (`perf stat`), zarr / Parquet."""
+    if not data.get("counters"):
+        return []
+    out = ["", "Counted by `perf stat` in the same runs (`--counters`; medians, zarr / Parquet): "
+           "CPU seconds on all threads, the cores kept busy (CPU / wall), context switches, "
+           "and futex calls (a lock or condition variable that waited or woke a thread).", ""]
+    rows = []
+    for qid in data["queries"]:
+        for p, results in data["results"].items():
+            c = results[qid]["counters"]
+
+            def both(key: str, fmt: str = "{:,.0f}") -> str:
+                z, q = (med([run.get(key, 0) for run in c[f]]) for f in ("zarr", "parquet"))
+                return f"{fmt.format(z)} / {fmt.format(q)}"
+
+            busy = {f: med([run.get("cpu_ms", 0) / 1000 / t
+                            for run, t in zip(c[f], results[qid][f])]) for f in ("zarr", "parquet")}
+            rows.append([qid, p, both("cpu_ms", "{:,.0f}").replace(" /", " ms /") + " ms",
+                         f"{busy['zarr']:.2f} / {busy['parquet']:.2f}",
+                         both("switches"), both("futex")])
+    return out + md_table(["query", "partitions", "CPU time", "cores busy", "context switches",
+                           "futex calls"], rows) + [""]
 
 
 def render_ab(data: dict) -> list[str]:
