@@ -37,6 +37,10 @@ pub(crate) fn in_background<T: Send + 'static>(
     })
 }
 
+/// The most chunks a stream decodes ahead, however many cores are idle: each is held decoded
+/// whole until its turn (see `ScanContext::for_partitions`).
+pub(crate) const MAX_DECODE_AHEAD: usize = 8;
+
 /// The threads zarrow's tasks run on (see `ScanContext::workers`).
 pub(crate) fn workers() -> usize {
     match tokio::runtime::Handle::try_current() {
@@ -62,10 +66,10 @@ pub(crate) async fn blocking<T: Send + 'static>(
     }
 }
 
-/// The runtime of the synchronous reader: a worker per core, at most 8 (what a lone stream
-/// decodes ahead on), I/O and timers enabled. It can
-/// be dropped anywhere: inside another runtime (where dropping a runtime panics) it is shut
-/// down in the background.
+/// The runtime of the synchronous reader: a worker per core, at most as many as a lone stream
+/// decodes ahead on ([`MAX_DECODE_AHEAD`]), I/O and timers enabled. It can be dropped
+/// anywhere: inside another runtime (where dropping a runtime panics) it is shut down in the
+/// background.
 #[derive(Debug, Clone)]
 pub(crate) struct SyncRuntime(Option<Arc<tokio::runtime::Runtime>>);
 
@@ -73,7 +77,7 @@ impl SyncRuntime {
     pub(crate) fn new() -> Result<Self> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(cores.clamp(1, 8))
+            .worker_threads(cores.clamp(1, MAX_DECODE_AHEAD))
             .enable_all()
             .build()
             .map(|rt| SyncRuntime(Some(Arc::new(rt))))

@@ -207,10 +207,6 @@ impl Default for ScanContext {
 /// stored bytes ([`ZarrScan::split_by_stored_bytes`]): ten pages of an S3 listing.
 const MAX_WEIGHED_CHUNKS: usize = 10_000;
 
-/// The most chunks a stream decodes ahead, however many cores are idle: each is held decoded
-/// whole until its turn.
-const MAX_DECODE_AHEAD: usize = 8;
-
 impl ScanContext {
     /// The context of this scan's reads with `options`: its chunk cache and its counters
     /// (pruning reads coordinates through it, and every partition shares them).
@@ -260,7 +256,7 @@ impl ScanContext {
         self.decode_ahead = if partitions >= workers {
             0
         } else {
-            (workers / partitions).min(MAX_DECODE_AHEAD)
+            (workers / partitions).min(crate::task::MAX_DECODE_AHEAD)
         };
         self
     }
