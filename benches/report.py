@@ -414,12 +414,13 @@ def render_scaling(data: dict) -> list[str]:
 
 def render_counters(data: dict) -> list[str]:
     """`scan_scaling.py --counters`: per query and partitions, medians of the processes' CPU
-    time, context switches and futex calls (`perf stat`), zarr / Parquet."""
+    time, context switches, futex calls and page faults (`perf stat`), zarr / Parquet."""
     if not data.get("counters"):
         return []
     out = ["", "Counted by `perf stat` in the same runs (`--counters`; medians, zarr / Parquet): "
-           "CPU seconds on all threads, the cores kept busy (CPU / wall), context switches, "
-           "and futex calls (a lock or condition variable that waited or woke a thread).", ""]
+           "CPU time on all threads, the cores kept busy (CPU / wall), context switches, futex "
+           "calls (a lock or condition variable that waited or woke a thread) and page faults "
+           "(memory touched for the first time).", ""]
     rows = []
     for qid in data["queries"]:
         for p, results in data["results"].items():
@@ -433,9 +434,9 @@ def render_counters(data: dict) -> list[str]:
                             for run, t in zip(c[f], results[qid][f])]) for f in ("zarr", "parquet")}
             rows.append([qid, p, both("cpu_ms", "{:,.0f}").replace(" /", " ms /") + " ms",
                          f"{busy['zarr']:.2f} / {busy['parquet']:.2f}",
-                         both("switches"), both("futex")])
+                         both("switches"), both("futex"), both("faults")])
     return out + md_table(["query", "partitions", "CPU time", "cores busy", "context switches",
-                           "futex calls"], rows) + [""]
+                           "futex calls", "page faults"], rows) + [""]
 
 
 def render_ab(data: dict) -> list[str]:

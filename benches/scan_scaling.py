@@ -86,10 +86,12 @@ def lit(path: Path) -> str:
 
 # What `--counters` has `perf stat` count for each query process (software events only: no
 # hardware counters needed, so it works in VMs): CPU time on all threads, context switches
-# (a thread that blocks on a lock or waits for work switches out), and futex calls (a lock or
-# condition variable that had to wait or wake someone: uncontended locks make none).
+# (a thread that blocks on a lock or waits for work switches out), futex calls (a lock or
+# condition variable that had to wait or wake someone: uncontended locks make none), and page
+# faults (memory touched for the first time: the kernel zeroes each page, time callgrind
+# does not see).
 COUNTERS = {"task-clock": "cpu_ms", "context-switches": "switches",
-            "syscalls:sys_enter_futex": "futex"}
+            "syscalls:sys_enter_futex": "futex", "page-faults": "faults"}
 
 
 def zarrow_sql(args, sql: str, partitions: int | None = None) -> tuple[float, str, dict]:
@@ -217,7 +219,7 @@ def main() -> None:
                          "the option's default, utf8). DataFusion reads Parquet strings as "
                          "Utf8View")
     ap.add_argument("--counters", action="store_true",
-                    help="count each query's CPU time, context switches and futex calls with "
+                    help="count each query's CPU time, context switches, futex calls and page faults with "
                          "`perf stat` (software events): whether a slower scan works more or "
                          "waits more")
     ap.add_argument("--zarrow", type=Path, default=REPO / "target/release/zarrow")
