@@ -23,7 +23,9 @@ benches/scan_scaling.py --rows 5000000 …`, standard library only) or of `sql_c
 - `q1p`: q1 over the Parquet file (the noise floor);
 - `ex`: `zarrow export <data>/<zarr>/label` to an Arrow IPC stream on /dev/null;
 - `cg-q1` … `cg-q4`, `cg-q1p`: the query's instruction count under `valgrind --tool=callgrind`
-  (one run each; needs valgrind).
+  (one run each; needs valgrind);
+- `pf-q1` … `pf-q4`, `pf-q1p`: the query's page faults, memory it touched for the first time,
+  which the kernel zeroes and callgrind does not see (`perf stat`; a quarter of `--runs`).
 
 Prints the median and minimum of each build and the change of the median; `--json` writes the
 runs stamped with commit, machine and date, and `--publish` copies that file to
@@ -96,6 +98,16 @@ def instructions(cmd: list[str]) -> list[float]:
     return [float(found.group(1))]
 
 
+def page_faults(cmd: list[str]) -> list[float]:
+    """The page faults `perf stat` counts for the whole process: memory it touched first."""
+    run = subprocess.run(["perf", "stat", "-x,", "-e", "page-faults", "--"] + cmd,
+                         capture_output=True, text=True)
+    counts = [line.split(",")[0] for line in run.stderr.splitlines() if ",page-faults," in line]
+    if run.returncode != 0 or not counts or not counts[0].isdigit():
+        sys.exit(f"ab_builds.py: no page-fault count for {' '.join(cmd)}:\n{run.stderr[-2000:]}")
+    return [float(counts[0])]
+
+
 def measurement(name: str, args, zarr: Path, parquet: Path, queries: dict[str, str]):
     """(runs, a function of a build giving a list of values, unit) for a measurement name."""
     if name == "rc":
@@ -103,16 +115,16 @@ def measurement(name: str, args, zarr: Path, parquet: Path, queries: dict[str, s
     if name == "ex":
         return args.runs, lambda b: timed([str(b / "zarrow"), "export", str(zarr / "label"),
                                            "--format", "arrow-stream", "--output", "/dev/null"]), "s"
-    counted = name.startswith("cg-")
-    query = name.removeprefix("cg-")
-    if query.removesuffix("p") not in queries:
+    how, _, query = name.rpartition("-")
+    if query.removesuffix("p") not in queries or how not in ("", "cg", "pf"):
         sys.exit(f"ab_builds.py: unknown measurement {name!r}")
     source = parquet if query.endswith("p") else zarr
-    sql = queries[query.removesuffix("p")]
-    if counted:
-        return 1, lambda b: instructions(sql_command(b, source, sql, args.partitions)), \
-            "instructions"
-    return args.runs, lambda b: timed(sql_command(b, source, sql, args.partitions)), "s"
+    command = lambda b: sql_command(b, source, queries[query.removesuffix("p")], args.partitions)
+    if how == "cg":
+        return 1, lambda b: instructions(command(b)), "instructions"
+    if how == "pf":
+        return max(1, args.runs // 4), lambda b: page_faults(command(b)), "page faults"
+    return args.runs, lambda b: timed(command(b)), "s"
 
 
 def compare(args) -> dict:
@@ -125,12 +137,12 @@ def compare(args) -> dict:
             for side in ("a", "b") if i % 2 == 0 else ("b", "a"):
                 values[side] += run(args.a if side == "a" else args.b)
         ma, mb = statistics.median(values["a"]), statistics.median(values["b"])
-        show = (lambda v: f"{v:,.0f}") if unit == "instructions" else (lambda v: f"{v:.4f}")
+        show = (lambda v: f"{v:.4f}") if unit == "s" else (lambda v: f"{v:,.0f}")
         for side, build, m in (("a", args.a, ma), ("b", args.b, mb)):
             print(f"{name} {build}: median {show(m)} {unit}, min {show(min(values[side]))} {unit}, "
                   f"n={len(values[side])}")
         print(f"{name}: B/A {mb / ma:.3f}", flush=True)
-        sql = queries.get(name.removeprefix("cg-").removesuffix("p"))
+        sql = queries.get(name.rpartition("-")[2].removesuffix("p"))
         results[name] = {"unit": unit, "a": values["a"], "b": values["b"], "sql": sql}
     return results
 
@@ -149,7 +161,8 @@ def main() -> None:
     ap.add_argument("--label-b", help="what build B is")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--what", default="rc,q1,q1p",
-                    help="rc, q1 … q4, q1p, ex, cg-q1 … cg-q4, cg-q1p (comma-separated)")
+                    help="rc, q1 … q4, q1p, ex, cg-q1 … cg-q4, cg-q1p, pf-q1 … pf-q1p "
+                         "(comma-separated)")
     ap.add_argument("--runs", type=int, default=20,
                     help="runs of each query per build (read_column: a quarter of it, 8 rounds each)")
     ap.add_argument("--partitions", type=int, default=1,

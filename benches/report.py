@@ -446,7 +446,9 @@ def render_ab(data: dict) -> list[str]:
     out = [f"Build A: {a['label']} (`{a['version']}`); build B: {b['label']} (`{b['version']}`); "
            f"data `{Path(data['data']).name}`; {parts}; wall times alternate A and B "
            f"({data['runs']} runs of each query), instruction counts are callgrind's, one run "
-           "each. The Parquet controls (`q1p`, …) run the same code in both builds: their change is the "
+           "each" + (", page faults (`pf-`) `perf stat`'s" if any(
+               r["unit"] == "page faults" for r in data["results"].values()) else "") +
+           ". The Parquet controls (`q1p`, …) run the same code in both builds: their change is the "
            "noise floor.",
            ""]
     results = data["results"]
@@ -458,10 +460,12 @@ def render_ab(data: dict) -> list[str]:
     rows, checks = [], []
     for name, r in results.items():
         ma, mb = med(r["a"]), med(r["b"])
-        fmt = (lambda v: f"{v / 1e6:,.0f} M") if r["unit"] == "instructions" else (lambda v: f"{v:.3f} s")
+        fmt = {"instructions": lambda v: f"{v / 1e6:,.0f} M", "s": lambda v: f"{v:.3f} s"}.get(
+            r["unit"], lambda v: f"{v:,.0f}")
         rows.append([f"`{name}`", fmt(ma), fmt(mb), f"{mb / ma:.3f}"])
         if not name.endswith("p"):
-            slack = max(floor.get(r["unit"], 0.0), 0.01 if r["unit"] == "instructions" else 0.03)
+            least = {"instructions": 0.01, "s": 0.03}.get(r["unit"], 0.10)
+            slack = max(floor.get(r["unit"], 0.0), least)
             checks.append((f"`{name}`: B/A ≤ {1 + slack:.3f} (no regression beyond the noise floor)",
                            f"{mb / ma:.3f}", mb / ma <= 1 + slack))
     out += md_table(["measurement", "A median", "B median", "B / A"], rows)
