@@ -8,7 +8,7 @@ runs the same code in both builds: how far it moves is the noise floor. Instruct
 (`cg-q1` …) do not depend on the machine's load and repeat to a fraction of a percent.
 
     python3 benches/ab_builds.py BUILD_A BUILD_B [--data DIR] [--what rc,q1,q1p,cg-q1] [--runs N]
-                                 [--partitions N] [--json FILE] [--publish]
+                                 [--partitions N] [--one-core] [--json FILE] [--publish]
 
 BUILD_A / BUILD_B: directories holding a `zarrow` and a `read_column` binary each (copy
 `target/release/{zarrow,read_column}` aside before and after a change; any build profile, e.g.
@@ -19,7 +19,8 @@ benches/scan_scaling.py --rows 5000000 …`, standard library only) or of `sql_c
 
 - `rc`: `read_column <data>/<zarr>/label --repeat 8`, every round but the warm-up;
 - `q1`…`q4`: the data set's harness's queries over the zarr group, each run its own process,
-  one partition (`target_partitions = 1`; `--partitions N` sets another);
+  one partition (`target_partitions = 1`; `--partitions N` sets another; `--one-core` pins
+  each to one core with `taskset -c 0`);
 - `q1p`: q1 over the Parquet file (the noise floor);
 - `ex`: `zarrow export <data>/<zarr>/label` to an Arrow IPC stream on /dev/null;
 - `cg-q1` … `cg-q4`, `cg-q1p`: the query's instruction count under `valgrind --tool=callgrind`
@@ -68,10 +69,12 @@ def layout(data: Path) -> tuple[Path, Path, dict[str, str]]:
              "(sql_compare.py) data set")
 
 
-def sql_command(build: Path, source: Path, sql: str, partitions: int) -> list[str]:
+def sql_command(build: Path, source: Path, sql: str, partitions: int,
+                one_core: bool = False) -> list[str]:
     sql = sql.replace("FROM t", "FROM '" + str(source).replace("'", "''") + "'")
-    return [str(build / "zarrow"), "sql", "--format", "csv",
-            f"SET datafusion.execution.target_partitions = {partitions}; " + sql]
+    pin = ["taskset", "-c", "0"] if one_core else []
+    return pin + [str(build / "zarrow"), "sql", "--format", "csv",
+                  f"SET datafusion.execution.target_partitions = {partitions}; " + sql]
 
 
 def read_column(build: Path, zarr: Path) -> list[float]:
@@ -119,7 +122,8 @@ def measurement(name: str, args, zarr: Path, parquet: Path, queries: dict[str, s
     if query.removesuffix("p") not in queries or how not in ("", "cg", "pf"):
         sys.exit(f"ab_builds.py: unknown measurement {name!r}")
     source = parquet if query.endswith("p") else zarr
-    command = lambda b: sql_command(b, source, queries[query.removesuffix("p")], args.partitions)
+    command = lambda b: sql_command(b, source, queries[query.removesuffix("p")], args.partitions,
+                                    args.one_core)
     if how == "cg":
         return 1, lambda b: instructions(command(b)), "instructions"
     if how == "pf":
@@ -167,6 +171,9 @@ def main() -> None:
                     help="runs of each query per build (read_column: a quarter of it, 8 rounds each)")
     ap.add_argument("--partitions", type=int, default=1,
                     help="the queries' target_partitions (1: one partition, as by default)")
+    ap.add_argument("--one-core", action="store_true",
+                    help="run the queries pinned to one core (`taskset -c 0`): nothing decodes "
+                         "ahead beside the query")
     ap.add_argument("--json", type=Path, help="write the runs, stamped, to this file")
     ap.add_argument("--note", help="a note stored in the stamp (e.g. the build profile)")
     ap.add_argument("--publish", action="store_true",
@@ -176,7 +183,7 @@ def main() -> None:
     if args.note:
         stamp["note"] = args.note
     data = {"stamp": stamp, "data": str(args.data), "runs": args.runs,
-            "partitions": args.partitions,
+            "partitions": args.partitions, "one_core": args.one_core,
             "builds": {"a": build_facts(args.a, args.label_a), "b": build_facts(args.b, args.label_b)},
             "results": compare(args)}
     out = args.json or (REPO / "target/bench-data/ab_builds_results.json" if args.publish else None)

@@ -443,6 +443,7 @@ def render_ab(data: dict) -> list[str]:
     a, b = data["builds"]["a"], data["builds"]["b"]
     parts = data.get("partitions", 1)
     parts = "one partition" if parts == 1 else f"{parts} partitions (`target_partitions`)"
+    parts += ", pinned to one core (`--one-core`)" if data.get("one_core") else ""
     out = [f"Build A: {a['label']} (`{a['version']}`); build B: {b['label']} (`{b['version']}`); "
            f"data `{Path(data['data']).name}`; {parts}; wall times alternate A and B "
            f"({data['runs']} runs of each query), instruction counts are callgrind's, one run "
