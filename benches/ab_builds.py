@@ -122,10 +122,10 @@ def measurement(name: str, args, zarr: Path, parquet: Path, queries: dict[str, s
     if query.removesuffix("p") not in queries or how not in ("", "cg", "pf"):
         sys.exit(f"ab_builds.py: unknown measurement {name!r}")
     source = parquet if query.endswith("p") else zarr
-    command = lambda b: sql_command(b, source, queries[query.removesuffix("p")], args.partitions,
-                                    args.one_core)
-    if how == "cg":
-        return 1, lambda b: instructions(command(b)), "instructions"
+    command = lambda b, pin=args.one_core: sql_command(
+        b, source, queries[query.removesuffix("p")], args.partitions, pin)
+    if how == "cg":  # valgrind runs every thread on one core anyway, and cannot follow taskset
+        return 1, lambda b: instructions(command(b, False)), "instructions"
     if how == "pf":
         return max(1, args.runs // 4), lambda b: page_faults(command(b)), "page faults"
     return args.runs, lambda b: timed(command(b)), "s"
