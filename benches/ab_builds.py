@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from perf_counts import counted, read_counts  # noqa: E402
 from stamp import REPO, run_stamp  # noqa: E402
 
 # sql_compare.py's queries (kept here: that module needs numpy, this one nothing)
@@ -103,12 +104,13 @@ def instructions(cmd: list[str]) -> list[float]:
 
 def page_faults(cmd: list[str]) -> list[float]:
     """The page faults `perf stat` counts for the whole process: memory it touched first."""
-    run = subprocess.run(["perf", "stat", "-x,", "-e", "page-faults", "--"] + cmd,
-                         capture_output=True, text=True)
-    counts = [line.split(",")[0] for line in run.stderr.splitlines() if ",page-faults," in line]
-    if run.returncode != 0 or not counts or not counts[0].isdigit():
+    out = REPO / "target/bench-data/ab_builds_perf_stat.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    run = subprocess.run(counted(cmd, out, ("page-faults",)), capture_output=True, text=True)
+    faults = read_counts(out).get("faults") if run.returncode == 0 else None
+    if faults is None:
         sys.exit(f"ab_builds.py: no page-fault count for {' '.join(cmd)}:\n{run.stderr[-2000:]}")
-    return [float(counts[0])]
+    return [faults]
 
 
 def measurement(name: str, args, zarr: Path, parquet: Path, queries: dict[str, str]):

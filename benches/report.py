@@ -426,13 +426,13 @@ def render_counters(data: dict) -> list[str]:
         for p, results in data["results"].items():
             c = results[qid]["counters"]
 
-            def both(key: str, fmt: str = "{:,.0f}") -> str:
+            def both(key: str, unit: str = "") -> str:
                 z, q = (med([run.get(key, 0) for run in c[f]]) for f in ("zarr", "parquet"))
-                return f"{fmt.format(z)} / {fmt.format(q)}"
+                return f"{z:,.0f}{unit} / {q:,.0f}{unit}"
 
             busy = {f: med([run.get("cpu_ms", 0) / 1000 / t
                             for run, t in zip(c[f], results[qid][f])]) for f in ("zarr", "parquet")}
-            rows.append([qid, p, both("cpu_ms", "{:,.0f}").replace(" /", " ms /") + " ms",
+            rows.append([qid, p, both("cpu_ms", " ms"),
                          f"{busy['zarr']:.2f} / {busy['parquet']:.2f}",
                          both("switches"), both("futex"), both("faults")])
     return out + md_table(["query", "partitions", "CPU time", "cores busy", "context switches",

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from perf_counts import counted, read_counts  # noqa: E402
 from stamp import REPO, cores, run_stamp  # noqa: E402
 
 # Bump when the generated data changes, so stale data dirs are rewritten.
@@ -84,18 +85,9 @@ def lit(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-# What `--counters` has `perf stat` count for each query process (software events only: no
-# hardware counters needed, so it works in VMs): CPU time on all threads, context switches
-# (a thread that blocks on a lock or waits for work switches out), futex calls (a lock or
-# condition variable that had to wait or wake someone: uncontended locks make none), and page
-# faults (memory touched for the first time: the kernel zeroes each page, time callgrind
-# does not see).
-COUNTERS = {"task-clock": "cpu_ms", "context-switches": "switches",
-            "syscalls:sys_enter_futex": "futex", "page-faults": "faults"}
-
-
 def zarrow_sql(args, sql: str, partitions: int | None = None) -> tuple[float, str, dict]:
-    """Run `sql` as its own process: (wall seconds, CSV output, `COUNTERS` with `--counters`)."""
+    """Run `sql` as its own process: (wall seconds, CSV output, with `--counters` its counts
+    (`perf_counts.py`))."""
     if partitions is not None:
         sql = f"SET datafusion.execution.target_partitions = {partitions}; {sql}"
         if args.string_type:
@@ -103,26 +95,16 @@ def zarrow_sql(args, sql: str, partitions: int | None = None) -> tuple[float, st
     cmd = [str(args.zarrow), "sql", "--format", "csv", sql]
     if partitions == 1 and not args.no_taskset:
         cmd = ["taskset", "-c", "0", *cmd]
-    counted = args.data_dir / "perf_stat.csv"
-    if args.counters and partitions is not None:
-        cmd = ["perf", "stat", "-x,", "-o", str(counted), "-e", ",".join(COUNTERS), "--", *cmd]
+    counting = args.counters and partitions is not None
+    counts_file = args.data_dir / "perf_stat.csv"
+    if counting:
+        cmd = counted(cmd, counts_file)
     started = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if p.returncode != 0:
         sys.exit(f"command failed ({p.returncode}): {cmd}\n{p.stderr}")
-    counters = read_counters(counted) if args.counters and partitions is not None else {}
-    return seconds, p.stdout, counters
-
-
-def read_counters(path: Path) -> dict:
-    """`perf stat -x,`'s counts by `COUNTERS` name (a count perf could not take is absent)."""
-    out = {}
-    for line in path.read_text().splitlines():
-        fields = line.split(",")
-        if len(fields) > 2 and fields[2] in COUNTERS and fields[0].replace(".", "").isdigit():
-            out[COUNTERS[fields[2]]] = float(fields[0])
-    return out
+    return seconds, p.stdout, read_counts(counts_file) if counting else {}
 
 
 def ensure_data(args) -> dict[str, Path]:

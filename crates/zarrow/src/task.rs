@@ -45,8 +45,13 @@ pub(crate) const MAX_DECODE_AHEAD: usize = 8;
 pub(crate) fn workers() -> usize {
     match tokio::runtime::Handle::try_current() {
         Ok(runtime) => runtime.metrics().num_workers().max(1),
-        Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        Err(_) => cores(),
     }
+}
+
+/// The cores this process may use (its CPU affinity and quota), at least 1.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// `f` on the blocking pool when `heavy` and inside a runtime, else in place.
@@ -75,9 +80,8 @@ pub(crate) struct SyncRuntime(Option<Arc<tokio::runtime::Runtime>>);
 
 impl SyncRuntime {
     pub(crate) fn new() -> Result<Self> {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(cores.clamp(1, MAX_DECODE_AHEAD))
+            .worker_threads(cores().min(MAX_DECODE_AHEAD))
             .enable_all()
             .build()
             .map(|rt| SyncRuntime(Some(Arc::new(rt))))

@@ -136,8 +136,8 @@ def read_table(location: str, columns: list[str] | None = None, **options: Any) 
     ``columns`` picks columns by name; ``options`` are those of :func:`scan`. The chunks are
     read in parallel (a run of them per core, of nearly equal stored bytes, the GIL released),
     a batch per chunk unless ``batch_size`` says otherwise. The table's buffers are zarrow's:
-    nothing is copied on the way to pyarrow. ``filter`` (a SQL predicate) keeps the matching rows, skipping the chunks
-    that cannot hold any.
+    nothing is copied on the way to pyarrow. ``filter`` (a SQL predicate) keeps the matching
+    rows, skipping the chunks that cannot hold any.
 
     Example::
 
