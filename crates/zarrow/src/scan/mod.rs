@@ -18,6 +18,7 @@
 //! The sync reader, the async stream builder and zarrow-datafusion's `ZarrSource` (the file
 //! source of a zarr `DataSourceExec`) all read through [`ZarrScan::stream`].
 
+mod ahead;
 mod memory;
 mod stream;
 

@@ -4,7 +4,8 @@
 //! ```text
 //!  chunks (ChunkRanges, C order) ─▶ limit: rows to take of each chunk
 //!     ─▶ stage 1: stored bytes of the aligned columns of the chunks ahead, `concurrency`
-//!                 array chunks in flight (under a memory limit, as many as the budget
+//!                 array chunks in flight (from a local file, fewer while that keeps the
+//!                 decoder fed, see ahead.rs; under a memory limit, as many as the budget
 //!                 grants, see memory.rs), each fetch a task of its own (task.rs)
 //!     ─▶ stage 2: the chunk being handed out: aligned columns decoded a batch at a time
 //!                 (decode/rows.rs), the others read whole for the chunk's box (through the
@@ -27,6 +28,7 @@ use arrow_schema::SchemaRef;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
+use super::ahead::ReadAhead;
 use super::memory::{Budget, Held};
 use super::{ChunkFilter, ScanContext, ZarrScan};
 use crate::array::ReadContext;
@@ -135,15 +137,22 @@ pub(super) fn open(
     whole.grow(held_whole, &|| {
         format!("the {held_whole} bytes of '{}' read whole", chunk.location)
     })?;
+    let most = chunk.ahead();
+    let ahead = ReadAhead::new(if model.is_local() { 1 } else { most }, most);
     let plan = planned_chunks(scan, ctx.reverse, &chunk, model);
-    let fetch = chunk.clone();
-    let chunks = futures::stream::iter(plan)
+    let (fetch, window) = (chunk.clone(), ahead.clone());
+    let fetched = futures::stream::iter(plan)
         .enumerate()
         .map(move |(index, planned)| {
-            let fetch = fetch.clone();
-            in_background("fetch", async move { fetch.fetch(index, planned).await })
+            let (fetch, window) = (fetch.clone(), window.clone());
+            in_background("fetch", async move {
+                window.admit(index).await;
+                fetch.fetch(index, planned).await
+            })
         })
-        .buffered(chunk.ahead())
+        .buffered(most);
+    let chunks = ahead
+        .watch(fetched)
         .and_then(move |fetched| chunk.clone().decode(fetched));
     let inner = if decode_ahead == 0 {
         chunks.map_ok(futures::stream::iter).try_flatten().boxed()
@@ -209,10 +218,11 @@ struct ChunkStep {
 type Fetched = (Vec<u64>, u64, Vec<AheadChunk>, Held, usize);
 
 impl ChunkStep {
-    /// How many chunks are fetched ahead. `concurrency` counts array chunk reads in flight: a
+    /// The most chunks fetched ahead. `concurrency` counts array chunk reads in flight: a
     /// chunk of rows fetches one array chunk per column that follows the driver's chunking.
-    /// Under a memory limit each chunk ahead also waits for its reservation (memory.rs), so
-    /// what is in flight is what the budget grants, up to this.
+    /// From a local file the window starts at one chunk and widens to this only while the
+    /// decoder waits (ahead.rs); under a memory limit each chunk ahead also waits for its
+    /// reservation (memory.rs), so what is in flight is what the budget grants, up to this.
     fn ahead(&self) -> usize {
         let per_chunk = self
             .projection

@@ -124,6 +124,81 @@ async fn read_slowly(
     (batches, most_ahead)
 }
 
+/// The chunk requests a scan of `location` (batches of 1,000 rows, no decoding ahead) has made
+/// once its first batch was taken and the stream had time to fetch ahead, and in all.
+async fn requests_after_one_batch(location: &str) -> (u64, u64) {
+    use futures::StreamExt;
+
+    let model = Arc::new(
+        TableModel::open(location, TableOptions::default())
+            .await
+            .unwrap(),
+    );
+    let mut scan = ZarrScan::new(&model);
+    scan.batch_size = 1_000;
+    let metrics = ScanMetrics::new();
+    let ctx = ScanContext {
+        metrics: metrics.clone(),
+        ..Default::default()
+    };
+    let mut stream = scan.stream(model, ctx).unwrap();
+    stream.next().await.unwrap().unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let early = metrics.counts().requests;
+    while let Some(batch) = stream.next().await {
+        batch.unwrap();
+    }
+    (early, metrics.counts().requests)
+}
+
+/// A copy of the local directory `from` at `to` in the process's `memory://` store.
+async fn copy_to_memory(from: &std::path::Path, to: &str) {
+    let store = crate::ZarrStore::open(to).unwrap();
+    let mut dirs = vec![from.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let key = path
+                .strip_prefix(from)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
+            let bytes = std::fs::read(&path).unwrap();
+            store.put(&key, bytes.into()).await.unwrap();
+        }
+    }
+}
+
+/// From a local file a stream fetches one chunk ahead of the one it decodes (the decoder
+/// never waits here: the window stays as it is); from a store with round trips (`memory://`
+/// stands for one) it fetches `concurrency` array chunks ahead from the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_table_is_fetched_one_chunk_ahead_and_a_remote_one_all_ahead() {
+    let (early, total) = requests_after_one_batch(&sample_x()).await;
+    // 8 chunks of rows, each as many requests
+    assert_eq!(total % 8, 0, "{total} requests");
+    let per_chunk = total / 8;
+    assert_eq!(
+        early,
+        2 * per_chunk,
+        "{early} of {total} requests after one batch"
+    );
+
+    copy_to_memory(
+        std::path::Path::new(&sample_x()),
+        "memory:///scan_tests/far_x",
+    )
+    .await;
+    let (early, far_total) = requests_after_one_batch("memory:///scan_tests/far_x").await;
+    assert_eq!(far_total, total);
+    assert_eq!(early, total, "{early} of {total} requests after one batch");
+}
+
 /// With `decode_ahead`, chunks are decoded on other threads before the consumer asks for them
 /// and handed out in order, as the same batches; without it, or under a bounded budget, a
 /// batch is decoded only when it is asked for.

@@ -54,6 +54,8 @@ pub struct TableModel {
     metadata: ScanMetrics,
     /// The Icechunk snapshot the table was read at (`None`: not an Icechunk location).
     snapshot: Option<String>,
+    /// Its store is the local file system: a read costs a copy, not a round trip.
+    local: bool,
 }
 
 /// What a table kind makes of a node: the table's parts, before they are checked.
@@ -104,6 +106,7 @@ impl TableModel {
             Node::Group(g) => g.store(),
         };
         let (metadata, snapshot) = (store.metrics().clone(), store.snapshot_id());
+        let local = store.local_path().is_some();
         let parts = match node {
             Node::Array(a) => array::array_table(a, &options)?,
             Node::Group(g) => {
@@ -117,6 +120,7 @@ impl TableModel {
         let mut model = Self::from_parts(parts, options)?;
         model.metadata = metadata;
         model.snapshot = snapshot;
+        model.local = local;
         Ok(model)
     }
 
@@ -174,6 +178,7 @@ impl TableModel {
             options,
             metadata: ScanMetrics::default(),
             snapshot: None,
+            local: false,
         })
     }
 
@@ -227,6 +232,12 @@ impl TableModel {
     /// metrics of the store it was opened from (see [`ZarrStore::with_metrics`]).
     pub fn metadata_counts(&self) -> crate::ScanCounts {
         self.metadata.counts()
+    }
+
+    /// Whether the table's store is the local file system (a read costs a copy, not a round
+    /// trip: a scan fetches less ahead, see `scan/ahead.rs`).
+    pub(crate) fn is_local(&self) -> bool {
+        self.local
     }
 
     /// The location the table was opened from.
