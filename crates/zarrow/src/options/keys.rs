@@ -140,7 +140,7 @@ pub const OPTION_KEYS: &[OptionKey] = &[
             session: true,
             python: PythonArg::No,
         },
-        doc: "chunk reads in flight at once per partition",
+        doc: "chunk reads in flight at once per partition (local files: one chunk ahead, more only while the decoder waits for bytes)",
     },
     OptionKey {
         key: "connect_timeout",
