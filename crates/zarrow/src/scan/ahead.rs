@@ -6,8 +6,9 @@
 //! cache: fetching every chunk ahead gains nothing there, and each chunk held ahead is memory
 //! the process touches for the first time (the kernel zeroes it) instead of the buffers the
 //! chunks before it gave back. So over a local store a stream starts one chunk ahead, and the
-//! window doubles, up to the remote one, each time a chunk's bytes were not there when the
-//! decoder asked for them (a disk that is slow, a network file system). It never narrows: the
+//! window widens by one chunk, up to the remote one, each time a chunk's bytes were not there
+//! when the decoder asked for them (a disk that is slow, a network file system; a stream that
+//! decodes several chunks at once asks for the next ones together). It never narrows: the
 //! worst case is the remote window.
 
 use std::pin::Pin;
@@ -58,7 +59,7 @@ impl ReadAhead {
         self.state.send_modify(|w| {
             w.taken += 1;
             if waited {
-                w.width = w.width.saturating_mul(2).min(max);
+                w.width = w.width.saturating_add(1).min(max);
             }
         });
     }
@@ -126,8 +127,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_window_moves_with_the_decoder_and_doubles_when_it_waits() {
-        let ahead = ReadAhead::new(1, 6);
+    async fn the_window_moves_with_the_decoder_and_widens_when_it_waits() {
+        let ahead = ReadAhead::new(1, 4);
         // Nothing taken: chunk 0 only.
         assert!(admitted(&ahead, 0).await);
         assert!(!admitted(&ahead, 1).await);
@@ -135,19 +136,20 @@ mod tests {
         assert!(admitted(&ahead, 1).await);
         assert!(!admitted(&ahead, 2).await);
         assert_eq!(ahead.width(), 1);
-        // A wait doubles the window, up to its widest.
+        // A wait widens the window by one, up to its widest.
         ahead.took(true);
         assert_eq!(ahead.width(), 2);
         assert!(admitted(&ahead, 3).await);
         assert!(!admitted(&ahead, 4).await);
         ahead.took(true);
         ahead.took(true);
-        assert_eq!(ahead.width(), 6);
+        ahead.took(true);
+        assert_eq!(ahead.width(), 4);
         // and never narrows.
         ahead.took(false);
-        assert_eq!(ahead.width(), 6);
-        assert!(admitted(&ahead, 10).await);
-        assert!(!admitted(&ahead, 11).await);
+        assert_eq!(ahead.width(), 4);
+        assert!(admitted(&ahead, 9).await);
+        assert!(!admitted(&ahead, 10).await);
     }
 
     #[tokio::test]
@@ -182,8 +184,8 @@ mod tests {
             .collect()
             .await;
         assert_eq!(items, [0, 1, 2, 3]);
-        // Chunks 1, 2 and 3 were waited for: 1 → 8.
-        assert_eq!(ahead.width(), 8);
+        // Chunks 1, 2 and 3 were waited for: 1 → 4.
+        assert_eq!(ahead.width(), 4);
         // Items that are there when asked for leave it as it is.
         let ready = ReadAhead::new(2, 64);
         let _: Vec<_> = ready
