@@ -201,9 +201,9 @@ def main() -> None:
                          "the option's default, utf8). DataFusion reads Parquet strings as "
                          "Utf8View")
     ap.add_argument("--counters", action="store_true",
-                    help="count each query's CPU time, context switches, futex calls and page faults with "
-                         "`perf stat` (software events): whether a slower scan works more or "
-                         "waits more")
+                    help="count each query's CPU time, context switches, futex calls and page "
+                         "faults with `perf stat` (software events): whether a slower scan works "
+                         "more or waits more")
     ap.add_argument("--zarrow", type=Path, default=REPO / "target/release/zarrow")
     ap.add_argument("--data-dir", type=Path, default=REPO / "target/bench-data/scan_scaling")
     ap.add_argument("--json", type=Path,

@@ -53,14 +53,15 @@ impl ReadAhead {
             .await;
     }
 
-    /// The decoder took the next chunk; `waited`: its bytes were not there yet.
+    /// The decoder took the next chunk; `waited`: its bytes were not there yet. The first
+    /// chunk's wait does not count: nothing could have fetched it sooner.
     fn took(&self, waited: bool) {
         let max = self.max;
         self.state.send_modify(|w| {
-            w.taken += 1;
-            if waited {
+            if waited && w.taken > 0 {
                 w.width = w.width.saturating_add(1).min(max);
             }
+            w.taken += 1;
         });
     }
 
@@ -71,14 +72,12 @@ impl ReadAhead {
     }
 
     /// `fetched` (the stream of fetched chunks, in order), telling this window each time one
-    /// is taken whether the decoder waited for it. The first chunk is never counted as a wait:
-    /// nothing could have fetched it sooner.
+    /// is taken whether the decoder waited for it.
     pub(super) fn watch<S: Stream + Unpin>(self: Arc<Self>, fetched: S) -> Watched<S> {
         Watched {
             inner: fetched,
             ahead: self,
             waited: false,
-            first: true,
         }
     }
 }
@@ -89,7 +88,6 @@ pub(super) struct Watched<S> {
     ahead: Arc<ReadAhead>,
     /// The decoder has asked for the next chunk and found it not fetched yet.
     waited: bool,
-    first: bool,
 }
 
 impl<S: Stream + Unpin> Stream for Watched<S> {
@@ -104,10 +102,9 @@ impl<S: Stream + Unpin> Stream for Watched<S> {
             }
             Poll::Ready(item) => {
                 if item.is_some() {
-                    this.ahead.took(this.waited && !this.first);
+                    this.ahead.took(this.waited);
                 }
                 this.waited = false;
-                this.first = false;
                 Poll::Ready(item)
             }
         }
