@@ -74,6 +74,12 @@ const TABLE_AND_SESSION: Scope = Scope {
     session: true,
     python: PythonArg::Keyword,
 };
+/// A table option only: it names members or columns of one table.
+const TABLE_ONLY: Scope = Scope {
+    table: true,
+    session: false,
+    python: PythonArg::Keyword,
+};
 const REMOTE: Scope = Scope {
     table: true,
     session: true,
@@ -121,13 +127,20 @@ pub const OPTION_KEYS: &[OptionKey] = &[
         values: "array names, comma-separated",
         default: "",
         env: None,
-        scope: Scope {
-            table: true,
-            session: false,
-            python: PythonArg::Keyword,
-        },
+        scope: TABLE_ONLY,
         doc: "build a group's table from these child arrays only (coordinates of its \
               dimensions are added)",
+    },
+    OptionKey {
+        key: "dictionary",
+        group: Group::Table,
+        values: "column names, comma-separated",
+        default: "",
+        env: None,
+        scope: TABLE_ONLY,
+        doc: "read these string or binary columns as Arrow dictionaries (`Int32` keys into each \
+              batch's distinct values; polars `Categorical`, pandas `category`) \
+              ([tables.md](tables.md#dictionary-columns))",
     },
     OptionKey {
         key: "concurrency",
@@ -447,7 +460,7 @@ mod tests {
             }
             let value = match o.key {
                 "string_type" => "large_utf8",
-                "arrays" => "a,b",
+                "arrays" | "dictionary" => "a,b",
                 "ref" => "v1",
                 "virtual_chunks" => "*",
                 k if k.ends_with("timeout") => "2s",
@@ -459,7 +472,7 @@ mod tests {
             };
             table.set(o.key, value).unwrap();
             // Names and versions are any text; every other value is checked, naming its key.
-            if !matches!(o.key, "arrays" | "virtual_chunks" | "ref") {
+            if !matches!(o.key, "arrays" | "dictionary" | "virtual_chunks" | "ref") {
                 let err = table.set(o.key, "∞").unwrap_err().to_string();
                 assert!(err.contains(o.key), "{err}");
             }

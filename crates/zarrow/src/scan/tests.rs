@@ -455,3 +455,87 @@ async fn partitions_are_balanced_by_stored_bytes() {
     let concat = |b: &[RecordBatch]| arrow_select::concat::concat_batches(&b[0].schema(), b);
     assert_eq!(concat(&runs).unwrap(), concat(&whole).unwrap());
 }
+
+/// The batches of the fixture `location` read with `options`, three rows at a time.
+async fn batches_of(location: &str, options: TableOptions) -> Vec<RecordBatch> {
+    let model = Arc::new(TableModel::open(&fixture(location), options).await.unwrap());
+    let builder = ZarrRecordBatchStreamBuilder::new(model).with_batch_size(3);
+    collect(builder.build().unwrap()).await
+}
+
+#[tokio::test]
+async fn named_columns_read_as_dictionaries_of_the_same_values() {
+    use arrow_array::cast::AsArray;
+    use arrow_schema::DataType as ArrowType;
+    // A nullable-string-array (masked), a string-array, a categorical (already a dictionary);
+    // a compressed vlen array decoded a batch at a time, its fill values as NULL; bytes as
+    // views.
+    let views = if cfg!(feature = "utf8view") {
+        "view"
+    } else {
+        "utf8"
+    };
+    let cases = [
+        ("anndata_v3.zarr/obs", "note,barcode,cell_type", "utf8"),
+        (
+            "v3_strings.zarr/string_fill_missing",
+            "string_fill_missing",
+            "utf8",
+        ),
+        ("v3_strings.zarr/string_zstd", "string_zstd", "large_utf8"),
+        (
+            "v3_bytes.zarr/variable_length_bytes",
+            "variable_length_bytes",
+            views,
+        ),
+    ];
+    for (location, names, strings) in cases {
+        let mut plain = TableOptions::default();
+        plain.set("string_type", strings).unwrap();
+        plain.set("fill_as_null", "true").unwrap();
+        let mut options = plain.clone();
+        options.set("dictionary", names).unwrap();
+        let (want, got) = (
+            batches_of(location, plain).await,
+            batches_of(location, options).await,
+        );
+        assert_eq!(want.len(), got.len(), "{location}");
+        assert!(got.len() > 1, "{location}: one batch");
+        for (want, got) in want.iter().zip(&got) {
+            for (i, field) in want.schema().fields().iter().enumerate() {
+                let (w, g) = (want.column(i), got.column(i));
+                let named = names.split(',').any(|n| n == field.name());
+                if !named || matches!(field.data_type(), ArrowType::Dictionary(..)) {
+                    assert_eq!(w, g, "{location} {}", field.name());
+                    continue;
+                }
+                let expected = ArrowType::Dictionary(
+                    Box::new(ArrowType::Int32),
+                    Box::new(field.data_type().clone()),
+                );
+                assert_eq!(g.data_type(), &expected, "{location} {}", field.name());
+                assert_eq!(got.schema().field(i).data_type(), &expected);
+                let dict = g.as_any_dictionary();
+                assert!(dict.values().len() <= g.len(), "a batch's own values");
+                let values = arrow_select::take::take(dict.values(), dict.keys(), None).unwrap();
+                assert_eq!(&values, w, "{location} {}", field.name());
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_dictionary_option_naming_no_string_column_is_refused_on_open() {
+    for (names, says) in [
+        ("n_genes", "only string and binary columns"),
+        ("nope", "has no column 'nope'"),
+    ] {
+        let mut options = TableOptions::default();
+        options.set("dictionary", names).unwrap();
+        let err = TableModel::open(&fixture("anndata_v3.zarr/obs"), options)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(says) && err.contains("dictionary"), "{err}");
+    }
+}

@@ -6,6 +6,7 @@ use arrow_array::ArrayRef;
 use arrow_schema::{DataType as ArrowType, Field};
 
 use super::cf::CfDecode;
+use super::read::dictionary::{dictionary_type, encodable};
 use super::{ColumnRole, TableOptions};
 use crate::array::ZarrArray;
 use crate::decode::fill_array;
@@ -224,8 +225,32 @@ impl TableColumn {
         &self.kind
     }
 
-    /// The column's Arrow field under `options`.
+    /// The column's Arrow field under `options`: a dictionary where the `dictionary` option
+    /// names it.
     pub(super) fn field(&self, options: &TableOptions) -> Field {
+        let field = self.stored_field(options);
+        match self.encoded_as_dictionary(options) {
+            true => {
+                let dt = dictionary_type(field.data_type().clone());
+                field.with_data_type(dt)
+            }
+            false => field,
+        }
+    }
+
+    /// Whether the column's batches are encoded as dictionaries: the `dictionary` option
+    /// names it, and it holds strings or bytes (an AnnData categorical already is one).
+    pub(crate) fn encoded_as_dictionary(&self, options: &TableOptions) -> bool {
+        options.names_dictionary(&self.name)
+            && matches!(
+                self.kind,
+                ColumnSource::Plain { .. } | ColumnSource::Masked { .. }
+            )
+            && encodable(self.stored_field(options).data_type())
+    }
+
+    /// The column's Arrow field as its arrays give it.
+    fn stored_field(&self, options: &TableOptions) -> Field {
         let opts = &options.read;
         let (dt, nullable) = match &self.kind {
             ColumnSource::Index

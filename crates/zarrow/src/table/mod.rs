@@ -80,6 +80,9 @@ pub struct TableOptions {
     /// For a group: build the table from these child arrays only (coordinates of the table's
     /// dimensions are added anyway).
     pub arrays: Option<Vec<String>>,
+    /// String and binary columns read as Arrow dictionaries (`Int32` keys into each batch's
+    /// distinct values): what a low-cardinality column groups and joins fastest as.
+    pub dictionary: Option<Vec<String>>,
     /// Timeouts and retries of a remote store (see [`crate::RemoteOptions`]).
     pub remote: RemoteOptions,
 }
@@ -112,14 +115,8 @@ impl TableOptions {
             ("string_type", _) => self.read.string_type = StringType::parse(value.trim())?,
             ("fill_as_null", _) => self.fill_as_null = parse_bool(key, value)?,
             ("decode_cf", _) => self.decode_cf = parse_bool(key, value)?,
-            ("arrays", _) => {
-                let names: Vec<String> = value
-                    .split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-                    .collect();
-                self.arrays = (!names.is_empty()).then_some(names);
-            }
+            ("arrays", _) => self.arrays = names(value),
+            ("dictionary", _) => self.dictionary = names(value),
             ("concurrency", _) => match value.trim().parse::<usize>() {
                 Ok(n) if n > 0 => self.read.concurrency = n,
                 _ => {
@@ -145,6 +142,11 @@ impl TableOptions {
         Ok(())
     }
 
+    /// Whether the `dictionary` option names column `name`.
+    pub(crate) fn names_dictionary(&self, name: &str) -> bool {
+        (self.dictionary.iter().flatten()).any(|n| n == name)
+    }
+
     /// Refuses the `arrays` option for the node at `path`, which is `what` (an array, a sparse
     /// matrix): the option chooses a group's members.
     fn refuse_arrays(&self, path: &str, what: &str) -> Result<()> {
@@ -156,6 +158,16 @@ impl TableOptions {
             format!("'{path}' is {what}: the `arrays` option only applies to groups"),
         ))
     }
+}
+
+/// The names of a comma-separated list (blanks dropped); none if it names none.
+fn names(value: &str) -> Option<Vec<String>> {
+    let names: Vec<String> = value
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    (!names.is_empty()).then_some(names)
 }
 
 /// The Arrow field metadata key that says what a column is to the table it was read from, so

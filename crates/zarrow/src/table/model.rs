@@ -144,6 +144,7 @@ impl TableModel {
             }
         }
         left_out.sort();
+        check_dictionary(&location, &columns, &options)?;
         if dims
             .iter()
             .try_fold(1u64, |acc, d| acc.checked_mul(d.size))
@@ -356,4 +357,32 @@ impl TableModel {
             ..self.clone()
         })
     }
+}
+
+/// Checks the `dictionary` option against the table's columns before anything is read: each
+/// name is a column, and one of strings or bytes (or already a dictionary).
+fn check_dictionary(location: &str, columns: &[TableColumn], options: &TableOptions) -> Result<()> {
+    for name in options.dictionary.iter().flatten() {
+        let Some(c) = columns.iter().find(|c| &c.name == name) else {
+            let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+            return Err(Error::invalid_option(
+                "dictionary",
+                format!(
+                    "'{location}' has no column '{name}'; its columns: {}",
+                    names.join(", ")
+                ),
+            ));
+        };
+        let dt = c.field(options).data_type().clone();
+        if !matches!(dt, arrow_schema::DataType::Dictionary(..)) {
+            return Err(Error::invalid_option(
+                "dictionary",
+                format!(
+                    "column '{name}' of '{location}' is {dt}: only string and binary columns \
+                     are read as dictionaries"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -13,9 +13,12 @@
 //!
 //! Columns whose array follows the driver's chunking ("aligned") are fetched ahead by the scan
 //! and decoded a batch at a time ([`ColumnRuns::Runs`]); the others are read whole for the
-//! chunk's box, through the scan's cache, and sliced ([`ColumnRuns::Whole`]).
+//! chunk's box, through the scan's cache, and sliced ([`ColumnRuns::Whole`]). Columns the
+//! `dictionary` option names are encoded a batch at a time as they are cut
+//! ([`ColumnRuns::Dictionary`], `dictionary.rs`).
 
 mod categorical;
+pub(crate) mod dictionary;
 mod plain;
 mod sparse;
 
@@ -112,6 +115,9 @@ pub(crate) enum ColumnRuns {
     /// Int64 positions along table dimension `dim` of the chunk's box, made a run at a time
     /// (see [`index_run`]).
     Index { rows: RowBox, dim: usize },
+    /// Each batch cut from the inner runs, as a dictionary of its distinct values (the
+    /// `dictionary` option).
+    Dictionary(Box<ColumnRuns>),
 }
 
 impl ColumnRuns {
@@ -129,6 +135,7 @@ impl ColumnRuns {
             ColumnRuns::Index { rows, dim } => {
                 Ok(index_run(&rows.start, &rows.shape, *dim, offset, k))
             }
+            ColumnRuns::Dictionary(runs) => dictionary::encode(&runs.next_rows(offset, k)?),
         }
     }
 
@@ -136,6 +143,7 @@ impl ColumnRuns {
     pub(crate) fn held_bytes(&self) -> usize {
         match self {
             ColumnRuns::Whole(array) => array.get_array_memory_size(),
+            ColumnRuns::Dictionary(runs) => runs.held_bytes(),
             ColumnRuns::Runs(..) | ColumnRuns::Index { .. } => 0,
         }
     }
@@ -315,6 +323,8 @@ pub struct TableReader {
     grid: ChunkGrid,
     dims: Vec<u64>,
     roles: Vec<ColumnRole>,
+    /// Whether each column's batches are encoded as dictionaries (the `dictionary` option).
+    dictionary: Vec<bool>,
     readers: Vec<Box<dyn ColumnReader>>,
     /// A sparse matrix's `indptr`: the column of the compressed dimension's.
     indptr: Option<Arc<sparse::Indptr>>,
@@ -346,6 +356,9 @@ impl TableReader {
             grid: model.grid().clone(),
             dims: model.shape(),
             roles: model.columns().iter().map(|c| c.role.clone()).collect(),
+            dictionary: (model.columns().iter())
+                .map(|c| c.encoded_as_dictionary(model.options()))
+                .collect(),
             readers,
             indptr,
         }
@@ -500,7 +513,13 @@ impl TableReader {
         }
         let reads = projection.iter().zip(ahead).map(|(&i, ahead)| {
             let rows = &rows;
-            async move { self.reader(i)?.runs(coords, rows, ahead, ctx).await }
+            async move {
+                let runs = self.reader(i)?.runs(coords, rows, ahead, ctx).await?;
+                Ok(match self.dictionary.get(i) {
+                    Some(true) => ColumnRuns::Dictionary(Box::new(runs)),
+                    _ => runs,
+                })
+            }
         });
         futures::future::try_join_all(reads).await
     }
