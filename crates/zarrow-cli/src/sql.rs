@@ -444,8 +444,9 @@ fn print_scans(plan: &dyn ExecutionPlan) {
 /// settings), with the command's table options as session settings, so every zarr table the
 /// statements create uses them.
 ///
-/// `arrays` names arrays of one group, so it is no session setting: with `per_table_ok` it is
-/// skipped (the caller passes it to its table), else it is an error.
+/// `arrays` names arrays of one group and `dictionary` columns of one table, so they are no
+/// session settings: with `per_table_ok` they are skipped (the caller passes them to its
+/// table), else they are an error.
 ///
 /// With `--cluster`, the session's queries run on that Ballista cluster.
 pub(crate) async fn session(
@@ -466,13 +467,13 @@ pub(crate) async fn session(
     let mut options: Vec<(String, String)> = table.to_map().into_iter().collect();
     options.sort();
     for (key, value) in options {
-        if key == "arrays" {
+        if matches!(key.as_str(), "arrays" | "dictionary") {
             if per_table_ok {
                 continue;
             }
             bail!(
-                "the option 'arrays' applies to one table: use CREATE EXTERNAL TABLE t STORED AS ZARR \
-                 LOCATION '…' OPTIONS ('arrays' '{value}')"
+                "the option '{key}' applies to one table: use CREATE EXTERNAL TABLE t STORED AS ZARR \
+                 LOCATION '…' OPTIONS ('{key}' '{value}')"
             );
         }
         let sql = format!("SET zarrow.{key} = '{}'", value.replace('\'', "''"));

@@ -355,6 +355,7 @@ mod tests {
             ("string_type", "large_utf8"),
             ("decode_cf", "on"),
             ("arrays", "a, b"),
+            ("dictionary", "a"),
             ("max_item_bytes", "1024"),
             ("coalesce_bytes", "0"),
             ("timeout", "2s"),
@@ -366,7 +367,7 @@ mod tests {
         for (key, value) in pairs {
             core.set(key, value).unwrap();
             table.set(&format!("zarrow.{key}"), value).unwrap();
-            if key != "arrays" && key != "ref" {
+            if !matches!(key, "arrays" | "dictionary" | "ref") {
                 ExtensionOptions::set(&mut config, key, value).unwrap();
             }
         }

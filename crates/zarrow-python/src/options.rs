@@ -59,15 +59,30 @@ impl KeywordValue for u64 {
     }
 }
 
+/// What the names of list option `key` name: `arrays`, arrays; `dictionary`, columns.
+fn what(key: &str) -> &'static str {
+    match key {
+        "arrays" => "array",
+        _ => "column",
+    }
+}
+
 /// Names, as the comma-separated list the parser splits.
 impl KeywordValue for Vec<String> {
     fn text(self, key: &str) -> PyResult<String> {
         if self.is_empty() {
-            return Err(ZarrowError::new_err(format!("`{key}` names no array")));
+            return Err(ZarrowError::new_err(format!(
+                "`{key}` names no {}",
+                what(key)
+            )));
         }
         if let Some(name) = self.iter().find(|n| n.contains(',') || n.trim().is_empty()) {
             return Err(ZarrowError::new_err(format!(
-                "`{key}`: '{name}' is not an array name (blank, or with a comma)"
+                "`{key}`: '{name}' is not {} name (blank, or with a comma)",
+                match what(key) {
+                    "array" => "an array",
+                    _ => "a column",
+                }
             )));
         }
         Ok(self.join(","))
@@ -91,6 +106,7 @@ impl TableKwargs {
         fill_as_null: Option<bool>,
         decode_cf: Option<bool>,
         arrays: Option<Vec<String>>,
+        dictionary: Option<Vec<String>>,
         reference: Option<String>,
         range_split_bytes: Option<u64>,
         coalesce_bytes: Option<u64>,
@@ -100,6 +116,7 @@ impl TableKwargs {
             .with("fill_as_null", fill_as_null)?
             .with("decode_cf", decode_cf)?
             .with("arrays", arrays)?
+            .with("dictionary", dictionary)?
             .with("ref", reference)?
             .with("range_split_bytes", range_split_bytes)?
             .with("coalesce_bytes", coalesce_bytes)

@@ -297,7 +297,9 @@ fn open_plan(
 /// `filter` is a SQL predicate (DataFusion's SQL) the rows handed out satisfy; its parts on
 /// dimension, index and coordinate columns skip the chunks that cannot match, as a SQL
 /// query's `WHERE` does. `prune` only skips chunks (for a caller that filters itself).
-/// `limit` counts rows after the filter. `range_split_bytes` (default 8 MiB; 0: never) splits
+/// `limit` counts rows after the filter. `dictionary` names string or binary columns read as
+/// Arrow dictionaries, a batch's distinct values and a key a row (polars `Categorical`, pandas
+/// `category`). `range_split_bytes` (default 8 MiB; 0: never) splits
 /// a larger chunk read into ranged GETs in flight at once, `coalesce_bytes` (default 1 MiB)
 /// reads ranges of one object that close to each other (a shard's inner chunks) by one GET.
 /// `ZarrStream.metrics` shows what was read.
@@ -308,7 +310,7 @@ fn open_plan(
 ///     >>> stream = zarrow.scan("data/pbmc_sample.zarr/obs", ["cell_type"], filter="dim_0 < 100")
 ///     >>> duckdb.sql("SELECT cell_type, count(*) FROM stream GROUP BY ALL").fetchall()
 #[pyfunction]
-#[pyo3(signature = (location, columns=None, *, filter=None, prune=None, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None, range_split_bytes=None, coalesce_bytes=None, **unknown))]
+#[pyo3(signature = (location, columns=None, *, filter=None, prune=None, batch_size=None, limit=None, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, dictionary=None, storage_options=None, r#ref=None, range_split_bytes=None, coalesce_bytes=None, **unknown))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
     py: Python<'_>,
@@ -322,6 +324,7 @@ pub(crate) fn scan(
     fill_as_null: Option<bool>,
     decode_cf: Option<bool>,
     arrays: Option<Vec<String>>,
+    dictionary: Option<Vec<String>>,
     storage_options: Option<HashMap<String, String>>,
     r#ref: Option<String>,
     range_split_bytes: Option<u64>,
@@ -340,6 +343,7 @@ pub(crate) fn scan(
         fill_as_null,
         decode_cf,
         arrays,
+        dictionary,
         r#ref,
         range_split_bytes,
         coalesce_bytes,

@@ -129,7 +129,7 @@ pub(crate) struct PyZarrTable {
 #[pymethods]
 impl PyZarrTable {
     #[new]
-    #[pyo3(signature = (location, *, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, storage_options=None, r#ref=None, range_split_bytes=None, coalesce_bytes=None, **unknown))]
+    #[pyo3(signature = (location, *, string_type=None, fill_as_null=None, decode_cf=None, arrays=None, dictionary=None, storage_options=None, r#ref=None, range_split_bytes=None, coalesce_bytes=None, **unknown))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -138,6 +138,7 @@ impl PyZarrTable {
         fill_as_null: Option<bool>,
         decode_cf: Option<bool>,
         arrays: Option<Vec<String>>,
+        dictionary: Option<Vec<String>>,
         storage_options: Option<HashMap<String, String>>,
         r#ref: Option<String>,
         range_split_bytes: Option<u64>,
@@ -151,6 +152,7 @@ impl PyZarrTable {
             fill_as_null,
             decode_cf,
             arrays,
+            dictionary,
             r#ref,
             range_split_bytes,
             coalesce_bytes,

@@ -11,6 +11,7 @@ import pytest
 pl = pytest.importorskip("polars")
 from polars.testing import assert_frame_equal  # noqa: E402
 
+import pyarrow as pa  # noqa: E402
 import zarrow  # noqa: E402
 from conftest import DATA, first_column_predicate, fixture_tables, sql_answer  # noqa: E402
 
@@ -149,6 +150,27 @@ def test_options_reach_the_scan():
     assert utf8.schema["station"] == pl.String
     filtered = zarrow.scan_polars(XARRAY, filter="flag > 0").collect()
     same_rows(filtered, sql_answer(XARRAY, "flag > 0"))
+
+
+def test_dictionary_columns_are_categorical_and_group_alike():
+    plain = zarrow.scan_polars(XARRAY, batch_size=4)
+    lf, seen = scans(XARRAY, batch_size=4, dictionary=["station_name", "station"])
+    schema = lf.collect_schema()
+    assert schema["station_name"] == pl.Categorical and schema["station"] == pl.Categorical
+    assert schema["temperature"] == pl.Float32
+    got = lf.group_by("station_name").agg(pl.col("temperature").sum()).collect()
+    want = plain.group_by("station_name").agg(pl.col("temperature").sum()).collect()
+    assert_frame_equal(got.with_columns(pl.col("station_name").cast(pl.String)), want,
+                       check_row_order=False)
+    assert seen[-1]["chunks_read"] > 0
+    whole = lf.collect().with_columns(pl.col("station_name", "station").cast(pl.String))
+    assert_frame_equal(whole, plain.collect())
+    stream = zarrow.scan(XARRAY, ["station_name"], dictionary=["station_name"], batch_size=4)
+    batches = [pa.record_batch(b) for b in stream]
+    assert len(batches) > 1
+    assert all(pa.types.is_dictionary(b.schema.field(0).type) for b in batches)
+    with pytest.raises(zarrow.OptionError, match="only string and binary columns"):
+        zarrow.scan_polars(XARRAY, dictionary=["temperature"])
 
 
 def test_anndata_and_sparse_tables():

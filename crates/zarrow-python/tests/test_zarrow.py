@@ -352,3 +352,16 @@ def test_coalesce_bytes_is_a_read_option():
     assert table.num_rows == plain.num_rows
     with pytest.raises(OverflowError):
         zarrow.scan(location, coalesce_bytes=-1)
+
+
+def test_read_table_gives_a_dictionary_column_one_dictionary():
+    location = str(DATA / "xarray_v3.zarr")
+    plain = zarrow.read_table(location, ["station_name", "temperature"], batch_size=4)
+    table = zarrow.read_table(location, ["station_name", "temperature"], batch_size=4,
+                              dictionary=["station_name"])
+    column = table.column("station_name")
+    assert pa.types.is_dictionary(column.type) and column.num_chunks > 1
+    assert all(len(chunk.dictionary) == 5 for chunk in column.chunks)
+    assert column.cast(pa.string()).equals(plain.column("station_name"))
+    counts = table.group_by("station_name").aggregate([("temperature", "count")])
+    assert sorted(counts.column("temperature_count").to_pylist()) == [10] * 5

@@ -136,7 +136,8 @@ def read_table(location: str, columns: list[str] | None = None, **options: Any) 
     ``columns`` picks columns by name; ``options`` are those of :func:`scan`. The chunks are
     read in parallel (a run of them per core, of nearly equal stored bytes, the GIL released),
     a batch per chunk unless ``batch_size`` says otherwise. The table's buffers are zarrow's:
-    nothing is copied on the way to pyarrow. ``filter`` (a SQL predicate) keeps the matching
+    nothing is copied on the way to pyarrow (``dictionary`` columns are given one dictionary
+    each: their keys are remapped). ``filter`` (a SQL predicate) keeps the matching
     rows, skipping the chunks that cannot hold any.
 
     Example::
@@ -149,13 +150,16 @@ def read_table(location: str, columns: list[str] | None = None, **options: Any) 
 
     stream = scan(location, columns, **options)
     batches = [pa.record_batch(b) for b in stream.read_all()]
-    return pa.Table.from_batches(batches, schema=pa.schema(stream))
+    table = pa.Table.from_batches(batches, schema=pa.schema(stream))
+    # Each batch of a `dictionary` column has its own dictionary; a table's columns get one
+    # (pyarrow's group_by and joins need it).
+    return table.unify_dictionaries() if options.get("dictionary") else table
 
 
 def schema(location: str, **options: Any) -> "pyarrow.Schema":
     """The Arrow schema of the table at ``location``.
 
-    ``options``: ``string_type``, ``fill_as_null``, ``decode_cf``, ``arrays``,
+    ``options``: ``string_type``, ``fill_as_null``, ``decode_cf``, ``arrays``, ``dictionary``,
     ``storage_options``, ``ref``, ``range_split_bytes``, ``coalesce_bytes``.
     :attr:`ZarrTable.left_out` lists the arrays that are not
     columns. Nothing of the table's data is read.

@@ -35,8 +35,9 @@ def scan_polars(
 
     - ``columns``: the columns the frame has (default: all).
     - ``options``: those of :func:`zarrow.scan` — ``string_type`` (default ``"view"``:
-      polars' own string layout, handed over without a copy), ``fill_as_null``,
-      ``decode_cf``, ``arrays``, ``storage_options``, ``ref``, ``range_split_bytes``,
+      polars' own string layout, handed over without a copy), ``dictionary`` (string
+      columns as ``Categorical``, for low-cardinality columns),
+      ``fill_as_null``, ``decode_cf``, ``arrays``, ``storage_options``, ``ref``, ``range_split_bytes``,
       ``coalesce_bytes``, ``batch_size``, and ``filter``
       (a SQL predicate zarrow applies before polars sees a row).
     - ``on_scan``: called once per scan the query runs, when it ends, with what was pushed
