@@ -9,8 +9,9 @@ tool answers from metadata), `group_by_label` (`GROUP BY label`),
 `like_id` (`count(*) WHERE id LIKE '%zz%'`), `one_chunk` (the rows of one chunk, chosen by a
 filter on the dimension `row`: `sum(n)` over them).
 
-Tools: zarrow through `scan_polars`, datafusion-python over `ZarrTable`, DuckDB over
-`zarrow.scan` / `zarrow.dataset`; rainbear + polars; xarray-sql over `xr.open_zarr`;
+Tools: zarrow through `scan_polars` (also with `label` read as a dictionary, polars
+`Categorical`: `zarrow_polars_dictionary`, group-by only), datafusion-python over `ZarrTable`,
+DuckDB over `zarrow.scan` / `zarrow.dataset`; rainbear + polars; xarray-sql over `xr.open_zarr`;
 zarr-python (plain, and with the `zarrs` codec pipeline); polars and DuckDB on the Parquet
 twin. A tool whose package is missing or fails is reported as skipped with the reason.
 
@@ -19,8 +20,8 @@ twin. A tool whose package is missing or fails is reported as skipped with the r
     python benches/python_tools_compare.py --smoke     (a 20k-row store in a temp dir, 1 run)
 
 Targets (checked on the figures, printed): `scan_polars` group-by within 1.2x of polars on the
-Parquet twin; the one-chunk filter <= 0.2x zarrow's full read of the same columns; zarrow
->= 5x faster than rainbear on the `label` read.
+Parquet twin (with and without `dictionary`); the one-chunk filter <= 0.2x zarrow's full read
+of the same columns; zarrow >= 5x faster than rainbear on the `label` read.
 
 `--bench-venv DIR`: run the other tools' processes (rainbear, xarray-sql, zarrs) with that
 venv's python; `--setup-bench-venv` creates it with pip (`--bench-python`, e.g. python3.12:
@@ -42,7 +43,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS = ["read_label", "group_by_label", "like_id", "one_chunk"]
-TOOLS = ["zarrow_polars", "zarrow_datafusion", "zarrow_duckdb", "rainbear", "xarray_sql",
+TOOLS = ["zarrow_polars", "zarrow_polars_dictionary", "zarrow_datafusion", "zarrow_duckdb", "rainbear", "xarray_sql",
          "zarr_python", "zarr_python_zarrs", "polars_parquet", "duckdb_parquet"]
 # Tools that are not zarrow's: they run in --bench-venv's python when given.
 OTHER_VENV = {"rainbear", "xarray_sql", "zarr_python_zarrs"}
@@ -69,6 +70,13 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
         import zarrow
 
         return polars_task(lambda: zarrow.scan_polars(group), task, lo, hi), None
+    if tool == "zarrow_polars_dictionary":
+        import zarrow
+
+        if task != "group_by_label":
+            raise Skip("`dictionary` is for grouping a low-cardinality column: group_by_label only")
+        return polars_task(lambda: zarrow.scan_polars(group, dictionary=["label"]), task, lo,
+                           hi), None
     if tool == "zarrow_datafusion":
         import datafusion
         import zarrow
@@ -391,6 +399,9 @@ def report(results: dict, args) -> tuple[list[str], list[dict]]:
     pairs = [
         ("scan_polars group-by / polars on Parquet <= 1.2",
          med("group_by_label", "zarrow_polars"), med("group_by_label", "polars_parquet"), 1.2),
+        ("scan_polars group-by, `label` as a dictionary / polars on Parquet <= 1.2",
+         med("group_by_label", "zarrow_polars_dictionary"), med("group_by_label", "polars_parquet"),
+         1.2),
         ("one-chunk filter / full label read (scan_polars) <= 0.2",
          med("one_chunk", "zarrow_polars"), med("read_label", "zarrow_polars"), 0.2),
         ("scan_polars label read / rainbear <= 0.2 (>= 5x)",
