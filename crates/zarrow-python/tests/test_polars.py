@@ -169,7 +169,7 @@ def test_dictionary_columns_are_categorical_and_group_alike():
     batches = [pa.record_batch(b) for b in stream]
     assert len(batches) > 1
     assert all(pa.types.is_dictionary(b.schema.field(0).type) for b in batches)
-    with pytest.raises(zarrow.OptionError, match="only string and binary columns"):
+    with pytest.raises(zarrow.ZarrowError, match="only string and binary columns"):
         zarrow.scan_polars(XARRAY, dictionary=["temperature"])
 
 
