@@ -20,6 +20,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use futures::StreamExt;
+use zarrow::options::keys::Group;
 use zarrow_datafusion::{metrics, zarr_scans};
 
 use crate::memory::RuntimeArgs;
@@ -444,9 +445,9 @@ fn print_scans(plan: &dyn ExecutionPlan) {
 /// settings), with the command's table options as session settings, so every zarr table the
 /// statements create uses them.
 ///
-/// `arrays` names arrays of one group and `dictionary` columns of one table, so they are no
-/// session settings: with `per_table_ok` they are skipped (the caller passes them to its
-/// table), else they are an error.
+/// The table options that are no session settings (`arrays` names arrays of one group,
+/// `dictionary` columns of one table): with `per_table_ok` they are skipped (the caller passes
+/// them to its table), else they are an error.
 ///
 /// With `--cluster`, the session's queries run on that Ballista cluster.
 pub(crate) async fn session(
@@ -467,7 +468,9 @@ pub(crate) async fn session(
     let mut options: Vec<(String, String)> = table.to_map().into_iter().collect();
     options.sort();
     for (key, value) in options {
-        if matches!(key.as_str(), "arrays" | "dictionary") {
+        if zarrow::options::keys::option_key(&key)
+            .is_some_and(|o| o.scope.table && !o.scope.session && o.group == Group::Table)
+        {
             if per_table_ok {
                 continue;
             }

@@ -11,10 +11,12 @@ use std::sync::Arc;
 
 use arrow_array::builder::make_view;
 use arrow_array::cast::AsArray;
-use arrow_array::types::Int32Type;
+use arrow_array::types::{
+    BinaryType, ByteArrayType, Int32Type, LargeBinaryType, LargeUtf8Type, Utf8Type,
+};
 use arrow_array::{
-    Array, ArrayRef, BinaryArray, BinaryViewArray, DictionaryArray, Int32Array, LargeBinaryArray,
-    LargeStringArray, StringArray, StringViewArray,
+    Array, ArrayRef, BinaryArray, BinaryViewArray, DictionaryArray, GenericByteArray, Int32Array,
+    LargeBinaryArray, LargeStringArray, StringArray, StringViewArray,
 };
 use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType as ArrowType};
@@ -155,33 +157,26 @@ impl Distinct {
     /// where they came from, and are checked again: only the distinct ones, once.
     fn into_array(self, dt: &ArrowType) -> Result<ArrayRef> {
         Ok(match dt {
-            ArrowType::Utf8 => {
-                Arc::new(StringArray::try_new(self.offsets()?, self.buffer(), None)?)
-            }
-            ArrowType::LargeUtf8 => Arc::new(LargeStringArray::try_new(
-                self.offsets()?,
-                self.buffer(),
-                None,
-            )?),
-            ArrowType::Binary => {
-                Arc::new(BinaryArray::try_new(self.offsets()?, self.buffer(), None)?)
-            }
-            ArrowType::LargeBinary => Arc::new(LargeBinaryArray::try_new(
-                self.offsets()?,
-                self.buffer(),
-                None,
-            )?),
+            ArrowType::Utf8 => self.offset_array::<Utf8Type>()?,
+            ArrowType::LargeUtf8 => self.offset_array::<LargeUtf8Type>()?,
+            ArrowType::Binary => self.offset_array::<BinaryType>()?,
+            ArrowType::LargeBinary => self.offset_array::<LargeBinaryType>()?,
             ArrowType::Utf8View => Arc::new(self.views().to_string_view()?),
             _ => Arc::new(self.views()),
         })
     }
 
-    fn views(&self) -> BinaryViewArray {
-        BinaryViewArray::from_iter_values((0..self.ends.len()).map(|k| self.value(k)))
+    /// The values in an offsets layout; their bytes become its data buffer as they are.
+    fn offset_array<T: ByteArrayType>(self) -> Result<ArrayRef> {
+        let offsets = self.offsets::<T::Offset>()?;
+        let data = Buffer::from_vec(self.bytes);
+        Ok(Arc::new(GenericByteArray::<T>::try_new(
+            offsets, data, None,
+        )?))
     }
 
-    fn buffer(&self) -> Buffer {
-        Buffer::from(self.bytes.as_slice())
+    fn views(&self) -> BinaryViewArray {
+        BinaryViewArray::from_iter_values((0..self.ends.len()).map(|k| self.value(k)))
     }
 
     /// The values' offsets, in the width of `O`; an error if their bytes do not fit it.
