@@ -10,8 +10,9 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int16Type, Int32Type, Int64Type, Int8Type};
-use arrow_array::{ArrayRef, DictionaryArray, PrimitiveArray};
+use arrow_array::types::{ArrowDictionaryKeyType, Int16Type, Int32Type, Int64Type, Int8Type};
+use arrow_array::{Array, ArrayRef, DictionaryArray, PrimitiveArray};
+use arrow_buffer::{ArrowNativeType, BooleanBuffer, NullBuffer};
 use arrow_schema::DataType as ArrowType;
 use serde_json::{Map, Value};
 
@@ -158,30 +159,14 @@ pub(super) fn addressable_categories(codes: &DataType, categories: u64) -> u64 {
     categories.min(max)
 }
 
-/// AnnData categorical codes → a dictionary array; negative codes are NULL.
+/// AnnData categorical codes → a dictionary array; negative codes are NULL. The keys are the
+/// codes' own buffer (no copy) unless a code is negative.
 pub(super) fn dictionary(path: &str, codes: ArrayRef, categories: ArrayRef) -> Result<ArrayRef> {
-    let n = categories.len();
-    macro_rules! dict {
-        ($t:ty) => {{
-            let keys: PrimitiveArray<$t> = codes
-                .as_primitive::<$t>()
-                .iter()
-                .map(|k| k.filter(|k| *k >= 0))
-                .collect();
-            if let Some(bad) = keys.iter().flatten().find(|k| *k as i64 >= n as i64) {
-                return Err(Error::table(
-                    path,
-                    format!("categorical '{path}': code {bad} but only {n} categories"),
-                ));
-            }
-            Arc::new(DictionaryArray::<$t>::try_new(keys, categories)?) as ArrayRef
-        }};
-    }
     Ok(match codes.data_type() {
-        ArrowType::Int8 => dict!(Int8Type),
-        ArrowType::Int16 => dict!(Int16Type),
-        ArrowType::Int32 => dict!(Int32Type),
-        ArrowType::Int64 => dict!(Int64Type),
+        ArrowType::Int8 => Arc::new(keyed::<Int8Type>(path, &codes, categories)?),
+        ArrowType::Int16 => Arc::new(keyed::<Int16Type>(path, &codes, categories)?),
+        ArrowType::Int32 => Arc::new(keyed::<Int32Type>(path, &codes, categories)?),
+        ArrowType::Int64 => Arc::new(keyed::<Int64Type>(path, &codes, categories)?),
         other => {
             return Err(Error::table(
                 path,
@@ -189,4 +174,146 @@ pub(super) fn dictionary(path: &str, codes: ArrayRef, categories: ArrayRef) -> R
             ))
         }
     })
+}
+
+/// `codes` as the keys of a dictionary over `categories`, checked to be in range. One pass
+/// finds the least and greatest code; when all are categories (the usual case: no NULL),
+/// the codes are the keys as they are. Otherwise a negative code is NULL (its key 0) and a
+/// code past the categories is an error.
+fn keyed<K: ArrowDictionaryKeyType>(
+    path: &str,
+    codes: &ArrayRef,
+    categories: ArrayRef,
+) -> Result<DictionaryArray<K>>
+where
+    K::Native: Ord,
+{
+    let codes = codes.as_primitive::<K>();
+    let n = categories.len() as i64;
+    let zero = K::Native::default();
+    let values = codes.values();
+    let in_range = |c: K::Native| c >= zero && c.to_i64().is_some_and(|c| c < n);
+    let all_in_range = values.first().is_none_or(|&first| {
+        let (lo, hi) = (values.iter()).fold((first, first), |(lo, hi), &c| (lo.min(c), hi.max(c)));
+        in_range(lo) && in_range(hi)
+    });
+    let keys = if all_in_range {
+        codes.clone()
+    } else {
+        let valid = BooleanBuffer::collect_bool(values.len(), |i| values[i] >= zero);
+        let nulls = NullBuffer::union(codes.nulls(), Some(&NullBuffer::new(valid)));
+        let nulls = nulls.filter(|n| n.null_count() > 0);
+        let is_valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
+        if let Some(bad) = (0..values.len()).find(|&i| is_valid(i) && !in_range(values[i])) {
+            return Err(Error::table(
+                path,
+                format!(
+                    "categorical '{path}': code {:?} but only {n} categories",
+                    values[bad]
+                ),
+            ));
+        }
+        let keys = (0..values.len()).map(|i| if is_valid(i) { values[i] } else { zero });
+        PrimitiveArray::<K>::new(keys.collect(), nulls)
+    };
+    // SAFETY: every key of a valid row was checked to be in `0..categories.len()` above (the
+    // fast path: every code is), and a NULL row's key is a code in range or 0.
+    Ok(unsafe { DictionaryArray::new_unchecked(keys, categories) })
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int16Type, Int32Type, Int8Type};
+    use arrow_array::{Array, ArrayRef, Float32Array, Int16Array, Int32Array, Int8Array};
+    use arrow_array::{Int64Array, StringArray};
+    use std::sync::Arc;
+
+    use super::dictionary;
+
+    fn categories() -> ArrayRef {
+        Arc::new(StringArray::from(vec!["a", "b", "c"]))
+    }
+
+    /// The dictionary's rows as strings, NULL as `None`.
+    fn rows(array: &ArrayRef) -> Vec<Option<String>> {
+        let dictionary = array.as_any_dictionary();
+        let values = dictionary.values().as_string::<i32>();
+        let keys = dictionary.normalized_keys();
+        let row = |i: usize| array.is_valid(i).then(|| values.value(keys[i]).to_string());
+        (0..array.len()).map(row).collect()
+    }
+
+    fn some(values: &[&str]) -> Vec<Option<String>> {
+        values.iter().map(|s| Some(s.to_string())).collect()
+    }
+
+    #[test]
+    fn codes_in_range_are_the_keys_without_a_copy() {
+        let codes = Int32Array::from(vec![2, 0, 1, 1, 0]);
+        let pointer = codes.values().inner().as_ptr();
+        let read = dictionary("obs/x/codes", Arc::new(codes), categories()).unwrap();
+        let keys = read.as_dictionary::<Int32Type>().keys();
+        assert_eq!(keys.values().inner().as_ptr(), pointer);
+        assert_eq!(keys.null_count(), 0);
+        assert_eq!(rows(&read), some(&["c", "a", "b", "b", "a"]));
+    }
+
+    #[test]
+    fn negative_codes_are_null_with_key_zero() {
+        for codes in [
+            Arc::new(Int8Array::from(vec![-1, 2, -1, 0])) as ArrayRef,
+            Arc::new(Int16Array::from(vec![-1, 2, -5, 0])),
+            Arc::new(Int64Array::from(vec![-1, 2, i64::MIN, 0])),
+        ] {
+            let read = dictionary("obs/x/codes", codes, categories()).unwrap();
+            assert_eq!(
+                rows(&read),
+                vec![None, Some("c".into()), None, Some("a".into())]
+            );
+            assert_eq!(read.as_any_dictionary().normalized_keys(), vec![0, 2, 0, 0]);
+        }
+    }
+
+    #[test]
+    fn a_code_past_the_categories_is_an_error_naming_it() {
+        for codes in [vec![0, 3, 1], vec![-1, 1, 300]] {
+            let codes = Arc::new(Int16Array::from(codes));
+            let err = dictionary("obs/x/codes", codes, categories()).unwrap_err();
+            let message = err.to_string();
+            assert!(message.contains("obs/x/codes"), "{message}");
+            assert!(message.contains("but only 3 categories"), "{message}");
+        }
+        let codes = Arc::new(Int8Array::from(vec![0, 1]));
+        let none: ArrayRef = Arc::new(StringArray::from(Vec::<&str>::new()));
+        assert!(dictionary("obs/x/codes", codes, none).is_err());
+    }
+
+    #[test]
+    fn a_null_code_is_null_whatever_its_value() {
+        // A code the codes array itself marks NULL may hold anything: it is not checked, and
+        // its key is 0 when other codes need a copy.
+        let codes = Int8Array::from(vec![Some(1), None, Some(-1)]);
+        let (_, values, nulls) = codes.into_parts();
+        let mut garbage = values.to_vec();
+        garbage[1] = 100;
+        let codes = Int8Array::new(garbage.into(), nulls);
+        let read = dictionary("obs/x/codes", Arc::new(codes), categories()).unwrap();
+        assert_eq!(rows(&read), vec![Some("b".into()), None, None]);
+        let keys = read.as_dictionary::<Int8Type>().keys();
+        assert_eq!(keys.values().to_vec(), vec![1, 0, 0]);
+        let empty = dictionary(
+            "obs/x/codes",
+            Arc::new(Int16Array::from(Vec::<i16>::new())),
+            categories(),
+        );
+        assert_eq!(empty.unwrap().as_dictionary::<Int16Type>().len(), 0);
+    }
+
+    #[test]
+    fn codes_that_are_not_integers_are_refused() {
+        let codes = Arc::new(Float32Array::from(vec![0.0]));
+        let err = dictionary("obs/x/codes", codes, categories()).unwrap_err();
+        assert!(err.to_string().contains("codes of type Float32"), "{err}");
+    }
 }
