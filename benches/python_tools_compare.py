@@ -10,7 +10,10 @@ tool answers from metadata), `group_by_label` (`GROUP BY label`),
 filter on the dimension `row`: `sum(n)` over them).
 
 Tools: zarrow through `scan_polars` (also with `label` read as a dictionary, polars
-`Categorical`: `zarrow_polars_dictionary`, group-by only), datafusion-python over `ZarrTable`,
+`Categorical`: `zarrow_polars_dictionary`, group-by only; and over `label_categorical.zarr`,
+`label` stored as AnnData stores a pandas categorical — int16 codes and the categories — which
+the driver writes beside the data with zarr-python: `zarrow_polars_categorical`, group-by
+only), datafusion-python over `ZarrTable`,
 DuckDB over `zarrow.scan` / `zarrow.dataset`; rainbear + polars; xarray-sql over `xr.open_zarr`;
 zarr-python (plain, and with the `zarrs` codec pipeline); polars and DuckDB on the Parquet
 twin. A tool whose package is missing or fails is reported as skipped with the reason.
@@ -43,11 +46,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS = ["read_label", "group_by_label", "like_id", "one_chunk"]
-TOOLS = ["zarrow_polars", "zarrow_polars_dictionary", "zarrow_datafusion", "zarrow_duckdb", "rainbear", "xarray_sql",
+TOOLS = ["zarrow_polars", "zarrow_polars_dictionary", "zarrow_polars_categorical",
+         "zarrow_datafusion", "zarrow_duckdb", "rainbear", "xarray_sql",
          "zarr_python", "zarr_python_zarrs", "polars_parquet", "duckdb_parquet"]
 # Tools that are not zarrow's: they run in --bench-venv's python when given.
 OTHER_VENV = {"rainbear", "xarray_sql", "zarr_python_zarrs"}
 BENCH_PACKAGES = ["rainbear", "xarray-sql", "zarrs", "xarray", "zarr", "polars", "pyarrow"]
+
+
+# `label` again as AnnData stores a pandas categorical (`sql_compare.write_label_categorical`).
+CATEGORICAL = "label_categorical.zarr"
 
 
 class Skip(Exception):
@@ -77,6 +85,15 @@ def worker(tool: str, task: str, data: Path, chunk: int) -> tuple:
             raise Skip("`dictionary` is for grouping a low-cardinality column: group_by_label only")
         return polars_task(lambda: zarrow.scan_polars(group, dictionary=["label"]), task, lo,
                            hi), None
+    if tool == "zarrow_polars_categorical":
+        import zarrow
+
+        if task != "group_by_label":
+            raise Skip("the categorical twin holds `label` only: group_by_label only")
+        twin = data / CATEGORICAL
+        if not twin.is_dir():
+            raise Skip(f"no {twin} (the driver writes it: it needs zarr-python)")
+        return polars_task(lambda: zarrow.scan_polars(str(twin)), task, lo, hi), None
     if tool == "zarrow_datafusion":
         import datafusion
         import zarrow
@@ -265,10 +282,27 @@ def make_smoke_data(root: Path, rows: int, chunk: int) -> Path:
     import zarrow
 
     sql_compare.write_zarr(root / "bench.zarr", rows, chunk)
+    sql_compare.write_label_categorical(root / CATEGORICAL, rows, chunk)
     # Like sql_compare.py's twin: the data columns only (the file's row index is `row`).
     table = zarrow.read_table(str(root / "bench.zarr"))
     pq.write_table(table.drop_columns(["row"]), root / "bench.parquet")
     return root
+
+
+def ensure_categorical(data: Path, chunk: int) -> None:
+    """Writes the categorical twin of `data` unless it is there (with zarr-python, through
+    sql_compare's generator; without zarr-python its tool is skipped)."""
+    rows = rows_of(data)
+    if (data / CATEGORICAL).is_dir() or rows is None:
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import sql_compare
+    except ImportError as e:
+        print(f"no categorical twin ({e}): zarrow_polars_categorical is skipped")
+        return
+    print(f"writing {data / CATEGORICAL} (label as an AnnData categorical)")
+    sql_compare.write_label_categorical(data / CATEGORICAL, rows, chunk)
 
 
 def setup_bench_venv(venv: Path, python: str) -> None:
@@ -314,6 +348,8 @@ def main() -> None:
         setup_bench_venv(args.bench_venv, args.bench_python)
     other_python = str(args.bench_venv / "bin/python") if args.bench_venv else sys.executable
 
+    if "zarrow_polars_categorical" in args.tools.split(","):
+        ensure_categorical(args.data, args.chunk)
     results: dict = {}
     for task in args.tasks.split(","):
         for tool in args.tools.split(","):
@@ -389,9 +425,9 @@ def report(results: dict, args) -> tuple[list[str], list[dict]]:
         print(f"\n{task} (answers {'agree' if agree else 'DISAGREE'})")
         for tool, r in by_tool.items():
             if "skip" in r:
-                print(f"  {tool:20} skipped: {r['skip']}")
+                print(f"  {tool:26} skipped: {r['skip']}")
                 continue
-            print(f"  {tool:20} {statistics.median(r['seconds']):8.3f} s  "
+            print(f"  {tool:26} {statistics.median(r['seconds']):8.3f} s  "
                   f"peak RSS {r['peak_rss_mib'] or 0:8.1f} MiB")
     med = lambda task, tool: (statistics.median(results[task][tool]["seconds"])  # noqa: E731
                               if "seconds" in results.get(task, {}).get(tool, {}) else None)
@@ -402,6 +438,9 @@ def report(results: dict, args) -> tuple[list[str], list[dict]]:
         ("scan_polars group-by, `label` as a dictionary / polars on Parquet <= 1.2",
          med("group_by_label", "zarrow_polars_dictionary"), med("group_by_label", "polars_parquet"),
          1.2),
+        ("scan_polars group-by, `label` stored as a categorical / polars on Parquet <= 1.2",
+         med("group_by_label", "zarrow_polars_categorical"),
+         med("group_by_label", "polars_parquet"), 1.2),
         ("one-chunk filter / full label read (scan_polars) <= 0.2",
          med("one_chunk", "zarrow_polars"), med("read_label", "zarrow_polars"), 0.2),
         ("scan_polars label read / rainbear <= 0.2 (>= 5x)",

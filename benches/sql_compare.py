@@ -201,6 +201,40 @@ def write_label_uncompressed(zarr_path: Path, path: Path) -> None:
     tmp.rename(path)
 
 
+def write_label_categorical(path: Path, rows: int, chunk: int) -> None:
+    """`label` as AnnData stores a pandas categorical, in a dataframe group of its own: int16
+    `codes` (what pandas uses for 1,000 categories) into a `categories` string array, the same
+    rows, chunks and zstd level as `bench.zarr`, and the `_index` anndata requires (row numbers
+    as strings, as anndata makes them). Written with zarr-python in anndata's layout and
+    attributes, so anndata reads it as an `obs` frame with a categorical column."""
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    vocab = vocabulary()
+    group = zarr.create_group(store=str(tmp), zarr_format=3, overwrite=True, attributes={
+        "encoding-type": "dataframe", "encoding-version": "0.2.0", "_index": "_index",
+        "column-order": ["label"]})
+    common = dict(shape=(rows,), chunks=(chunk,), compressors=ZstdCodec(level=ZSTD_LEVEL))
+    index = group.create_array("_index", dtype=str, **common,
+                               attributes={"encoding-type": "string-array",
+                                           "encoding-version": "0.2.0"})
+    label = group.create_group("label", attributes={
+        "encoding-type": "categorical", "encoding-version": "0.2.0", "ordered": False})
+    codes = label.create_array("codes", dtype="int16", **common,
+                               attributes={"encoding-type": "array", "encoding-version": "0.2.0"})
+    categories = label.create_array("categories", dtype=str, shape=(len(vocab),),
+                                    chunks=(len(vocab),), compressors=ZstdCodec(level=ZSTD_LEVEL),
+                                    attributes={"encoding-type": "string-array",
+                                                "encoding-version": "0.2.0"})
+    categories[:] = vocab
+    for i, start in enumerate(range(0, rows, chunk)):
+        n = min(chunk, rows - start)
+        codes[start : start + n] = make_chunk(i, n, vocab)[1].astype(np.int16)
+        index[start : start + n] = np.arange(start, start + n).astype(str).astype(SDT)
+    zarr.consolidate_metadata(str(tmp))
+    shutil.rmtree(path, ignore_errors=True)
+    tmp.rename(path)
+
+
 def ensure_data(args, rows: int, parquet: bool) -> dict:
     """Generate (or reuse) the data set for `rows`; returns its stamp."""
     root = args.data_dir / f"r{rows}_c{args.chunk}"

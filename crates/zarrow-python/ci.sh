@@ -67,7 +67,7 @@ echo "ci.sh: stubtest and mypy --strict"
 # (the tools not installed here are reported as skipped): it runs and the answers agree.
 echo "ci.sh: benches/python_tools_compare.py --smoke"
 "$TEST_VENV/bin/python" "$ROOT/benches/python_tools_compare.py" --smoke \
-    --tools zarrow_polars,zarrow_datafusion,zarrow_duckdb,zarr_python,polars_parquet,duckdb_parquet
+    --tools zarrow_polars,zarrow_polars_dictionary,zarrow_polars_categorical,zarrow_datafusion,zarrow_duckdb,zarr_python,polars_parquet,duckdb_parquet
 
 # CI's disk is limited: the test venv (1.2 GB) is not needed past this point there. Elsewhere it
 # stays, for benches/sizes.py and for looking into a failure.
