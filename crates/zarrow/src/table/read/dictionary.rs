@@ -326,6 +326,54 @@ mod tests {
     }
 
     #[test]
+    fn long_values_differing_in_their_last_byte_stay_apart() {
+        // Values of 16 to 29 bytes, each pair differing only in its last byte (past a view's
+        // prefix).
+        let strings = [
+            "twenty-eight bytes long, ok!",
+            "twenty-eight bytes long, ok?",
+            "twenty-nine bytes long, yes!!",
+            "twenty-nine bytes long, yes!?",
+            "twenty-eight bytes long, ok!",
+            "twenty-nine bytes long, yes!!",
+            "twenty-seven bytes long, ok",
+            "sixteen bytes ab",
+            "sixteen bytes ac",
+        ];
+        for array in [
+            Arc::new(StringArray::from(strings.to_vec())) as ArrayRef,
+            Arc::new(StringViewArray::from(strings.to_vec())),
+            Arc::new(LargeBinaryArray::from_iter_values(
+                strings.iter().map(|s| s.as_bytes()),
+            )),
+        ] {
+            let encoded = encode(&array).unwrap();
+            assert_eq!(encoded.as_any_dictionary().values().len(), 7);
+            assert_eq!(decoded(&encoded).as_ref(), array.as_ref());
+        }
+    }
+
+    #[test]
+    fn many_values_alike_but_in_their_last_bytes_stay_apart() {
+        // Enough values that hash tags collide, so lookups compare values: these share their
+        // length and first four bytes (a long value's head), and differ in their last four.
+        for (head, width) in [
+            ("same 12 byte", 16),
+            ("same 24 bytes for all of", 28),
+            ("long", 40),
+        ] {
+            let values: Vec<String> = (0..4000)
+                .map(|i| format!("{head:-<w$}{i:04}", w = width - 4))
+                .collect();
+            let twice: Vec<&str> = values.iter().chain(&values).map(String::as_str).collect();
+            let array: ArrayRef = Arc::new(StringArray::from(twice));
+            let encoded = encode(&array).unwrap();
+            assert_eq!(encoded.as_any_dictionary().values().len(), 4000, "{head}");
+            assert_eq!(decoded(&encoded).as_ref(), array.as_ref());
+        }
+    }
+
+    #[test]
     fn a_slice_is_encoded_from_its_own_elements() {
         let array: ArrayRef = Arc::new(StringArray::from(vec!["x", "y", "z", "y"]));
         let slice = array.slice(1, 3);
