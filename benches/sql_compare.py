@@ -126,10 +126,24 @@ def make_chunk(index: int, n: int, vocab: np.ndarray) -> tuple[dict[str, np.ndar
     return data, codes
 
 
-def write_zarr(path: Path, rows: int, chunk: int) -> dict:
-    """The zarr v3 group; returns facts about the data."""
+def fresh_tmp(path: Path) -> Path:
+    """An empty place beside the group `path` to write it in (see `replace_with`)."""
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
+    return tmp
+
+
+def replace_with(tmp: Path, path: Path) -> None:
+    """The group written at `tmp`, consolidated, becomes `path` (a run stopped half-way leaves
+    no group at `path` that looks complete)."""
+    zarr.consolidate_metadata(str(tmp))
+    shutil.rmtree(path, ignore_errors=True)
+    tmp.rename(path)
+
+
+def write_zarr(path: Path, rows: int, chunk: int) -> dict:
+    """The zarr v3 group; returns facts about the data."""
+    tmp = fresh_tmp(path)
     group = zarr.create_group(store=str(tmp), zarr_format=3, overwrite=True)
     common = dict(
         shape=(rows,),
@@ -158,9 +172,7 @@ def write_zarr(path: Path, rows: int, chunk: int) -> dict:
         zz += int((np.strings.find(data["id"], "zz") >= 0).sum())
         label_counts += np.bincount(codes, minlength=len(vocab))
         log(f"  zarr: rows {start + n:,}/{rows:,} ({time.perf_counter() - started:.1f} s)")
-    zarr.consolidate_metadata(str(tmp))
-    shutil.rmtree(path, ignore_errors=True)
-    tmp.rename(path)
+    replace_with(tmp, path)
     return {
         "distinct_labels": int((label_counts > 0).sum()),
         "label_avg_bytes": round(label_bytes / rows, 2),
@@ -187,8 +199,7 @@ def write_parquet(zarrow: Path, zarr_path: Path, path: Path, chunk: int) -> None
 
 def write_label_uncompressed(zarr_path: Path, path: Path) -> None:
     """The `label` array of `zarr_path` again, same chunks, without compression: q1's control."""
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = fresh_tmp(path)
     src = zarr.open_array(store=str(zarr_path / "label"), mode="r")
     group = zarr.create_group(store=str(tmp), zarr_format=3, overwrite=True)
     dst = group.create_array("label", dtype=str, shape=src.shape, chunks=src.chunks,
@@ -196,9 +207,7 @@ def write_label_uncompressed(zarr_path: Path, path: Path) -> None:
     step = src.chunks[0]
     for start in range(0, src.shape[0], step):
         dst[start : start + step] = src[start : start + step]
-    zarr.consolidate_metadata(str(tmp))
-    shutil.rmtree(path, ignore_errors=True)
-    tmp.rename(path)
+    replace_with(tmp, path)
 
 
 def write_label_categorical(path: Path, rows: int, chunk: int) -> None:
@@ -207,8 +216,7 @@ def write_label_categorical(path: Path, rows: int, chunk: int) -> None:
     rows, chunks and zstd level as `bench.zarr`, and the `_index` anndata requires (row numbers
     as strings, as anndata makes them). Written with zarr-python in anndata's layout and
     attributes, so anndata reads it as an `obs` frame with a categorical column."""
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = fresh_tmp(path)
     vocab = vocabulary()
     group = zarr.create_group(store=str(tmp), zarr_format=3, overwrite=True, attributes={
         "encoding-type": "dataframe", "encoding-version": "0.2.0", "_index": "_index",
@@ -230,9 +238,7 @@ def write_label_categorical(path: Path, rows: int, chunk: int) -> None:
         n = min(chunk, rows - start)
         codes[start : start + n] = make_chunk(i, n, vocab)[1].astype(np.int16)
         index[start : start + n] = np.arange(start, start + n).astype(str).astype(SDT)
-    zarr.consolidate_metadata(str(tmp))
-    shutil.rmtree(path, ignore_errors=True)
-    tmp.rename(path)
+    replace_with(tmp, path)
 
 
 def ensure_data(args, rows: int, parquet: bool) -> dict:

@@ -59,11 +59,12 @@ impl KeywordValue for u64 {
     }
 }
 
-/// What the names of list option `key` name: `arrays`, arrays; `dictionary`, columns.
-fn what(key: &str) -> &'static str {
+/// What the names of list option `key` name (`arrays`: arrays; `dictionary`: columns), with
+/// and without its article.
+fn what(key: &str) -> (&'static str, &'static str) {
     match key {
-        "arrays" => "array",
-        _ => "column",
+        "arrays" => ("array", "an array"),
+        _ => ("column", "a column"),
     }
 }
 
@@ -73,16 +74,13 @@ impl KeywordValue for Vec<String> {
         if self.is_empty() {
             return Err(ZarrowError::new_err(format!(
                 "`{key}` names no {}",
-                what(key)
+                what(key).0
             )));
         }
         if let Some(name) = self.iter().find(|n| n.contains(',') || n.trim().is_empty()) {
             return Err(ZarrowError::new_err(format!(
                 "`{key}`: '{name}' is not {} name (blank, or with a comma)",
-                match what(key) {
-                    "array" => "an array",
-                    _ => "a column",
-                }
+                what(key).1
             )));
         }
         Ok(self.join(","))

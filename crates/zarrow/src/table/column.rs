@@ -229,13 +229,11 @@ impl TableColumn {
     /// names it.
     pub(super) fn field(&self, options: &TableOptions) -> Field {
         let field = self.stored_field(options);
-        match self.encoded_as_dictionary(options) {
-            true => {
-                let dt = dictionary_type(field.data_type().clone());
-                field.with_data_type(dt)
-            }
-            false => field,
+        if !self.encoded_as_dictionary(options) {
+            return field;
         }
+        let dt = dictionary_type(field.data_type().clone());
+        field.with_data_type(dt)
     }
 
     /// Whether the column's batches are encoded as dictionaries: the `dictionary` option

@@ -252,6 +252,31 @@ mod tests {
         arrow_select::take::take(dict.values().as_ref(), dict.keys(), None).unwrap()
     }
 
+    /// `strings` as offsets, views and bytes each encode to `distinct` values and back.
+    fn assert_layouts_round_trip(strings: &[&str], distinct: usize) {
+        for array in [
+            Arc::new(StringArray::from(strings.to_vec())) as ArrayRef,
+            Arc::new(StringViewArray::from(strings.to_vec())),
+            Arc::new(LargeBinaryArray::from_iter_values(
+                strings.iter().map(|s| s.as_bytes()),
+            )),
+        ] {
+            assert_round_trips(&array, distinct);
+        }
+    }
+
+    /// `array` encodes to `distinct` values, and decodes back to itself.
+    fn assert_round_trips(array: &ArrayRef, distinct: usize) {
+        let encoded = encode(array).unwrap();
+        let what = array.data_type();
+        assert_eq!(
+            encoded.as_any_dictionary().values().len(),
+            distinct,
+            "{what}"
+        );
+        assert_eq!(decoded(&encoded).as_ref(), array.as_ref(), "{what}");
+    }
+
     #[test]
     fn strings_become_their_distinct_values_and_keys() {
         let array: ArrayRef = Arc::new(StringArray::from(vec![
@@ -294,13 +319,7 @@ mod tests {
                 encoded.data_type(),
                 &dictionary_type(array.data_type().clone())
             );
-            assert_eq!(encoded.as_any_dictionary().values().len(), 2);
-            assert_eq!(
-                decoded(&encoded).as_ref(),
-                array.as_ref(),
-                "{}",
-                array.data_type()
-            );
+            assert_round_trips(&array, 2);
         }
     }
 
@@ -315,14 +334,7 @@ mod tests {
             "twelve bytes?",
             "",
         ];
-        for array in [
-            Arc::new(StringArray::from(strings.to_vec())) as ArrayRef,
-            Arc::new(StringViewArray::from(strings.to_vec())),
-        ] {
-            let encoded = encode(&array).unwrap();
-            assert_eq!(encoded.as_any_dictionary().values().len(), 5);
-            assert_eq!(decoded(&encoded).as_ref(), array.as_ref());
-        }
+        assert_layouts_round_trip(&strings, 5);
     }
 
     #[test]
@@ -340,17 +352,7 @@ mod tests {
             "sixteen bytes ab",
             "sixteen bytes ac",
         ];
-        for array in [
-            Arc::new(StringArray::from(strings.to_vec())) as ArrayRef,
-            Arc::new(StringViewArray::from(strings.to_vec())),
-            Arc::new(LargeBinaryArray::from_iter_values(
-                strings.iter().map(|s| s.as_bytes()),
-            )),
-        ] {
-            let encoded = encode(&array).unwrap();
-            assert_eq!(encoded.as_any_dictionary().values().len(), 7);
-            assert_eq!(decoded(&encoded).as_ref(), array.as_ref());
-        }
+        assert_layouts_round_trip(&strings, 7);
     }
 
     #[test]
@@ -367,9 +369,7 @@ mod tests {
                 .collect();
             let twice: Vec<&str> = values.iter().chain(&values).map(String::as_str).collect();
             let array: ArrayRef = Arc::new(StringArray::from(twice));
-            let encoded = encode(&array).unwrap();
-            assert_eq!(encoded.as_any_dictionary().values().len(), 4000, "{head}");
-            assert_eq!(decoded(&encoded).as_ref(), array.as_ref());
+            assert_round_trips(&array, 4000);
         }
     }
 
