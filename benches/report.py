@@ -445,12 +445,8 @@ def render_ab(data: dict) -> list[str]:
     parts = "one partition" if parts == 1 else f"{parts} partitions (`target_partitions`)"
     parts += ", pinned to one core (`--one-core`)" if data.get("one_core") else ""
     out = [f"Build A: {a['label']} (`{a['version']}`); build B: {b['label']} (`{b['version']}`); "
-           f"data `{Path(data['data']).name}`; {parts}; wall times alternate A and B "
-           f"({data['runs']} runs of each query), instruction counts are callgrind's, one run "
-           "each" + (", page faults (`pf-`) `perf stat`'s" if any(
-               r["unit"] == "page faults" for r in data["results"].values()) else "") +
-           ". The Parquet controls (`q1p`, …) run the same code in both builds: their change is the "
-           "noise floor.",
+           f"data `{Path(data['data']).name}`; {parts}; {ab_measured(data)}. The Parquet controls "
+           "(`q1p`, …) run the same code in both builds: their change is the noise floor.",
            ""]
     results = data["results"]
     floor: dict[str, float] = {}  # per unit, the most a Parquet control (`q1p`, `cg-q2p`, …) moved
@@ -471,6 +467,15 @@ def render_ab(data: dict) -> list[str]:
                            f"{mb / ma:.3f}", mb / ma <= 1 + slack))
     out += md_table(["measurement", "A median", "B median", "B / A"], rows)
     return out + [""] + render_checks(checks)
+
+
+def ab_measured(data: dict) -> str:
+    """How an `ab_builds.py` run measured, naming only the kinds of measurement it holds."""
+    units = {r["unit"] for r in data["results"].values()}
+    how = {"s": f"wall times alternate A and B ({data['runs']} runs of each query)",
+           "instructions": "instruction counts are callgrind's, one run each",
+           "page faults": "page faults (`pf-`) are `perf stat`'s"}
+    return ", ".join(text for unit, text in how.items() if unit in units)
 
 
 def render_checks(checks: list[tuple[str, str, bool]]) -> list[str]:
