@@ -3,8 +3,10 @@
 polars hands an IO source its predicate as an ``Expr``; its serialized form
 (``expr.meta.serialize(format="json")``) is a tree this module walks. Comparisons, ``&``,
 ``|``, ``~``, ``is_between``, ``is_in``, ``is_null`` / ``is_not_null`` on columns and literals
-become SQL that zarrow's pruner (the one SQL queries use) reads. The translation only
-*prunes*: polars still applies its own predicate to every row, so a part that cannot be
+``str.contains`` (of a literal, or of a regex with no metacharacters), ``str.starts_with``
+and ``str.ends_with`` (of a string literal) become ``LIKE``. The SQL prunes chunks and filters
+rows in zarrow (``_polars``), and polars still applies its own predicate to every row it gets,
+so the SQL need only be a condition every row polars keeps meets: a part that cannot be
 translated is replaced by ``TRUE`` where that only weakens the predicate (under ``&`` and
 ``|``), and makes its whole negation untranslatable (under ``~``). Nothing here raises: a
 predicate it does not understand gives ``None`` (no pruning).
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 __all__ = ["to_sql"]
@@ -22,6 +25,8 @@ _COMPARISONS = {"Eq": "=", "NotEq": "<>", "Lt": "<", "LtEq": "<=", "Gt": ">", "G
 _LOGICAL = {"And": "AND", "LogicalAnd": "AND", "Or": "OR", "LogicalOr": "OR"}
 _UNITS = {"Nanoseconds": "Nanosecond", "Microseconds": "Microsecond", "Milliseconds": "Millisecond"}
 _TRUE = "TRUE"
+# What makes a polars `str.contains` pattern more than the substring it spells.
+_REGEX_META = frozenset("\\.^$|?*+()[]{}")
 
 
 class _Untranslatable(Exception):
@@ -75,6 +80,8 @@ def _exact(node: Any) -> str:
 
 def _function(body: dict[str, Any]) -> str:
     function, inputs = body.get("function"), body.get("input", [])
+    if isinstance(function, dict) and "StringExpr" in function:
+        return _string_match(function["StringExpr"], inputs)
     if not (isinstance(function, dict) and "Boolean" in function):
         raise _Untranslatable
     boolean = function["Boolean"]
@@ -97,6 +104,30 @@ def _function(body: dict[str, Any]) -> str:
             raise _Untranslatable  # polars' null matching differs from SQL's IN
         return f"({_value(inputs[0])} IN ({', '.join(_literal(v) for v in values)}))"
     raise _Untranslatable
+
+
+def _string_match(kind: Any, inputs: list[Any]) -> str:
+    """A column's ``str.contains`` / ``starts_with`` / ``ends_with`` of a string literal as
+    ``LIKE`` (``%``, ``_`` and the escape ``\\`` in the literal escaped)."""
+    name = kind if isinstance(kind, str) else next(iter(kind), None)
+    if len(inputs) != 2 or not (isinstance(inputs[0], dict) and "Column" in inputs[0]):
+        raise _Untranslatable
+    try:
+        text = inputs[1]["Literal"]["Scalar"]["String"]
+    except (KeyError, TypeError):
+        raise _Untranslatable from None
+    if not isinstance(text, str):
+        raise _Untranslatable
+    escaped = re.sub(r"([\\%_])", r"\\\1", text)
+    if name == "Contains" and (kind["Contains"].get("literal") or not _REGEX_META & set(text)):
+        pattern = f"%{escaped}%"
+    elif name == "StartsWith":
+        pattern = f"{escaped}%"
+    elif name == "EndsWith":
+        pattern = f"%{escaped}"
+    else:
+        raise _Untranslatable
+    return f"({_value(inputs[0])} LIKE {_literal(pattern)})"
 
 
 def _value(node: Any) -> str:

@@ -1,6 +1,7 @@
 """A :func:`zarrow.scan` pruned by a SQL predicate an engine derived from its own filter
 (polars' in ``_polars``, pyarrow's in ``_dataset``), and the SQL it was pruned with. The
-engine filters the rows itself; SQL zarrow cannot plan costs the pruning, never the query.
+engine filters the rows itself, after zarrow has dropped those the SQL rules out where asked;
+SQL zarrow cannot plan costs the pruning, never the query.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ __all__ = ["PrunedStream", "scan_pruned"]
 
 
 class PrunedStream:
-    """A :class:`zarrow.ZarrStream` and the SQL it was pruned with."""
+    """A :class:`zarrow.ZarrStream`, the SQL it was pruned with, and whether zarrow also
+    dropped the rows that SQL rules out (``filtered``)."""
 
-    def __init__(self, stream: Any, prune: str | None) -> None:
-        self.stream, self.prune = stream, prune
+    def __init__(self, stream: Any, prune: str | None, filtered: bool = False) -> None:
+        self.stream, self.prune, self.filtered = stream, prune, filtered
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.stream)
@@ -28,14 +30,22 @@ class PrunedStream:
 
 
 def scan_pruned(location: str, columns: list[str], prune: str | None, batch_size: int | None,
-                limit: int | None, options: dict[str, Any]) -> PrunedStream:
-    """`scan` pruned by `prune`; without it if zarrow cannot use that SQL (a type DataFusion
-    cannot compare, …): the engine's filter still applies, so that is never an error."""
+                limit: int | None, options: dict[str, Any], *,
+                rows: bool = False) -> PrunedStream:
+    """`scan` pruned by `prune`, and with `rows` its rows filtered by it too (in zarrow's
+    Rust, before the engine's filter sees them: `prune` must hold for every row the engine
+    keeps, and `limit` must not count rows the engine may still drop). Without the filter,
+    then without the pruning, if zarrow cannot use that SQL (a type DataFusion cannot
+    compare, …): the engine's filter still applies, so that is never an error."""
     kwargs = dict(options, batch_size=batch_size, limit=limit)
     if prune is not None:
-        try:
-            return PrunedStream(scan(location, columns, prune=prune, **kwargs), prune)
-        except ZarrowError as e:
-            if "prune `" not in str(e):
-                raise
+        own = kwargs.get("filter")  # the caller's own `filter` option, kept in either case
+        for how in ("filter", "prune") if rows else ("prune",):
+            sql = prune if how == "prune" or own is None else f"({own}) AND ({prune})"
+            try:
+                stream = scan(location, columns, **dict(kwargs, **{how: sql}))
+                return PrunedStream(stream, prune, filtered=how == "filter")
+            except ZarrowError as e:
+                if f"{how} `" not in str(e):
+                    raise
     return PrunedStream(scan(location, columns, **kwargs), None)
