@@ -60,8 +60,9 @@ def scan_polars(
     (as SQL: on dimension, index and coordinate columns chunks that cannot match are
     skipped, and on any column zarrow drops the rows it rules out before polars gets them;
     polars still filters every row it gets, and what cannot be translated is left to it),
-    ``head``/``limit`` (the scan stops), and the batch size (polars' hint; with a predicate,
-    at least 1,048,576 rows unless ``batch_size`` is given: polars' filter costs per batch).
+    ``head``/``limit`` (the scan stops), and the batch size (polars' hint; with a predicate
+    and no ``batch_size``, up to 1,048,576 rows in 64 MiB of the columns read, as polars'
+    filter costs per batch).
     Works with ``collect(engine="streaming")``.
 
     Example::

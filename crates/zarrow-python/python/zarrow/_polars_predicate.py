@@ -1,15 +1,15 @@
-"""A polars predicate (``pl.Expr``) as a SQL predicate for chunk pruning.
+"""A polars predicate (``pl.Expr``) as a SQL predicate for chunk pruning and row filtering.
 
 polars hands an IO source its predicate as an ``Expr``; its serialized form
 (``expr.meta.serialize(format="json")``) is a tree this module walks. Comparisons, ``&``,
 ``|``, ``~``, ``is_between``, ``is_in``, ``is_null`` / ``is_not_null`` on columns and literals
-``str.contains`` (of a literal, or of a regex with no metacharacters), ``str.starts_with``
-and ``str.ends_with`` (of a string literal) become ``LIKE``. The SQL prunes chunks and filters
-rows in zarrow (``_polars``), and polars still applies its own predicate to every row it gets,
-so the SQL need only be a condition every row polars keeps meets: a part that cannot be
-translated is replaced by ``TRUE`` where that only weakens the predicate (under ``&`` and
-``|``), and makes its whole negation untranslatable (under ``~``). Nothing here raises: a
-predicate it does not understand gives ``None`` (no pruning).
+become SQL, and ``str.contains`` (of a literal, or of a regex with no metacharacters),
+``str.starts_with`` and ``str.ends_with`` (of a string literal) ``LIKE``. The SQL prunes
+chunks and filters rows in zarrow (``_polars``), and polars still applies its own predicate
+to every row it gets, so the SQL need only be a condition every row polars keeps meets: a
+part that cannot be translated is replaced by ``TRUE`` where that only weakens the predicate
+(under ``&`` and ``|``), and makes its whole negation untranslatable (under ``~``). Nothing
+here raises: a predicate it does not understand gives ``None`` (no pruning).
 """
 
 from __future__ import annotations
@@ -119,7 +119,9 @@ def _string_match(kind: Any, inputs: list[Any]) -> str:
     if not isinstance(text, str):
         raise _Untranslatable
     escaped = re.sub(r"([\\%_])", r"\\\1", text)
-    if name == "Contains" and (kind["Contains"].get("literal") or not _REGEX_META & set(text)):
+    options = kind.get(name) if isinstance(kind, dict) else None
+    literal = isinstance(options, dict) and options.get("literal") is True
+    if name == "Contains" and (literal or not _REGEX_META & set(text)):
         pattern = f"%{escaped}%"
     elif name == "StartsWith":
         pattern = f"{escaped}%"
