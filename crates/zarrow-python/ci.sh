@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python package as a user gets it: build the wheel with maturin (debug profile, the
-# workspace's target dir, so DataFusion's build is the one `cargo test` made), install it into
+# workspace's target dir, so DataFusion's build is the one `cargo test` made: the "Build reuse"
+# list in Cargo.toml, checked by tests/feature_unification.py), install it into
 # a fresh venv with the test requirements, run pytest against the installed wheel.
 #   bash crates/zarrow-python/ci.sh            (from tests/run-all.sh, servers started)
 # Env: PYTHON (default python3), ZARROW_CLI (the Rust CLI the answers are compared with),
