@@ -5,7 +5,7 @@ The schema is read up front (the table is opened, nothing of it is read). At eac
 polars hands the source its projection, predicate, row limit and batch size: the projection
 becomes :func:`zarrow.scan`'s ``columns``, the predicate is translated to SQL
 (``_polars_predicate``) and given as ``filter=`` — chunks it cannot match are never fetched,
-and zarrow drops the rows it rules out as it cuts each batch (``prune=`` alone where zarrow
+and zarrow drops the rows it rules out as it cuts each batch (nothing of it where zarrow
 cannot evaluate it) — and polars' own predicate is applied to the rows left; the row limit
 stops the scan.
 """
@@ -95,9 +95,12 @@ def scan_polars(
     ) -> Iterator["polars.DataFrame"]:
         wanted = list(with_columns) if with_columns is not None else chosen
         prune = _polars_predicate.to_sql(predicate) if predicate is not None else None
-        size = own_batch_size or batch_size
-        if predicate is not None and own_batch_size is None:
+        if own_batch_size:
+            size = own_batch_size
+        elif predicate is not None:
             size = filtered_batch_rows(empty.schema, wanted, batch_size)
+        else:
+            size = batch_size
         stream = scan_pruned(location, wanted, prune, size,
                              n_rows if predicate is None else None, options, rows=True)
         left = n_rows

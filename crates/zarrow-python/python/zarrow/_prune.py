@@ -34,18 +34,19 @@ def scan_pruned(location: str, columns: list[str], prune: str | None, batch_size
                 rows: bool = False) -> PrunedStream:
     """`scan` pruned by `prune`, and with `rows` its rows filtered by it too (in zarrow's
     Rust, before the engine's filter sees them: `prune` must hold for every row the engine
-    keeps, and `limit` must not count rows the engine may still drop). Without the filter,
-    then without the pruning, if zarrow cannot use that SQL (a type DataFusion cannot
-    compare, …): the engine's filter still applies, so that is never an error."""
+    keeps, and `limit` must not count rows the engine may still drop; a caller's own `filter`
+    option is ANDed in). Without either if zarrow cannot use that SQL (a type DataFusion
+    cannot compare, …; `filter=` and `prune=` parse alike, so one failing means both would):
+    the engine's filter still applies, so that is never an error."""
     kwargs = dict(options, batch_size=batch_size, limit=limit)
     if prune is not None:
-        own = kwargs.get("filter")  # the caller's own `filter` option, kept in either case
-        for how in ("filter", "prune") if rows else ("prune",):
-            sql = prune if how == "prune" or own is None else f"({own}) AND ({prune})"
-            try:
-                stream = scan(location, columns, **dict(kwargs, **{how: sql}))
-                return PrunedStream(stream, prune, filtered=how == "filter")
-            except ZarrowError as e:
-                if f"{how} `" not in str(e):
-                    raise
+        own = kwargs.get("filter")
+        how = "filter" if rows else "prune"
+        sql = f"({own}) AND ({prune})" if rows and own is not None else prune
+        try:
+            stream = scan(location, columns, **dict(kwargs, **{how: sql}))
+            return PrunedStream(stream, prune, filtered=rows)
+        except ZarrowError as e:
+            if f"{how} `" not in str(e):
+                raise
     return PrunedStream(scan(location, columns, **kwargs), None)
