@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
-use datafusion::common::Statistics;
+use datafusion::common::{plan_err, Statistics};
 use datafusion::error::Result;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::logical_expr::dml::InsertOp;
@@ -132,6 +132,29 @@ impl ZarrTable {
         appended.clone().unwrap_or_else(|| self.model.clone())
     }
 
+    /// [`Self::current_model`], or, when another writer replaced the local table since it was
+    /// opened (`COPY … overwrite`), the table opened again: a registered table follows the
+    /// table at its location. A replacement with other columns is an error.
+    async fn unreplaced_model(&self, state: &dyn Session) -> Result<Arc<TableModel>> {
+        let current = self.current_model();
+        if !current.replaced() {
+            return Ok(current);
+        }
+        let options = self.options.clone();
+        let reopened = Self::try_new_with_session(state, &self.location, options).await?;
+        if reopened.schema() != self.schema() {
+            return plan_err!(
+                "the table at '{}' was replaced by one with other columns since it was \
+                 registered ({} now); register it again",
+                self.location,
+                reopened.schema()
+            );
+        }
+        let model = reopened.model().clone();
+        *self.appended.write().unwrap_or_else(|e| e.into_inner()) = Some(model.clone());
+        Ok(model)
+    }
+
     /// The cell an append sink updates (see `insert.rs`).
     pub(crate) fn appended_model(&self) -> AppendedModel {
         self.appended.clone()
@@ -179,7 +202,7 @@ impl TableProvider for ZarrTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let config = ZarrConfig::from_config_options(state.config_options());
-        let current = self.current_model();
+        let current = self.unreplaced_model(state).await?;
         let read = current
             .options()
             .read

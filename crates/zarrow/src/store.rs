@@ -70,6 +70,42 @@ pub struct ZarrStore {
     /// The Icechunk repository's node this store reads (writers open a session on it).
     #[cfg(feature = "icechunk")]
     repository: Option<Arc<crate::icechunk::RepositoryObjectStore>>,
+    /// A local root directory as it was when the store was opened (see [`Self::check_root`]).
+    identity: Option<Arc<RootIdentity>>,
+}
+
+/// Which directory a local store's root was when the store was opened: a table replaced by a
+/// writer (published by a rename) is another directory at the same path.
+#[derive(Debug, PartialEq, Eq)]
+struct RootIdentity {
+    path: std::path::PathBuf,
+    /// Device, inode and birth time (where the file system keeps one: an inode number freed
+    /// by a deleted table can be reused by a later one).
+    id: (u64, u64, Option<std::time::SystemTime>),
+}
+
+impl RootIdentity {
+    fn of(path: &std::path::Path) -> Option<(u64, u64, Option<std::time::SystemTime>)> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let meta = std::fs::metadata(path).ok()?;
+            Some((meta.dev(), meta.ino(), meta.created().ok()))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = path;
+            None
+        }
+    }
+
+    fn at(path: &std::path::Path) -> Option<Arc<Self>> {
+        let id = Self::of(path)?;
+        Some(Arc::new(Self {
+            path: path.to_path_buf(),
+            id,
+        }))
+    }
 }
 
 /// The process-wide store behind `memory://` locations.
@@ -94,6 +130,7 @@ impl ZarrStore {
             local: None,
             #[cfg(feature = "icechunk")]
             repository: None,
+            identity: None,
         }
     }
 
@@ -184,6 +221,7 @@ impl ZarrStore {
             timeout,
             limits: ReadLimits::default(),
             metrics: ScanMetrics::default(),
+            identity: local_path.as_deref().and_then(RootIdentity::at),
             warm_up,
             local: local_path,
             #[cfg(feature = "icechunk")]
@@ -225,6 +263,7 @@ impl ZarrStore {
             warm_up: None,
             local: None,
             repository: Some(store),
+            identity: None,
         })
     }
 
@@ -265,6 +304,13 @@ impl ZarrStore {
         &self.metrics
     }
 
+    /// The same store (root, limits, local path) with its objects read and written through
+    /// `store` (a writer's wrapper of the same objects).
+    pub(crate) fn with_object_store(mut self, store: Arc<dyn ObjectStore>) -> Self {
+        self.store = store;
+        self
+    }
+
     /// The object store.
     pub fn object_store(&self) -> &Arc<dyn ObjectStore> {
         &self.store
@@ -297,6 +343,7 @@ impl ZarrStore {
             }),
             #[cfg(feature = "icechunk")]
             repository: None,
+            identity: self.identity.clone(),
         }
     }
 
@@ -324,6 +371,26 @@ impl ZarrStore {
     pub(crate) fn with_location(mut self, location: &str) -> Self {
         self.location = location.to_string();
         self
+    }
+
+    /// Whether the local directory this store was opened on was replaced since (another
+    /// writer published a table there); `false` for other stores.
+    pub fn replaced(&self) -> bool {
+        self.identity
+            .as_ref()
+            .is_some_and(|r| RootIdentity::of(&r.path) != Some(r.id))
+    }
+
+    /// An error if the local directory this store was opened on was replaced since: what was
+    /// just read may be the new table's, and a read must see one table or fail. Checked after
+    /// each chunk read (a `stat`).
+    pub fn check_root(&self) -> Result<()> {
+        if !self.replaced() {
+            return Ok(());
+        }
+        Err(Error::Replaced {
+            location: self.location.clone(),
+        })
     }
 
     /// The root's path on the local file system, for a local store (`None` for object stores,

@@ -589,3 +589,38 @@ async fn an_anndata_dataframe_round_trips_through_copy() {
         assert_eq!(&got[key], value, "anndata: {key}");
     }
 }
+
+/// A registered table whose location another writer replaced (`COPY … overwrite`) reads the
+/// new table, not the old metadata over the new chunks; one with other columns is an error
+/// that says to register it again.
+#[tokio::test]
+async fn a_registered_table_follows_an_overwrite_of_its_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let loc = dir.path().join("t.zarr");
+    let loc = loc.to_str().unwrap();
+    let ctx = ctx();
+    let copy = |rows: u32, extra: &str| {
+        format!(
+            "COPY (SELECT value AS a{extra} FROM generate_series(1, {rows})) TO '{loc}' \
+             STORED AS ZARR OPTIONS (chunk_rows 4, overwrite true)"
+        )
+    };
+    run(&ctx, &copy(10, "")).await.unwrap();
+    run(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{loc}'"),
+    )
+    .await
+    .unwrap();
+    let sum = "SELECT concat(count(*), '/', sum(a)) AS s FROM t";
+    assert!(text(&ctx, sum).await.contains("| 10/55 |"));
+    // Replaced by a writer of another session.
+    run(&common::written::ctx(), &copy(25, "")).await.unwrap();
+    let got = text(&ctx, sum).await;
+    assert!(got.contains("| 25/325 |"), "{got}");
+    run(&common::written::ctx(), &copy(5, ", value AS b"))
+        .await
+        .unwrap();
+    let err = run(&ctx, sum).await.unwrap_err().to_string();
+    assert!(err.contains("register it again"), "{err}");
+}

@@ -309,7 +309,16 @@ impl ZarrArray {
     /// [`Self::fetch_chunk`] in a read's context: a stored chunk larger than its elements can
     /// take under the context's limits is refused; requests, bytes and time count into its
     /// metrics.
+    ///
+    /// A local table replaced by another writer while this read ran is an error
+    /// ([`Error::Replaced`]), checked after the read.
     pub async fn fetch_chunk_in(&self, coords: &[u64], ctx: &ReadContext) -> Result<Option<Bytes>> {
+        let fetched = self.fetch_stored(coords, ctx).await?;
+        self.store.check_root()?;
+        Ok(fetched)
+    }
+
+    async fn fetch_stored(&self, coords: &[u64], ctx: &ReadContext) -> Result<Option<Bytes>> {
         let metrics = &ctx.metrics;
         let fetch = &ctx.options.fetch;
         let parallel = ctx.options.concurrency.max(1);
@@ -452,6 +461,7 @@ impl ZarrArray {
                 out[i] = Some(b);
             }
         }
+        self.store.check_root()?;
         Ok(out)
     }
 

@@ -223,6 +223,16 @@ pub enum Error {
         #[source]
         source: tokio::task::JoinError,
     },
+    /// A local table was replaced by another writer (`COPY … overwrite`) while this read ran:
+    /// what it read may mix both tables, so the read fails instead.
+    #[error(
+        "'{location}' was replaced by another writer while this read ran; nothing read after \
+         that is used (run the query again to read the new table)"
+    )]
+    Replaced {
+        /// The location opened.
+        location: String,
+    },
     /// The async runtime could not be started or used.
     #[error("runtime: {0}")]
     Runtime(String),

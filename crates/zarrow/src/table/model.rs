@@ -241,6 +241,15 @@ impl TableModel {
         self.local
     }
 
+    /// Whether the local table this model was read from was replaced since it was opened
+    /// (another writer published a table at its location; see [`ZarrStore::replaced`]).
+    ///
+    /// [`ZarrStore::replaced`]: crate::ZarrStore::replaced
+    pub fn replaced(&self) -> bool {
+        let arrays = (self.columns.iter()).filter_map(|c| c.source_kind().main_array());
+        arrays.take(1).any(|a| a.store().replaced())
+    }
+
     /// The location the table was opened from.
     pub fn location(&self) -> &str {
         &self.location
