@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 use super::chunk::VlenEncoding;
 use super::column::ColumnWriter;
 use super::commit::{CommitOptions, Transaction};
+use super::durable::LocalWrites;
 use super::options::TableWriteOptions;
 use super::{refuse_group_member, LockPolicy, Steps, TableWriter, WriterLock, Written};
 use crate::codec::{ArrayToBytes, CodecChain};
@@ -102,6 +103,8 @@ pub struct TableAppender {
     lock: Option<WriterLock>,
     /// The Icechunk session appended in (committed by [`Self::finish`]).
     transaction: Option<Transaction>,
+    /// A local table's writes, undone if the append fails (see `durable.rs`).
+    writes: Option<Arc<LocalWrites>>,
     steps: Steps,
 }
 
@@ -190,23 +193,38 @@ fn sentinel_as_null(values: &ArrayRef, sentinel: &[u8]) -> Result<ArrayRef> {
     Ok(make_array(data))
 }
 
-/// The store to append through, and what keeps other writers out: on an Icechunk branch a
-/// session, committed at the end (no lock until then); elsewhere the table's writer lock.
-async fn begin_append(
+/// What an append writes through: the store, what keeps other writers out (on an Icechunk
+/// branch a session, committed at the end, with no lock until then; elsewhere the table's
+/// writer lock), and a local table's writes (through a temporary directory beside it).
+struct Began {
     store: ZarrStore,
-    policy: LockPolicy,
-    steps: &Steps,
-) -> Result<(ZarrStore, Option<WriterLock>, Option<Transaction>)> {
+    lock: Option<WriterLock>,
+    transaction: Option<Transaction>,
+    writes: Option<Arc<LocalWrites>>,
+}
+
+async fn begin_append(store: ZarrStore, policy: LockPolicy, steps: &Steps) -> Result<Began> {
     let transaction =
         Transaction::begin(&store, &CommitOptions::default(), policy, steps.clone()).await?;
-    Ok(match transaction {
-        Some(t) => (t.store().clone(), None, Some(t)),
-        None => {
-            let operation = "INSERT (appending rows)";
-            let lock =
-                WriterLock::acquire_counted(&store, operation, policy, steps.clone()).await?;
-            (store, Some(lock), None)
-        }
+    if let Some(t) = transaction {
+        return Ok(Began {
+            store: t.store().clone(),
+            lock: None,
+            transaction: Some(t),
+            writes: None,
+        });
+    }
+    let operation = "INSERT (appending rows)";
+    let lock = WriterLock::acquire_counted(&store, operation, policy, steps.clone()).await?;
+    let (store, writes) = match LocalWrites::wrap(&store) {
+        Some((store, writes)) => (store, Some(writes)),
+        None => (store, None),
+    };
+    Ok(Began {
+        store,
+        lock: Some(lock),
+        transaction: None,
+        writes,
     })
 }
 
@@ -508,7 +526,12 @@ impl TableAppender {
         steps: Steps,
     ) -> Result<Self> {
         let location = store.location().to_string();
-        let (store, lock, transaction) = begin_append(store, policy, &steps).await?;
+        let Began {
+            store,
+            lock,
+            transaction,
+            writes,
+        } = begin_append(store, policy, &steps).await?;
         let options = TableOptions {
             read: read.clone(),
             ..Default::default()
@@ -557,6 +580,7 @@ impl TableAppender {
             root_doc,
             lock,
             transaction,
+            writes,
             steps,
         })
     }
@@ -589,7 +613,11 @@ impl TableAppender {
 
     /// Wait for the chunks in flight (see [`TableWriter::drain`]).
     pub async fn drain(&mut self) -> Result<()> {
-        self.writer.drain().await
+        let drained = self.writer.drain().await;
+        if drained.is_err() {
+            self.fail().await;
+        }
+        drained
     }
 
     /// Append a batch (of the table's schema; index columns are ignored).
@@ -625,7 +653,11 @@ impl TableAppender {
             }
         }
         let stored = RecordBatch::try_new(self.writer.stored_schema.clone(), columns)?;
-        self.writer.write(&stored).await
+        let written = self.writer.write(&stored).await;
+        if written.is_err() {
+            self.fail().await;
+        }
+        written
     }
 
     /// Write the last chunks, then the metadata with the new shape. Returns the number of rows
@@ -637,6 +669,39 @@ impl TableAppender {
     /// [`Self::finish`], saying also which snapshot an append to an Icechunk branch committed
     /// (nothing is committed when no rows came).
     pub async fn finish_written(mut self) -> Result<Written> {
+        let result = self.publish_rows().await;
+        if result.is_err() {
+            self.fail().await;
+        }
+        result
+    }
+
+    /// A failed append: its units in flight waited for, then its writes undone.
+    async fn fail(&mut self) {
+        self.writer.settle().await;
+        self.undo();
+    }
+
+    /// A failed append's writes undone: a local table gets back the files it had (a failpoint
+    /// leaves everything, as a kill would).
+    fn undo(&mut self) {
+        let Some(writes) = self.writes.take() else {
+            return;
+        };
+        if self.steps.crashed() {
+            return;
+        }
+        if !writes.roll_back() {
+            log::warn!(
+                "{}: the failed INSERT's writes could not all be undone",
+                self.store.location()
+            );
+        }
+        writes.finish();
+    }
+
+    /// Write the last chunks, sync them, then the metadata with the new shape.
+    async fn publish_rows(&mut self) -> Result<Written> {
         let total = self.writer.rows();
         if total <= self.old_rows {
             if let Some(lock) = self.lock.take() {
@@ -658,6 +723,12 @@ impl TableAppender {
             }
         }
         self.check_root_unchanged().await?;
+        if let Some(lock) = &self.lock {
+            lock.check_held().await?;
+        }
+        if let Some(writes) = &self.writes {
+            writes.sync()?;
+        }
         let limits = super::chunk::self_check_limits();
         let doc_name = if self.zarr_format == 2 {
             ".zarray"
@@ -710,14 +781,25 @@ impl TableAppender {
                 }
             }
         }
-        if let Some(lock) = self.lock.take() {
-            lock.release().await?;
-        }
         let rows = total - self.old_rows;
         let snapshot = match self.transaction.take() {
             Some(t) => Some(t.commit(&format!("INSERT: {rows} rows")).await?),
             None => None,
         };
+        // Published: nothing is undone from here on.
+        if let Some(writes) = self.writes.take() {
+            writes.finish();
+        }
+        if let Some(lock) = self.lock.take() {
+            match lock.release().await {
+                Err(e) if !self.steps.crashed() => log::warn!(
+                    "the rows are appended to {}, but its writer lock could not be released: \
+                     {e}",
+                    self.store.location()
+                ),
+                other => other?,
+            }
+        }
         Ok(Written { rows, snapshot })
     }
 
@@ -766,11 +848,16 @@ impl TableAppender {
             Err(object_store::Error::Precondition { .. }) => {
                 Err(changed(self.store.location(), &key))
             }
-            Err(source) => Err(Error::Store {
-                path: key.to_string(),
-                source,
-            }),
+            Err(source) => Err(crate::store::write_err(&key, bytes.len(), source)),
         }
+    }
+}
+
+impl Drop for TableAppender {
+    /// An append given up before it finished (an error in a batch, a cancelled query) undoes
+    /// its writes.
+    fn drop(&mut self) {
+        self.undo();
     }
 }
 

@@ -16,8 +16,10 @@ use super::chunk::{
     VlenEncoding,
 };
 use super::commit::CommitOptions;
+use super::lock::LockPolicy;
 use super::options::MAX_UNIT_ELEMENTS;
-use super::publish::{put_doc, LockPolicy, Publication, Steps};
+use super::publish::{put_doc, Publication};
+use super::steps::Steps;
 use crate::codec::compression::BytesToBytes;
 use crate::grid::c_order;
 use crate::metadata::ChunkKeyEncoding;

@@ -21,7 +21,8 @@ use std::time::Duration;
 use object_store::path::Path;
 use serde_json::Value;
 
-use super::publish::{LockPolicy, Steps, WriterLock};
+use super::lock::{LockPolicy, WriterLock};
+use super::steps::Steps;
 use crate::store::ZarrStore;
 use crate::{Error, Result};
 

@@ -301,3 +301,24 @@ async fn an_anndata_table_is_written_in_one_commit() {
     assert!(names.iter().any(|n| n == "_index"), "{names:?}");
     assert_eq!(model.snapshot_id(), Some(snapshot.as_str()));
 }
+
+#[tokio::test]
+async fn overwriting_one_array_of_a_table_on_a_branch_is_refused() {
+    let (_dir, root) = repository();
+    let main = format!("{root}@main/t");
+    write(&main, 0..5, options(true, false), Steps::default())
+        .await
+        .unwrap();
+    let e = write(
+        &format!("{main}/a"),
+        0..3,
+        options(false, true),
+        Steps::default(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("member of the zarr group"), "{e}");
+    // Nothing was committed: the table opens as it was.
+    assert_eq!(read(&main).await, rows(0..5));
+}

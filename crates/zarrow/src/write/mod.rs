@@ -20,10 +20,16 @@ mod column;
 mod commit;
 #[cfg(all(test, feature = "icechunk"))]
 mod commit_tests;
+mod durable;
+mod fs;
+mod lock;
+#[cfg(test)]
+mod lock_tests;
 pub mod options;
 mod publish;
 #[cfg(test)]
 mod safety_tests;
+mod steps;
 #[cfg(test)]
 mod tests;
 
@@ -42,11 +48,11 @@ use anndata::AnnDataFrame;
 pub use array::{write_array, write_group, ZarrWriteOptions};
 pub use chunk::VlenEncoding;
 use column::ColumnWriter;
+pub use lock::{LockPolicy, WriterLock, LOCK_SUFFIX};
 pub use options::{Layout, TableWriteOptions, WRITE_OPTION_KEYS};
 pub(crate) use publish::refuse_group_member;
 use publish::Publication;
-pub(crate) use publish::Steps;
-pub use publish::{LockPolicy, WriterLock, LOCK_SUFFIX};
+pub(crate) use steps::Steps;
 
 /// What a write did: the rows written and, for an Icechunk repository, the snapshot its
 /// commit made.
@@ -503,15 +509,34 @@ impl TableWriter {
         Ok(())
     }
 
+    /// Wait for every unit in flight, whatever its outcome (a failed write, before its
+    /// writes are undone).
+    pub(crate) async fn settle(&mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// Wait for one unit in flight; when it failed, for all the others too (nothing is
+    /// written after the writer gives up and cleans up).
     async fn join_one(&mut self) -> Result<()> {
-        if let Some(done) = self.tasks.join_next().await {
-            let size = done.map_err(|e| Error::Write {
+        let Some(done) = self.tasks.join_next().await else {
+            return Ok(());
+        };
+        let stored = done
+            .map_err(|e| Error::Write {
                 path: self.store.location().to_string(),
                 message: format!("write task failed: {e}"),
-            })??;
-            self.in_flight_bytes = self.in_flight_bytes.saturating_sub(size);
+            })
+            .and_then(|stored| stored);
+        match stored {
+            Ok(size) => {
+                self.in_flight_bytes = self.in_flight_bytes.saturating_sub(size);
+                Ok(())
+            }
+            Err(e) => {
+                self.settle().await;
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     /// Write the last (partial) unit, wait for every chunk, then write the metadata: each

@@ -1,419 +1,43 @@
-//! Write safety (DESIGN.md §12, docs/writing.md "Write safety"): the writer lock, and
-//! publishing a new table in one step.
+//! Publishing a new table in one step (DESIGN.md §12, docs/writing.md "Write safety"):
+//! [`Publication`] says where [`super::TableWriter`] writes and how the result becomes visible,
+//! under the target's writer lock (`lock.rs`).
 //!
-//! - [`WriterLock`]: a lock object beside the target (`<target>.zarrow-lock`), created with
-//!   create-only semantics (`PutMode::Create`: a hard link on local file systems, a
-//!   conditional PUT on object stores), holding host, process, time and operation. A second
-//!   writer fails at once with an error naming the holder. A stale lock (its process gone on
-//!   this host, or older than [`LockPolicy::stale_after`]) is broken only when
-//!   [`LockPolicy::break_stale`] says so.
-//! - [`Publication`]: where [`super::TableWriter`] writes and how the result becomes visible.
-//!   Local file systems: a staging directory beside the target, then one rename
-//!   (`renameat2` with `RENAME_NOREPLACE` for a new table, `RENAME_EXCHANGE` to replace one;
-//!   the old table, now in the staging directory, is deleted after, without following
-//!   links). Object stores, new location: chunks and array metadata in place, then the root
-//!   document with a create-only PUT. Object stores, replacing: a staging prefix beside the
-//!   target, then the old table's root documents deleted, its objects deleted, and the staged
-//!   objects copied over, root documents last.
+//! - Local file systems: a staging directory beside the target, every file and directory of
+//!   it synced, then one rename (`renameat2` with `RENAME_NOREPLACE` for a new table,
+//!   `RENAME_EXCHANGE` to replace one; see `fs.rs`) and the parent directory synced; the old
+//!   table, now in the staging directory, is deleted after, without following links.
+//! - Object stores, new location: chunks and array metadata in place, then the root document
+//!   with a create-only PUT.
+//! - Object stores, replacing: a staging prefix beside the target, then the old table's root
+//!   documents deleted, its objects deleted, and the staged objects copied over, root
+//!   documents last.
+//! - Icechunk: written in a session and committed.
 //!
-//! [`Steps`] counts the writes of one writer; tests stop a writer before any of them (a
-//! failpoint: the writer stops as if killed, leaving everything as it is).
+//! Before publishing, the writer checks that it still holds its lock.
 
 use std::path::{Path as FsPath, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode};
-use serde_json::{json, Value};
+use object_store::{ObjectStore, ObjectStoreExt};
+use serde_json::Value;
 
 use super::commit::{CommitOptions, Transaction};
+use super::durable::LocalWrites;
+use super::fs::{
+    canonical, exchange, refuse_unrenamable, remove_tree, rename_new, staging_name, sync_dir,
+    sync_tree,
+};
+use super::lock::{put_create, LockPolicy, WriterLock};
+use super::steps::Steps;
 use super::ROOT_DOCUMENTS;
 use crate::store::ZarrStore;
 use crate::{Error, Result};
-
-/// What the lock object's name adds to the target's.
-pub const LOCK_SUFFIX: &str = ".zarrow-lock";
-/// What a staging location's name has between the target's name and the writer's process.
-const STAGING_TAG: &str = ".zarrow-staging-";
-
-/// When a writer may break another writer's lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LockPolicy {
-    /// Break a stale lock (default false: a stale lock is an error that says how to break it).
-    pub break_stale: bool,
-    /// A lock older than this is stale (default one hour), whatever host holds it.
-    pub stale_after: Duration,
-}
-
-impl Default for LockPolicy {
-    fn default() -> Self {
-        Self {
-            break_stale: false,
-            stale_after: Duration::from_secs(3600),
-        }
-    }
-}
-
-/// The writes of one writer, counted; with a failpoint set (tests), the writer stops before
-/// the failpoint's write as if it were killed there: an error, and no cleanup.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Steps(Option<Arc<StepsInner>>);
-
-#[derive(Debug)]
-struct StepsInner {
-    count: AtomicUsize,
-    fail_at: usize,
-    crashed: AtomicBool,
-}
-
-impl Steps {
-    /// Stop before write number `n` (from 0).
-    #[cfg(test)]
-    pub(crate) fn fail_at(n: usize) -> Self {
-        Self(Some(Arc::new(StepsInner {
-            count: AtomicUsize::new(0),
-            fail_at: n,
-            crashed: AtomicBool::new(false),
-        })))
-    }
-
-    /// Before a write (`what` names it in the failpoint's error).
-    pub(crate) fn hit(&self, what: &str) -> Result<()> {
-        let Some(inner) = &self.0 else {
-            return Ok(());
-        };
-        if inner.crashed.load(Ordering::SeqCst) {
-            return Err(failpoint(what));
-        }
-        if inner.count.fetch_add(1, Ordering::SeqCst) == inner.fail_at {
-            inner.crashed.store(true, Ordering::SeqCst);
-            return Err(failpoint(what));
-        }
-        Ok(())
-    }
-
-    /// Whether the writer stopped at the failpoint (cleanup is then left undone, as after a
-    /// kill).
-    pub(crate) fn crashed(&self) -> bool {
-        self.0
-            .as_ref()
-            .is_some_and(|i| i.crashed.load(Ordering::SeqCst))
-    }
-}
-
-fn failpoint(what: &str) -> Error {
-    Error::Write {
-        path: what.to_string(),
-        message: "stopped at a failpoint (test)".into(),
-    }
-}
 
 fn store_err(path: &Path, source: object_store::Error) -> Error {
     Error::Store {
         path: path.to_string(),
         source,
-    }
-}
-
-fn io_err(path: &FsPath, what: &str, e: std::io::Error) -> Error {
-    Error::Write {
-        path: path.display().to_string(),
-        message: format!("{what}: {e}"),
-    }
-}
-
-/// The key of `store`'s root with `suffix` added to its last segment (a sibling key).
-fn sibling(store: &ZarrStore, suffix: &str) -> Path {
-    let root = store.root().as_ref();
-    Path::from(format!("{root}{suffix}"))
-}
-
-/// Put `bytes` at `key` unless something is there (`AlreadyExists`): a create-only PUT, or,
-/// on a store without one (S3 with conditional puts disabled), a check then a PUT (best
-/// effort).
-pub(crate) async fn put_create(
-    os: &dyn ObjectStore,
-    key: &Path,
-    bytes: Bytes,
-) -> object_store::Result<()> {
-    match os
-        .put_opts(key, bytes.clone().into(), PutMode::Create.into())
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(object_store::Error::NotImplemented { .. })
-        | Err(object_store::Error::NotSupported { .. }) => match os.head(key).await {
-            Ok(_) => Err(object_store::Error::AlreadyExists {
-                path: key.to_string(),
-                source: "the object exists".into(),
-            }),
-            Err(object_store::Error::NotFound { .. }) => {
-                os.put(key, bytes.into()).await.map(|_| ())
-            }
-            Err(e) => Err(e),
-        },
-        Err(e) => Err(e),
-    }
-}
-
-/// A local `store` at its canonical path (links resolved: of the location if it exists, else
-/// of its parent); other stores as they are.
-fn canonical(store: &ZarrStore) -> Result<ZarrStore> {
-    let Some(path) = store.local_path() else {
-        return Ok(store.clone());
-    };
-    let resolved = match std::fs::canonicalize(path) {
-        Ok(p) => p,
-        Err(_) => match (path.parent().map(std::fs::canonicalize), path.file_name()) {
-            (Some(Ok(parent)), Some(name)) => parent.join(name),
-            _ => return Ok(store.clone()),
-        },
-    };
-    if resolved == path {
-        return Ok(store.clone());
-    }
-    ZarrStore::open(&resolved.to_string_lossy())
-}
-
-/// This host's name (for lock holders).
-pub(crate) fn host_name() -> String {
-    ["/proc/sys/kernel/hostname", "/etc/hostname"]
-        .iter()
-        .find_map(|f| std::fs::read_to_string(f).ok())
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// Whether process `pid` of this host is gone (`None`: cannot tell here).
-fn process_gone(pid: u64) -> Option<bool> {
-    let proc = FsPath::new("/proc");
-    proc.join("self")
-        .exists()
-        .then(|| !proc.join(pid.to_string()).exists())
-}
-
-/// The writer lock of one target; see the module documentation. Released by
-/// [`Self::release`], or (best effort) when dropped.
-#[derive(Debug)]
-pub struct WriterLock {
-    store: Arc<dyn ObjectStore>,
-    key: Path,
-    local: Option<PathBuf>,
-    released: bool,
-    steps: Steps,
-}
-
-impl WriterLock {
-    /// Take the lock of the table at `store` for `operation` (named to a second writer).
-    pub async fn acquire(store: &ZarrStore, operation: &str, policy: LockPolicy) -> Result<Self> {
-        Self::acquire_counted(store, operation, policy, Steps::default()).await
-    }
-
-    pub(crate) async fn acquire_counted(
-        store: &ZarrStore,
-        operation: &str,
-        policy: LockPolicy,
-        steps: Steps,
-    ) -> Result<Self> {
-        Self::acquire_within(store, operation, policy, steps, None).await
-    }
-
-    /// [`Self::acquire_counted`], waiting up to `wait` while another writer holds the lock
-    /// (a lock held for a short step: an Icechunk commit).
-    pub(crate) async fn acquire_waiting(
-        store: &ZarrStore,
-        operation: &str,
-        policy: LockPolicy,
-        steps: Steps,
-        wait: Duration,
-    ) -> Result<Self> {
-        Self::acquire_within(store, operation, policy, steps, Some(Instant::now() + wait)).await
-    }
-
-    async fn acquire_within(
-        store: &ZarrStore,
-        operation: &str,
-        policy: LockPolicy,
-        steps: Steps,
-        until: Option<Instant>,
-    ) -> Result<Self> {
-        // One lock whatever links the location was named through.
-        let store = &canonical(store)?;
-        let os = store.object_store().clone();
-        let key = sibling(store, LOCK_SUFFIX);
-        let holder = json!({
-            "host": host_name(),
-            "pid": std::process::id(),
-            "since": unix_now(),
-            "operation": operation,
-            "location": store.location(),
-        });
-        let payload = Bytes::from(serde_json::to_vec_pretty(&holder).unwrap_or_default());
-        let mut broke = false;
-        loop {
-            steps.hit("the writer lock")?;
-            match put_create(os.as_ref(), &key, payload.clone()).await {
-                Ok(_) => break,
-                Err(object_store::Error::AlreadyExists { .. }) if !broke => {
-                    let held = os.get(&key).await;
-                    let held: Value = match held {
-                        Ok(r) => {
-                            let bytes = r.bytes().await.map_err(|e| store_err(&key, e))?;
-                            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
-                        }
-                        // Released meanwhile: try again.
-                        Err(object_store::Error::NotFound { .. }) => continue,
-                        Err(e) => return Err(store_err(&key, e)),
-                    };
-                    let stale = stale(&held, policy);
-                    match stale {
-                        Some(_) if policy.break_stale => {
-                            log::warn!("breaking the stale writer lock {key}: {held}");
-                            steps.hit("breaking a stale lock")?;
-                            match os.delete(&key).await {
-                                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                                Err(e) => return Err(store_err(&key, e)),
-                            }
-                            let here = held["host"].as_str() == Some(host_name().as_str());
-                            match (store.local_path(), held["pid"].as_u64()) {
-                                (Some(path), Some(pid)) if here => {
-                                    remove_abandoned_staging(path, pid)
-                                }
-                                _ => {}
-                            }
-                            broke = true;
-                        }
-                        None if until.is_some_and(|t| Instant::now() < t) => {
-                            tokio::time::sleep(Duration::from_millis(10)).await;
-                        }
-                        _ => return Err(locked(store, &key, &held, stale)),
-                    }
-                }
-                Err(object_store::Error::AlreadyExists { .. }) => {
-                    return Err(Error::Write {
-                        path: store.location().to_string(),
-                        message: format!(
-                            "another writer took the lock {key} as this one broke the stale one"
-                        ),
-                    })
-                }
-                Err(e) => return Err(crate::store::write_err(&key, payload.len(), e)),
-            }
-        }
-        let local = store.local_path().map(|p| {
-            let mut name = p.as_os_str().to_owned();
-            name.push(LOCK_SUFFIX);
-            PathBuf::from(name)
-        });
-        Ok(Self {
-            store: os,
-            key,
-            local,
-            released: false,
-            steps,
-        })
-    }
-
-    /// Give the lock back.
-    pub async fn release(mut self) -> Result<()> {
-        self.steps.hit("releasing the writer lock")?;
-        self.released = true;
-        match self.store.delete(&self.key).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(store_err(&self.key, e)),
-        }
-    }
-}
-
-impl Drop for WriterLock {
-    fn drop(&mut self) {
-        if self.released || self.steps.crashed() {
-            return;
-        }
-        if let Some(path) = &self.local {
-            let _ = std::fs::remove_file(path);
-        } else if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let (store, key) = (self.store.clone(), self.key.clone());
-            handle.spawn(async move {
-                let _ = store.delete(&key).await;
-            });
-        }
-    }
-}
-
-/// Delete the staging directories that process `pid` of this host left beside the local
-/// `target` (a writer killed before publishing; its lock was stale and is broken).
-fn remove_abandoned_staging(target: &FsPath, pid: u64) {
-    let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
-        return;
-    };
-    let prefix = format!(".{}{STAGING_TAG}{pid}-", name.to_string_lossy());
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && entry.file_name().to_string_lossy().starts_with(&prefix) {
-            log::warn!(
-                "deleting {}, left by a writer that was stopped",
-                entry.path().display()
-            );
-            let _ = remove_tree(&entry.path());
-        }
-    }
-}
-
-/// Why the lock `held` is stale (`None`: it is not).
-fn stale(held: &Value, policy: LockPolicy) -> Option<String> {
-    let since = held["since"].as_u64()?;
-    let age = unix_now().saturating_sub(since);
-    if age > policy.stale_after.as_secs() {
-        return Some(format!("older than {} s", policy.stale_after.as_secs()));
-    }
-    let same_host = held["host"].as_str() == Some(host_name().as_str());
-    match held["pid"].as_u64() {
-        Some(pid) if same_host && process_gone(pid) == Some(true) => {
-            Some(format!("process {pid} is gone"))
-        }
-        _ => None,
-    }
-}
-
-fn locked(store: &ZarrStore, key: &Path, held: &Value, stale: Option<String>) -> Error {
-    let str_of = |k: &str| held[k].as_str().unwrap_or("?").to_string();
-    let since = held["since"].as_u64().unwrap_or(0);
-    let holder = format!(
-        "{} (host {}, process {}, for {} s)",
-        str_of("operation"),
-        str_of("host"),
-        held["pid"].as_u64().map_or("?".into(), |p| p.to_string()),
-        unix_now().saturating_sub(since)
-    );
-    let message = match stale {
-        None => format!(
-            "another writer holds the lock {key}: {holder}; one writer at a time (try again \
-             when it is done)"
-        ),
-        Some(why) => format!(
-            "a stale writer lock {key} is there: {holder}, {why}; set break_stale_lock to \
-             break it (or delete it once no writer is left)"
-        ),
-    };
-    Error::Write {
-        path: store.location().to_string(),
-        message,
     }
 }
 
@@ -443,6 +67,8 @@ pub(crate) struct Publication {
     target: ZarrStore,
     /// Where the writer writes.
     store: ZarrStore,
+    /// A local staging directory's writes (through a temporary directory beside the target).
+    writes: Option<std::sync::Arc<LocalWrites>>,
     lock: Option<WriterLock>,
     steps: Steps,
     done: bool,
@@ -538,13 +164,6 @@ pub(crate) async fn refuse_group_member(store: &ZarrStore, what: &str) -> Result
     Ok(())
 }
 
-fn staging_name(name: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!(".{name}{STAGING_TAG}{}-{nanos}", std::process::id())
-}
-
 impl Publication {
     /// Take the lock of `target` and check it: without `overwrite`, anything there is an
     /// error; with it, only a zarr store (not a member of a group) is replaced. Nothing is
@@ -570,6 +189,7 @@ impl Publication {
         let target = canonical(target)?;
         let local = target.local_path().map(FsPath::to_path_buf);
         if let Some(p) = &local {
+            refuse_unrenamable(p)?;
             if p.exists() && !p.is_dir() {
                 return Err(refuse(
                     "the location is a file; a zarr table is a directory".into(),
@@ -640,8 +260,17 @@ impl Publication {
                 }
             }
         };
+        let mut writes = None;
         let store = match &publish {
-            Publish::Rename { staging, .. } => ZarrStore::open(&staging.to_string_lossy())?,
+            Publish::Rename {
+                staging, target, ..
+            } => {
+                let staged = ZarrStore::open(&staging.to_string_lossy())?;
+                let (store, local) = LocalWrites::wrap_beside(&staged, target)
+                    .ok_or_else(|| refuse("the staging directory has no parent".into()))?;
+                writes = Some(local);
+                store
+            }
             Publish::InPlace => target.clone(),
             Publish::Copy { staging } => staging.clone(),
             Publish::Commit(transaction) => transaction.store().clone(),
@@ -650,6 +279,7 @@ impl Publication {
             publish,
             target,
             store,
+            writes,
             lock: Some(lock),
             steps,
             done: false,
@@ -674,6 +304,7 @@ impl Publication {
                         .into(),
                 });
             }
+            refuse_group_member(&store, "cannot overwrite").await?;
             steps.hit("deleting the old table")?;
             let key = store.key("zarr.json");
             store
@@ -686,6 +317,7 @@ impl Publication {
             publish: Publish::Commit(Box::new(transaction)),
             target: target.clone(),
             store,
+            writes: None,
             lock: None,
             steps,
             done: false,
@@ -721,21 +353,42 @@ impl Publication {
             }
             other => self.publish = other,
         }
+        if let Some(lock) = &self.lock {
+            lock.check_held().await?;
+        }
         match &self.publish {
             Publish::Rename {
                 staging,
                 target,
                 replace,
             } => {
+                if let Some(writes) = &self.writes {
+                    writes.finish();
+                }
+                sync_tree(staging)?;
                 self.steps.hit("publishing (rename)")?;
+                let parent = target.parent().unwrap_or(FsPath::new("/"));
                 if *replace {
                     exchange(staging, target)?;
                     self.done = true;
-                    self.steps.hit("deleting the old table")?;
-                    remove_tree(staging)?;
+                    synced_or_warn(parent);
+                    let removed = (self.steps.hit("deleting the old table"))
+                        .and_then(|()| remove_tree(staging));
+                    if let Err(e) = removed {
+                        if self.steps.crashed() {
+                            return Err(e);
+                        }
+                        log::warn!(
+                            "the new table is published at {}, but the old one could not be \
+                             deleted and is left at {}: {e}",
+                            target.display(),
+                            staging.display()
+                        );
+                    }
                 } else {
                     rename_new(staging, target)?;
                     self.done = true;
+                    synced_or_warn(parent);
                 }
             }
             Publish::InPlace => self.done = true,
@@ -743,13 +396,34 @@ impl Publication {
                 let staging = staging.clone();
                 self.copy_over(&staging).await?;
                 self.done = true;
-                self.steps.hit("deleting the staged table")?;
-                delete_prefix(&staging).await?;
+                let deleted = match self.steps.hit("deleting the staged table") {
+                    Ok(()) => delete_prefix(&staging).await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = deleted {
+                    if self.steps.crashed() {
+                        return Err(e);
+                    }
+                    log::warn!(
+                        "the new table is published at {}, but its staged copy could not be \
+                         deleted and is left at {}: {e}",
+                        self.target.location(),
+                        staging.location()
+                    );
+                }
             }
             Publish::Commit(_) => {}
         }
+        // Published: a lock that cannot be deleted is left for the next writer to find stale.
         if let Some(lock) = self.lock.take() {
-            lock.release().await?;
+            match lock.release().await {
+                Err(e) if !self.steps.crashed() => log::warn!(
+                    "the new table is published at {}, but its writer lock could not be \
+                     released: {e}",
+                    self.target.location()
+                ),
+                other => other?,
+            }
         }
         Ok(None)
     }
@@ -812,7 +486,15 @@ impl Drop for Publication {
         }
         match &self.publish {
             Publish::Rename { staging, .. } => {
+                // The chunk writes still running first (a cancelled write's), so that none
+                // lands after the staging directory is deleted.
+                if let Some(writes) = &self.writes {
+                    writes.close();
+                }
                 let _ = remove_tree(staging);
+                if let Some(writes) = &self.writes {
+                    writes.finish();
+                }
             }
             // The session's chunk files stay unreferenced (icechunk's garbage collection
             // removes them); the branch is as it was.
@@ -854,10 +536,15 @@ pub(crate) async fn put_doc(
                  this one's metadata was not written"
             ),
         }),
-        Err(source) => Err(Error::Store {
-            path: key.to_string(),
-            source,
-        }),
+        Err(source) => Err(crate::store::write_err(&key, 0, source)),
+    }
+}
+
+/// Sync the directory a table was just published in; a failure is a warning (the table is
+/// published).
+fn synced_or_warn(dir: &FsPath) {
+    if let Err(e) = sync_dir(dir) {
+        log::warn!("the table is published, but its directory could not be synced: {e}");
     }
 }
 
@@ -872,118 +559,4 @@ async fn delete_prefix(store: &ZarrStore) -> Result<()> {
         .await
         .map_err(|e| store_err(root, e))?;
     Ok(())
-}
-
-/// Delete a directory tree without following links (a link is removed, not what it points
-/// to); a missing one is fine.
-fn remove_tree(path: &FsPath) -> Result<()> {
-    match std::fs::remove_dir_all(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(io_err(path, "deleting", e)),
-    }
-}
-
-/// Rename `staging` to `target`, which must not exist (an empty directory there is removed
-/// first); another writer's table there is an error.
-fn rename_new(staging: &FsPath, target: &FsPath) -> Result<()> {
-    let taken = |e: std::io::Error| Error::Write {
-        path: target.display().to_string(),
-        message: format!(
-            "another writer created the location while this one wrote ({e}); nothing was \
-             replaced"
-        ),
-    };
-    match rename_noreplace(staging, target) {
-        Ok(()) => Ok(()),
-        Err(e) if matches!(e.raw_os_error(), Some(code) if code == EEXIST || code == ENOTEMPTY) => {
-            // Empty directories (made by hand, or left by a deleted store): not a table.
-            if remove_empty_tree(target) {
-                rename_noreplace(staging, target).map_err(taken)
-            } else {
-                Err(taken(e))
-            }
-        }
-        Err(e) => Err(io_err(target, "publishing the staged table", e)),
-    }
-}
-
-/// Remove `dir` if it holds nothing but directories (no files, no links); whether it did.
-fn remove_empty_tree(dir: &FsPath) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    for entry in entries {
-        let Ok(entry) = entry else { return false };
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if !is_dir || !remove_empty_tree(&entry.path()) {
-            return false;
-        }
-    }
-    std::fs::remove_dir(dir).is_ok()
-}
-
-const EEXIST: i32 = 17;
-const ENOTEMPTY: i32 = 39;
-
-#[cfg(target_os = "linux")]
-fn renameat2(from: &FsPath, to: &FsPath, flags: libc::c_uint) -> std::io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &FsPath| {
-        CString::new(p.as_os_str().as_bytes())
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
-    };
-    let (from, to) = (c(from)?, c(to)?);
-    // SAFETY: two NUL-terminated paths, relative to nothing (absolute).
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            flags,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// Whether the file system refused `renameat2`'s flags (then the portable form is used).
-#[cfg(target_os = "linux")]
-fn unsupported(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOSYS))
-}
-
-/// Rename, failing when `to` exists (atomically on Linux).
-fn rename_noreplace(from: &FsPath, to: &FsPath) -> std::io::Result<()> {
-    #[cfg(target_os = "linux")]
-    match renameat2(from, to, libc::RENAME_NOREPLACE) {
-        Err(e) if unsupported(&e) => {}
-        other => return other,
-    }
-    if to.symlink_metadata().is_ok() {
-        return Err(std::io::Error::from_raw_os_error(EEXIST));
-    }
-    std::fs::rename(from, to)
-}
-
-/// Swap `staging` and `target` (atomically on Linux: readers of `target` see the old table
-/// or the new one; elsewhere two renames, with a moment where `target` is missing).
-fn exchange(staging: &FsPath, target: &FsPath) -> Result<()> {
-    #[cfg(target_os = "linux")]
-    match renameat2(staging, target, libc::RENAME_EXCHANGE) {
-        Ok(()) => return Ok(()),
-        Err(e) if unsupported(&e) => {}
-        Err(e) => return Err(io_err(target, "publishing the staged table", e)),
-    }
-    let mut aside = staging.as_os_str().to_owned();
-    aside.push(".old");
-    let aside = PathBuf::from(aside);
-    std::fs::rename(target, &aside).map_err(|e| io_err(target, "moving the old table", e))?;
-    std::fs::rename(staging, target).map_err(|e| io_err(target, "publishing", e))?;
-    std::fs::rename(&aside, staging).map_err(|e| io_err(staging, "moving the old table", e))
 }

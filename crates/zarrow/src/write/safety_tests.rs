@@ -365,7 +365,7 @@ async fn a_stale_lock_is_broken_only_when_asked() {
     let lock_file = format!("{loc}{}", super::LOCK_SUFFIX);
     // A process of this host that is gone.
     let holder = serde_json::json!({
-        "host": super::publish::host_name(),
+        "host": super::lock::host_name(),
         "pid": u32::MAX - 1,
         "since": 0,
         "operation": "INSERT",
@@ -570,4 +570,229 @@ async fn an_append_fails_when_the_table_changed_under_it() {
     let err = appender.finish().await.unwrap_err().to_string();
     assert!(err.contains("changed while rows were appended"), "{err}");
     assert_eq!(read(loc).await, rows(0..5));
+}
+
+/// Every file below `root`, with its bytes (links and directories named, not followed).
+fn snapshot(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry
+                .path()
+                .strip_prefix(root)
+                .unwrap()
+                .display()
+                .to_string();
+            if entry.file_type().unwrap().is_dir() {
+                dirs.push(entry.path());
+                out.insert(format!("{name}/"), Vec::new());
+            } else {
+                out.insert(name, std::fs::read(entry.path()).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A write that fails at any of its writes (as a full disk fails it) leaves the old table
+/// (or none) and nothing beside it; once the new table is published it succeeds, a leftover
+/// old table only a warning.
+#[tokio::test]
+async fn a_write_that_fails_anywhere_leaves_the_old_table_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    for overwrite in [false, true] {
+        for n in 0.. {
+            let base = dir.path().join(format!("{overwrite}-{n}"));
+            std::fs::create_dir(&base).unwrap();
+            let loc = base.join("t.zarr").to_string_lossy().into_owned();
+            if overwrite {
+                write(&loc, 0..7, options(3, false), Steps::default())
+                    .await
+                    .unwrap();
+            }
+            let steps = Steps::error_at(n);
+            let result = write(&loc, 100..111, options(3, overwrite), steps.clone()).await;
+            let seen = read(&loc).await;
+            let before = if overwrite { rows(0..7) } else { None };
+            match result {
+                Err(e) => {
+                    assert_eq!(seen, before, "{loc}: failed at write {n} ({e})");
+                    let left = if overwrite { vec!["t.zarr"] } else { vec![] };
+                    assert_eq!(names(&base), left, "{loc}: failed at write {n} ({e})");
+                }
+                Ok(_) => {
+                    assert_eq!(seen, rows(100..111), "{loc}");
+                    if !steps.reached() {
+                        break;
+                    }
+                }
+            }
+            assert!(n < 500);
+        }
+    }
+}
+
+/// An append that fails at any of its writes leaves every file of the table as it was, byte
+/// for byte, and nothing beside it (chunks written are deleted, files replaced restored).
+#[tokio::test]
+async fn an_append_that_fails_anywhere_leaves_the_table_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    for zarr_format in [2, 3] {
+        for n in 0.. {
+            let base = dir.path().join(format!("v{zarr_format}-{n}"));
+            std::fs::create_dir(&base).unwrap();
+            let loc = base.join("t.zarr").to_string_lossy().into_owned();
+            write(&loc, 0..7, options(zarr_format, false), Steps::default())
+                .await
+                .unwrap();
+            let before = snapshot(std::path::Path::new(&loc));
+            let steps = Steps::error_at(n);
+            let result = append(&loc, 7..12, steps.clone()).await;
+            match result {
+                Err(e) => {
+                    let after = snapshot(std::path::Path::new(&loc));
+                    assert_eq!(after, before, "{loc}: failed at write {n} ({e})");
+                    assert_eq!(names(&base), ["t.zarr"], "{loc}: failed at {n} ({e})");
+                }
+                Ok(_) => {
+                    assert_eq!(read(&loc).await, rows(0..12), "{loc}");
+                    assert_eq!(names(&base), ["t.zarr"], "{loc}");
+                    if !steps.reached() {
+                        break;
+                    }
+                }
+            }
+            assert!(n < 200);
+        }
+    }
+}
+
+/// A read racing an overwrite: chunks read after the new table was published are refused,
+/// never mixed with the old table's.
+#[tokio::test]
+async fn a_read_across_an_overwrite_reads_one_table_or_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let loc = dir.path().join("t.zarr").to_string_lossy().into_owned();
+    write(&loc, 0..30, options(3, false), Steps::default())
+        .await
+        .unwrap();
+    let model = TableModel::open(&loc, TableOptions::default())
+        .await
+        .unwrap();
+    let store = ZarrStore::open(&format!("{loc}/a")).unwrap();
+    let node = crate::Node::open_store(store, "a").await.unwrap();
+    let crate::Node::Array(array) = node else {
+        panic!("an array")
+    };
+    assert!(array.fetch_chunk(&[0]).await.unwrap().is_some());
+    assert!(!model.replaced());
+    write(&loc, 100..130, options(3, true), Steps::default())
+        .await
+        .unwrap();
+    let err = array.fetch_chunk(&[1]).await.unwrap_err();
+    assert!(matches!(err, Error::Replaced { .. }), "{err}");
+    assert!(
+        err.to_string().contains("replaced by another writer"),
+        "{err}"
+    );
+    assert!(model.replaced());
+    // A stream begun on the old table: old rows only, then the error.
+    write(&loc, 0..3000, options(3, true), Steps::default())
+        .await
+        .unwrap();
+    let mut stream = Box::pin(
+        ZarrRecordBatchStreamBuilder::try_new(&loc)
+            .await
+            .unwrap()
+            .with_batch_size(3)
+            .build()
+            .unwrap(),
+    );
+    let first = stream.try_next().await.unwrap().unwrap();
+    assert_eq!(first.num_rows(), 3);
+    write(&loc, 5000..8000, options(3, true), Steps::default())
+        .await
+        .unwrap();
+    let mut seen = 3;
+    let outcome = loop {
+        match stream.try_next().await {
+            Ok(Some(b)) => {
+                let a = b.column_by_name("a").unwrap().as_primitive::<Int64Type>();
+                assert!(a.values().iter().all(|v| *v < 3000), "a new row");
+                seen += b.num_rows();
+            }
+            Ok(None) => break Ok(seen),
+            Err(e) => break Err(e),
+        }
+    };
+    match outcome {
+        Ok(n) => assert_eq!(n, 3000),
+        Err(e) => assert!(e.to_string().contains("replaced by another writer"), "{e}"),
+    }
+}
+
+#[tokio::test]
+async fn a_mount_point_or_a_dangling_link_is_refused_before_anything_is_written() {
+    if std::path::Path::new("/proc/self").exists() {
+        let err = write("/proc", 0..3, options(3, false), Steps::default())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("mount point"), "{err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("t.zarr");
+    std::os::unix::fs::symlink(dir.path().join("missing.zarr"), &link).unwrap();
+    for overwrite in [false, true] {
+        let err = write(
+            &link.to_string_lossy(),
+            0..3,
+            options(3, overwrite),
+            Steps::default(),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("dangling link"), "{err}");
+        assert_eq!(names(dir.path()), ["t.zarr"]);
+    }
+}
+
+/// Before a table is published, every file and directory of it is synced (fsync), and so is
+/// what an append writes before its metadata.
+#[tokio::test]
+async fn what_a_write_publishes_is_synced_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let loc = dir.path().join("t.zarr");
+    let loc_str = loc.to_string_lossy().into_owned();
+    write(&loc_str, 0..7, options(3, false), Steps::default())
+        .await
+        .unwrap();
+    let synced = super::fs::synced_below(dir.path());
+    for (name, _) in snapshot(&loc) {
+        let name = name.trim_end_matches('/');
+        assert!(
+            synced
+                .iter()
+                .any(|s| s.ends_with(&format!("/{name}")) && s.contains(".t.zarr.zarrow-staging-")),
+            "{name} was not synced: {synced:?}"
+        );
+    }
+    append(&loc_str, 7..12, Steps::default()).await.unwrap();
+    let synced = super::fs::synced_below(&loc);
+    for chunk in ["a/c/2", "a/c/3", "s/c/3"] {
+        let path = loc.join(chunk).to_string_lossy().into_owned();
+        assert!(synced.contains(&path), "{path}: {synced:?}");
+    }
 }
