@@ -23,6 +23,7 @@ mod schema;
 mod shell;
 mod sql;
 mod statements;
+mod warnings;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -246,6 +247,7 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         eprintln!("error: internal error (a bug in zarrow, please report it): {msg}{at}");
     }));
+    warnings::init();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -262,6 +264,11 @@ fn main() -> ExitCode {
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Ok(Err(e)) if e.downcast_ref::<warnings::Interrupted>().is_some() => {
+            report(&e);
+            e.downcast_ref::<warnings::Interrupted>()
+                .map_or(ExitCode::FAILURE, |i| ExitCode::from(i.status))
+        }
         Ok(Err(e)) => {
             report(&e);
             ExitCode::FAILURE

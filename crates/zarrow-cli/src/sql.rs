@@ -177,13 +177,18 @@ impl Runner {
             }
             Ok(Flow::Continue)
         };
+        // Dropping the statement's future cancels it: a writer deletes its staged files and
+        // its lock, an INSERT undoes its writes.
         let result = if interactive {
             tokio::select! {
                 result = work => result,
                 _ = tokio::signal::ctrl_c() => Err(anyhow!("cancelled")),
             }
         } else {
-            work.await
+            tokio::select! {
+                result = work => result,
+                stop = crate::warnings::stop_signal() => Err(stop.into()),
+            }
         };
         self.sink.flush().context("cannot write the output")?;
         result

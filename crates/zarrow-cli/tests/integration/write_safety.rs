@@ -363,6 +363,7 @@ fn writers_killed_at_any_moment_leave_the_old_table_or_the_new_one() {
             got.0 == before.0 || got.0 == before.0 + 100_000,
             "insert kill {i}: {before:?} -> {got:?}"
         );
+        assert_no_temporary_files(Path::new(loc));
         if let Some(n) = python_reads(loc) {
             assert_eq!(n as u64, got.0);
         }
@@ -435,4 +436,230 @@ fn two_processes_inserting_into_one_icechunk_branch_add_both_or_one_conflicts() 
             "{won} INSERTs succeeded"
         );
     }
+}
+
+/// No temporary or partial file inside the table at `loc` (a writer writes those outside it).
+fn assert_no_temporary_files(loc: &Path) {
+    let mut dirs = vec![loc.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            assert!(
+                !name.contains('#') && !name.contains("zarrow"),
+                "a temporary file inside the table: {}",
+                entry.path().display()
+            );
+            if entry.file_type().unwrap().is_dir() {
+                dirs.push(entry.path());
+            }
+        }
+    }
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Wait (up to a minute) until `path` exists or `child` ended; whether it exists.
+fn wait_for(path: &Path, child: &mut Child) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        if path.exists() {
+            return true;
+        }
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// A writer that stalls holding its lock (stopped with SIGSTOP) keeps it: a second writer
+/// asked to break stale locks older than a second is refused, and the first then publishes
+/// its whole table.
+#[test]
+fn a_live_writers_lock_is_never_broken() {
+    let dir = tempfile::tempdir().unwrap();
+    let loc = dir.path().join("l.zarr");
+    let loc = loc.to_str().unwrap();
+    ok_sql(&copy(loc, 1000, 0, ""));
+    let mut first = spawn_sql(&copy(loc, 100_000, 1, ", overwrite true"));
+    let lock = PathBuf::from(format!("{loc}.zarrow-lock"));
+    assert!(wait_for(&lock, &mut first), "the first writer took no lock");
+    signal(&first, "STOP");
+    std::thread::sleep(Duration::from_millis(2100));
+    let breaking = ", overwrite true, break_stale_lock true, stale_lock_seconds 1";
+    let second = sql(&copy(loc, 1000, 2, breaking));
+    signal(&first, "CONT");
+    let first = first.wait_with_output().unwrap();
+    assert!(
+        !second.status.success(),
+        "the live writer's lock was broken"
+    );
+    assert!(
+        stderr(&second).contains("another writer holds the lock"),
+        "{}",
+        stderr(&second)
+    );
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert_eq!(summary(loc), Ok(whole(100_000, 1)));
+    assert!(!lock.exists());
+}
+
+/// This host's name, as a lock names it.
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Two INSERTs that both find one stale lock and both break it: one gets in at a time, and
+/// every INSERT that exited 0 has all its rows in the table, every other none.
+#[test]
+fn two_inserts_breaking_one_stale_lock_add_their_rows_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..3 {
+        let loc = dir.path().join(format!("b{round}.zarr"));
+        let loc = loc.to_str().unwrap();
+        ok_sql(&copy(loc, 1000, 0, ""));
+        let holder = format!(
+            r#"{{"host": "{}", "pid": {}, "since": 0, "operation": "INSERT"}}"#,
+            host(),
+            u32::MAX - 1
+        );
+        std::fs::write(format!("{loc}.zarrow-lock"), holder).unwrap();
+        let insert = |w: u32| {
+            format!(
+                "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{loc}' \
+                 OPTIONS ('break_stale_lock' 'true'); \
+                 INSERT INTO t (a, b, s, w) SELECT value AS a, value / 2.0 AS b, \
+                 concat('r', CAST(value AS VARCHAR)) AS s, {w} AS w \
+                 FROM generate_series({}, {})",
+                1000 + 20_000 * w,
+                1000 + 20_000 * w + 19_999
+            )
+        };
+        let outs = outputs(vec![spawn_sql(&insert(0)), spawn_sql(&insert(1))]);
+        let mut expected: i64 = (0..1000).sum();
+        let mut rows = 1000;
+        for (w, out) in outs.iter().enumerate() {
+            let first = 1000 + 20_000 * w as i64;
+            if out.status.success() {
+                expected += (first..first + 20_000).sum::<i64>();
+                rows += 20_000;
+            } else {
+                assert!(
+                    stderr(out).contains("another writer holds the lock"),
+                    "{}",
+                    stderr(out)
+                );
+            }
+        }
+        let (n, sum, _, _, bad) = summary(loc).unwrap();
+        assert_eq!((n, sum, bad), (rows, expected, 0), "round {round}");
+    }
+}
+
+/// Reads run while a COPY overwrites their table: each reads the old table whole, the new
+/// one whole, or fails naming the replacement — never rows of both.
+#[test]
+fn a_read_racing_an_overwrite_sees_one_table_or_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let loc = dir.path().join("r.zarr");
+    let loc = loc.to_str().unwrap();
+    let rows = |round: u32| 100_000 + u64::from(round);
+    ok_sql(&copy(loc, rows(0), 0, ""));
+    let (mut whole_reads, mut refused) = (0, 0);
+    for round in 1..=2u32 {
+        let mut writer = spawn_sql(&copy(loc, rows(round), round, ", overwrite true"));
+        let (old, new) = (
+            whole(rows(round - 1), i64::from(round) - 1),
+            whole(rows(round), i64::from(round)),
+        );
+        // One reader at a time, as long as the writer runs (at most 12).
+        for _ in 0..12 {
+            if writer.try_wait().unwrap().is_some() {
+                break;
+            }
+            match summary(loc) {
+                Ok(got) => {
+                    assert!(
+                        got == old || got == new,
+                        "round {round}: mixed rows {got:?}"
+                    );
+                    whole_reads += 1;
+                }
+                Err(err) => {
+                    assert!(err.contains("replaced by another writer"), "{err}");
+                    refused += 1;
+                }
+            }
+        }
+        assert!(writer.wait().unwrap().success());
+    }
+    assert!(whole_reads + refused > 0, "no read ran during an overwrite");
+}
+
+/// SIGTERM or SIGINT stops a non-interactive COPY or INSERT: it exits with 128 + the signal,
+/// leaving no lock, no staged table and the table as it was.
+#[test]
+fn a_writer_stopped_by_a_signal_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut stopped = 0;
+    for (sig, status) in [("TERM", 143), ("INT", 130)] {
+        let base = dir.path().join(sig);
+        std::fs::create_dir(&base).unwrap();
+        let loc = base.join("s.zarr");
+        let loc = loc.to_str().unwrap();
+        ok_sql(&copy(loc, 1000, 0, ""));
+        let before = summary(loc).unwrap();
+        let lock = PathBuf::from(format!("{loc}.zarrow-lock"));
+        let insert = format!(
+            "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{loc}'; \
+             INSERT INTO t (a, b, s, w) SELECT value AS a, value / 2.0 AS b, \
+             concat('r', CAST(value AS VARCHAR)) AS s, 5 AS w \
+             FROM generate_series(1000, 400999)"
+        );
+        for statement in [copy(loc, 400_000, 1, ", overwrite true"), insert] {
+            let mut child = spawn_sql(&statement);
+            if !wait_for(&lock, &mut child) {
+                continue;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            signal(&child, sig);
+            let out = child.wait_with_output().unwrap();
+            if out.status.success() {
+                continue; // done before the signal came
+            }
+            assert_eq!(
+                out.status.code(),
+                Some(status),
+                "{statement}: {}",
+                stderr(&out)
+            );
+            assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+            assert_eq!(names(&base), ["s.zarr"], "{statement}");
+            assert_eq!(summary(loc), Ok(before), "{statement}");
+            assert_no_temporary_files(Path::new(loc));
+            stopped += 1;
+        }
+    }
+    assert!(stopped > 0, "every writer finished before its signal");
 }
