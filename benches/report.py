@@ -584,7 +584,7 @@ def load(results_dir: Path) -> dict[str, list[tuple[Path, dict]]]:
 
 def ab_heading(path: Path, data: dict) -> str:
     """A build-against-build run's heading: its two builds (the first word of each label)."""
-    a, b = (data["builds"][k]["label"].split()[0] for k in ("a", "b"))
+    a, b = ((str(data["builds"][k].get("label") or "?").split() or ["?"])[0] for k in ("a", "b"))
     return f"Build `{a}` against build `{b}` (`{path.name}`)"
 
 
