@@ -179,7 +179,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write the runs, stamped, to this file")
     ap.add_argument("--note", help="a note stored in the stamp (e.g. the build profile)")
     ap.add_argument("--publish", action="store_true",
-                    help="copy the result file to benches/results/ and run report.py")
+                    help="copy the result file to benches/results/ and run report.py "
+                         "(docs/benchmarks-ab.md)")
     args = ap.parse_args()
     stamp = run_stamp()
     if args.note:

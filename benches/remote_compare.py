@@ -51,7 +51,7 @@ REPO = sc.REPO
 VENV = REPO / "target/venv-bench-remote"
 REQUIREMENTS = REPO / "benches/requirements-remote.txt"
 
-# Targets (issue: reads over high-latency object stores), at 100 chunks and zarrow's defaults.
+# Targets for reads over high-latency object stores, at 100 chunks and zarrow's defaults.
 AT_20_VS_0_MAX = 1.15      # zarrow at 20 ms / zarrow at 0 ms
 AT_80_VS_0_MAX = 1.5       # zarrow at 80 ms / zarrow at 0 ms
 ZARR_PYTHON_MIN = 10.0     # zarr-python / zarrow, the column read whole, at 20 ms

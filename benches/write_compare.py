@@ -91,7 +91,7 @@ def commands(args, parquet: Path, out: Path) -> dict[str, list[str]]:
 
 
 def checks(table: dict) -> list[dict]:
-    """The issue's targets on a run's medians, as the result file keeps them (and report.py
+    """The write targets on a run's medians, as the result file keeps them (and report.py
     shows them): each with the figure it was judged on."""
     zarr_s = table["zarrow COPY → zarr"]["median_s"]
     parquet_s = table["DataFusion COPY → Parquet"]["median_s"]

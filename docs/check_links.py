@@ -4,7 +4,8 @@
 `-`, punctuation dropped). External links (`http:`, `https:`, `mailto:`) are not fetched.
 
 The crates' READMEs (crates/*/README.md) are shown by crates.io and PyPI without the repository
-around them: they may hold no relative link or image at all, only absolute URLs (docs.rs).
+around them: they may hold no relative link or image at all, only absolute URLs (or name the
+repository's files inline).
 
     python3 docs/check_links.py          # exit 1 and list the broken links, if any
 """
@@ -75,8 +76,8 @@ def check_standalone(path: Path) -> list[str]:
             if not ABSOLUTE.match(target):
                 bad.append(
                     f"{path.relative_to(REPO)}:{n}: {target}: a relative link in a crate's "
-                    "README (crates.io and PyPI show it without the repository): link to "
-                    "docs.rs, or say it inline"
+                    "README (crates.io and PyPI show it without the repository): use an "
+                    "absolute URL, or name the file inline"
                 )
     return bad
 

@@ -89,10 +89,12 @@ struct TableArgs {
     #[arg(long, value_enum, value_name = "TYPE")]
     string_type: Option<StringTypeArg>,
     /// A table option, `key=value`; repeatable. Keys: `string_type`, `fill_as_null=true`
-    /// (fill values become NULL), `decode_cf=true` (CF conventions), `arrays=a,b` (the arrays of
-    /// a group table), `dictionary=a,b` (string columns as dictionaries), `max_item_bytes=N` (read limits in bytes), `timeout=30s` (remote
-    /// stores), …: every key is in docs/options.md, with the environment variable
-    /// (`ZARROW_MAX_ITEM_BYTES`, `ZARROW_TIMEOUT`, …) that gives its default here.
+    /// (fill values become NULL), `decode_cf=true` (CF conventions), `max_item_bytes=N` (read
+    /// limits in bytes), `timeout=30s` (remote stores), …: every key is in docs/options.md, with
+    /// the environment variable (`ZARROW_MAX_ITEM_BYTES`, `ZARROW_TIMEOUT`, …) that gives its
+    /// default here. `schema` and `export` also take `arrays=a,b` (the arrays of a group table)
+    /// and `dictionary=a,b` (string columns as dictionaries); `sql` refuses those two, which are
+    /// no session settings (give them in `CREATE EXTERNAL TABLE … OPTIONS`).
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     options: Vec<(String, String)>,
 }

@@ -83,7 +83,7 @@ __all__ = [
 
 
 class WriteResult(int):
-    """What :func:`write_table` returns: the number of rows written (an ``int``, as before),
+    """What :func:`write_table` returns: the number of rows written (an ``int``),
     with ``snapshot_id``, the id of the snapshot an Icechunk commit made (``None`` for any other
     store).
 
