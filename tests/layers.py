@@ -40,7 +40,7 @@ LAYERS = {
         ("scan and write", {"scan", "reader", "write"}),
     ],
     "crates/zarrow-datafusion": [
-        ("settings and errors", {"error", "options", "metrics"}),
+        ("settings and errors", {"error", "options", "metrics", "guards"}),
         ("stores", {"store", "remote_files"}),
         ("pruning", {"pruning", "coordinates", "index_columns"}),
         ("scan and write", {"opener", "source", "predicate", "sink", "commit"}),

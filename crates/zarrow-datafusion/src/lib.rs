@@ -47,6 +47,7 @@ mod coordinates;
 mod error;
 mod factory;
 mod format;
+mod guards;
 mod index_columns;
 pub mod metrics;
 mod opener;

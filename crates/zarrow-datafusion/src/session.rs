@@ -9,10 +9,13 @@ use datafusion::dataframe::DataFrame;
 use datafusion::error::Result;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::{SessionState, SessionStateBuilder};
+use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::factory::{ZarrTableFactory, ZarrUrlTableFactory};
 use crate::format::ZarrFormatFactory;
+use crate::guards::FloatKeyJoins;
 use crate::options::{ZarrConfig, ZarrTableOptions};
 use crate::remote_files::RemoteFiles;
 use crate::table::ZarrTable;
@@ -90,10 +93,15 @@ pub fn zarr_session_state_with_runtime(
     } else {
         config.with_option_extension(ZarrConfig::default())
     };
+    // zarrow's guards against DataFusion's own bugs first (`guards.rs`), then DataFusion's rules.
+    let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> =
+        vec![Arc::new(FloatKeyJoins)];
+    rules.extend(PhysicalOptimizer::new().rules);
     let mut state = SessionStateBuilder::new()
         .with_config(config)
         .with_runtime_env(runtime)
         .with_default_features()
+        .with_physical_optimizer_rules(rules)
         .build();
     // DataFusion's file formats (PARQUET, CSV, …) open remote locations as datafusion-cli does.
     for factory in state.table_factories_mut().values_mut() {

@@ -8,6 +8,7 @@ mod common;
 
 mod cancel;
 mod copy_to;
+mod datafusion_bugs;
 mod insert_into;
 mod predicate;
 mod readahead;
