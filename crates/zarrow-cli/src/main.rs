@@ -247,7 +247,17 @@ fn main() -> ExitCode {
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        eprintln!("error: internal error (a bug in zarrow, please report it): {msg}{at}");
+        let whose = info.location().and_then(|l| dependency_of(l.file()));
+        match whose {
+            Some(krate) => eprintln!(
+                "error: internal error inside {krate}, a library zarrow runs on (a bug there, \
+                 not in your data; please report it to zarrow, which will take it upstream): \
+                 {msg}{at}"
+            ),
+            None => {
+                eprintln!("error: internal error (a bug in zarrow, please report it): {msg}{at}")
+            }
+        }
     }));
     warnings::init();
     let cli = match Cli::try_parse() {
@@ -277,6 +287,15 @@ fn main() -> ExitCode {
         }
         Err(_) => ExitCode::FAILURE,
     }
+}
+
+/// The dependency (crate and version) whose source `file` is, from a path into cargo's
+/// registry (`…/registry/src/<index>/datafusion-physical-plan-55.2.0/src/…`); `None` for
+/// zarrow's own code.
+fn dependency_of(file: &str) -> Option<String> {
+    let rest = file.split("/registry/src/").nth(1)?;
+    let krate = rest.split('/').nth(1)?;
+    (!krate.starts_with("zarrow")).then(|| krate.to_string())
 }
 
 /// Run a command; `room`: what is left under an address-space limit (see `address_space`).
@@ -385,4 +404,18 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
             || c.to_string().contains("Broken pipe")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_panic_in_a_dependency_names_it() {
+        let datafusion = "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/\
+                          datafusion-physical-plan-55.2.0/src/joins/utils.rs";
+        assert_eq!(
+            super::dependency_of(datafusion).as_deref(),
+            Some("datafusion-physical-plan-55.2.0")
+        );
+        assert_eq!(super::dependency_of("crates/zarrow/src/scan/mod.rs"), None);
+    }
 }

@@ -29,11 +29,13 @@ use crate::statements::Piece;
 use crate::{ClusterArgs, SqlArgs, TableArgs};
 
 pub(crate) async fn run(args: SqlArgs) -> Result<()> {
+    // As datafusion-cli: `SHOW`, `SHOW ALL` and `information_schema.df_settings` (the
+    // `zarrow.*` settings among them) work.
     let ctx = session(
         &args.table,
         &args.runtime,
         &args.cluster,
-        SessionConfig::new(),
+        SessionConfig::new().with_information_schema(true),
         false,
     )
     .await?;

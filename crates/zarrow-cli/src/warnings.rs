@@ -1,16 +1,16 @@
-//! The library's warnings (`log::warn!`: a stale lock broken, a leftover that could not be
+//! zarrow's warnings (`log::warn!` of its crates: a stale lock broken, a leftover that could not be
 //! deleted after a write was published) on stderr as `warning: …` lines, and what stops a
 //! non-interactive run: SIGINT or SIGTERM cancel the running statement, whose writer then
 //! cleans up (its lock and staged files) before the process exits.
 
 use std::fmt;
 
-/// Prints warnings and errors of every crate on stderr.
+/// Prints zarrow's warnings and errors on stderr (other crates' stay silent, as before).
 struct Stderr;
 
 impl log::Log for Stderr {
     fn enabled(&self, metadata: &log::Metadata) -> bool {
-        metadata.level() <= log::Level::Warn
+        metadata.level() <= log::Level::Warn && metadata.target().starts_with("zarrow")
     }
 
     fn log(&self, record: &log::Record) {

@@ -1702,3 +1702,29 @@ fn a_query_under_an_address_space_limit_exits_zero() {
         }
     }
 }
+
+/// As in datafusion-cli: `SHOW <setting>`, `SHOW ALL` and `information_schema.df_settings`
+/// list the `zarrow.*` settings with their values.
+#[test]
+fn show_and_df_settings_list_the_zarrow_settings() {
+    let shown = ok(&[
+        "sql",
+        "--format",
+        "csv",
+        "SET zarrow.string_type = 'view'; SHOW zarrow.string_type",
+    ]);
+    assert!(shown.contains("zarrow.string_type,view"), "{shown}");
+    let all = ok(&["sql", "--format", "csv", "SHOW ALL"]);
+    assert!(all.contains("zarrow.fill_as_null,"), "{all}");
+    let settings = ok(&[
+        "sql",
+        "--format",
+        "csv",
+        "SELECT name FROM information_schema.df_settings WHERE name LIKE 'zarrow.%' \
+         ORDER BY name",
+    ]);
+    assert!(
+        settings.contains("zarrow.decode_cf") && settings.contains("zarrow.string_type"),
+        "{settings}"
+    );
+}
