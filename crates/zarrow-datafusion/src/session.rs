@@ -15,7 +15,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::factory::{ZarrTableFactory, ZarrUrlTableFactory};
 use crate::format::ZarrFormatFactory;
-use crate::guards::FloatKeyJoins;
+use crate::guards::{ConstantFunctionFilters, FloatKeyJoins};
 use crate::options::{ZarrConfig, ZarrTableOptions};
 use crate::remote_files::RemoteFiles;
 use crate::table::ZarrTable;
@@ -93,10 +93,20 @@ pub fn zarr_session_state_with_runtime(
     } else {
         config.with_option_extension(ZarrConfig::default())
     };
-    // zarrow's guards against DataFusion's own bugs first (`guards.rs`), then DataFusion's rules.
+    // zarrow's guards against DataFusion's own bugs (`guards.rs`) among DataFusion's rules:
+    // float-key joins first (before the join selection), the filters after their pushdown
+    // into scans (which keeps the filters as written, for pruning) and before the sorts and
+    // partitions a plan needs are decided.
     let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> =
         vec![Arc::new(FloatKeyJoins)];
-    rules.extend(PhysicalOptimizer::new().rules);
+    let defaults = PhysicalOptimizer::new().rules;
+    let at = (defaults
+        .iter()
+        .position(|r| r.name() == "EnsureRequirements"))
+    .unwrap_or(0);
+    rules.extend(defaults[..at].iter().cloned());
+    rules.push(Arc::new(ConstantFunctionFilters));
+    rules.extend(defaults[at..].iter().cloned());
     let mut state = SessionStateBuilder::new()
         .with_config(config)
         .with_runtime_env(runtime)
