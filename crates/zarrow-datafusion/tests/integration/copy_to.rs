@@ -589,3 +589,42 @@ async fn an_anndata_dataframe_round_trips_through_copy() {
         assert_eq!(&got[key], value, "anndata: {key}");
     }
 }
+
+/// Issue 55, item 14: what `COPY` writes reads back the same by default, integer NULLs
+/// included (they used to read as −9223372036854775808 without `fill_as_null`); zarr-python
+/// (the declared `_FillValue`) and xarray see the same cells missing.
+#[tokio::test]
+async fn integer_nulls_read_back_as_null_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    for (name, options) in [("v3", "zarr_format 3"), ("v2", "zarr_format 2")] {
+        let loc = dir.path().join(format!("{name}.zarr"));
+        let loc = loc.to_str().unwrap();
+        run(
+            &ctx,
+            &format!("COPY ({SOURCE}) TO '{loc}' STORED AS ZARR OPTIONS ({options})"),
+        )
+        .await
+        .unwrap();
+        let got = text(
+            &ctx,
+            &format!("SELECT id, name, score, flag, n FROM '{loc}' ORDER BY id"),
+        )
+        .await;
+        assert_eq!(got, expected(&ctx).await, "{name}");
+        for mode in ["zarr", "xarray"] {
+            let Some(got) = zarrow_testkit::python_reads(".venv-zarr3", mode, loc) else {
+                return;
+            };
+            let floats = |column: &str| -> Vec<Option<f64>> {
+                let values = got[column].as_array();
+                let values = values.unwrap_or_else(|| panic!("{mode} {name}: {got:?}"));
+                values.iter().map(serde_json::Value::as_f64).collect()
+            };
+            let n = [None, Some(20.0), Some(30.0), Some(40.0), Some(50.0)];
+            assert_eq!(floats("n"), n, "{mode}, {name}");
+            let score = [Some(1.5), None, Some(3.5), Some(4.5), Some(5.5)];
+            assert_eq!(floats("score"), score, "{mode}, {name}");
+        }
+    }
+}

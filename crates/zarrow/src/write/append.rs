@@ -385,6 +385,12 @@ async fn column_of(
     })?;
     let writer = ColumnWriter::new(&field, path.clone(), None)?;
     let doc = stored_doc(location, store, &field, &path, &writer, meta, &options).await?;
+    let zattrs = match meta.zarr_format {
+        2 => Some(own_zattrs(location, store, &c.name, &path).await?),
+        _ => None,
+    };
+    check_own_shape(location, &c.name, &doc, zattrs.as_ref(), meta)?;
+    // Integers: their `_FillValue` (v2: the fill value); floats: `zarrow.nulls`.
     let null_marker = match writer.int_sentinel() {
         Some((_, json)) if meta.zarr_format == 2 => doc["fill_value"] == json,
         Some(_) => meta.attributes.contains_key("_FillValue"),
