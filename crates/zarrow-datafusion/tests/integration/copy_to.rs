@@ -628,3 +628,64 @@ async fn integer_nulls_read_back_as_null_by_default() {
         }
     }
 }
+
+/// Writes two AnnData dataframes with anndata: `ints.zarr` (an int64 index named `index`, as
+/// `write_elem` keeps it) and `strings.zarr` (a string index named `index`).
+const ANNDATA_INDEX_NAMED_INDEX: &str = r#"
+import sys, warnings
+import anndata as ad, numpy as np, pandas as pd, zarr
+warnings.simplefilter("ignore")
+for name, index in [("ints", [10, 20, 30]), ("strings", ["x", "y", "z"])]:
+    df = pd.DataFrame(
+        {"n": np.array([1, 2, 3], dtype="int64"), "c": pd.Categorical(["a", "b", "a"])},
+        index=pd.Index(index, name="index"),
+    )
+    g = zarr.open_group(f"{sys.argv[1]}/{name}.zarr", mode="w")
+    ad.io.write_elem(g, "obs", df)
+"#;
+
+/// Issue 55, item 14: an AnnData dataframe whose index is named `index` round-trips through
+/// `COPY … layout 'anndata'`: anndata reads the same DataFrame (index values and name,
+/// columns, dtypes) and zarrow the same table. A numeric index used to come back as an extra
+/// `index` column beside a generated `_index` of 0, 1, 2 ….
+#[tokio::test]
+async fn an_anndata_index_named_index_round_trips() {
+    let Some(python) = zarrow_testkit::venv_python(".venv-zarr3") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(python)
+        .args(["-c", ANNDATA_INDEX_NAMED_INDEX])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ctx = ctx();
+    for name in ["ints", "strings"] {
+        let source = dir.path().join(format!("{name}.zarr/obs"));
+        let source = source.to_str().unwrap();
+        let loc = dir.path().join(format!("{name}-copy.zarr"));
+        let loc = loc.to_str().unwrap();
+        run(
+            &ctx,
+            &format!(
+                "COPY (SELECT * FROM '{source}') TO '{loc}' STORED AS ZARR \
+                 OPTIONS ('layout' 'anndata')"
+            ),
+        )
+        .await
+        .unwrap();
+        let all = |from: &str| format!("SELECT * FROM '{from}' ORDER BY dim_0");
+        let back = text(&ctx, &all(loc)).await;
+        assert_eq!(back, text(&ctx, &all(source)).await, "{name}");
+        assert!(back.contains("| index | dim_0 | n | c |"), "{name}: {back}");
+        let got = zarrow_testkit::python_reads(".venv-zarr3", "anndata", loc).unwrap();
+        let want = zarrow_testkit::python_reads(".venv-zarr3", "anndata", source).unwrap();
+        assert_eq!(got, want, "{name}");
+        assert_eq!(got["__index_name__"], "index", "{name}");
+    }
+}
