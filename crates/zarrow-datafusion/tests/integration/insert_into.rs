@@ -417,3 +417,111 @@ fn walk(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
     out.sort();
     out
 }
+
+/// Appends `n` rows to the arrays `a` (int64: their positions) and `s` (strings `p<pos>`) of
+/// the group at `store` with zarr-python's `Array.append`, which updates each array's
+/// `zarr.json` and not the group's consolidated metadata.
+const ZARR_PYTHON_APPEND: &str = r#"
+import sys, warnings
+import numpy as np, zarr
+warnings.simplefilter("ignore")
+store, n = sys.argv[1], int(sys.argv[2])
+g = zarr.open_group(store, mode="r+", use_consolidated=False)
+start = g["a"].shape[0]
+g["a"].append(np.arange(start, start + n, dtype="int64"))
+g["s"].append(np.array([f"p{i}" for i in range(start, start + n)], dtype=object))
+if len(sys.argv) > 3:
+    zarr.consolidate_metadata(store)
+"#;
+
+/// Issue 55, item 3: zarr-python appended 500 rows to every array of a table zarrow wrote,
+/// leaving the consolidated metadata at 1,000 rows. An `INSERT` is refused naming the array
+/// and both shapes, and writes nothing (it used to append after row 1,000, over zarr-python's
+/// rows, and publish 1,000 + its own); once the group is consolidated, the `INSERT` appends
+/// after all 1,500 and zarr-python reads every row.
+#[tokio::test]
+async fn an_insert_after_zarr_python_appended_loses_no_rows() {
+    let Some(python) = zarrow_testkit::venv_python(".venv-zarr3") else {
+        return;
+    };
+    let append = |store: &str, n: u32, consolidate: bool| {
+        let mut cmd = std::process::Command::new(&python);
+        cmd.args(["-c", ZARR_PYTHON_APPEND, store, &n.to_string()]);
+        if consolidate {
+            cmd.arg("consolidate");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "zarr-python append: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    for format in [3, 2] {
+        let loc = dir.path().join(format!("appended{format}.zarr"));
+        let loc = loc.to_str().unwrap();
+        run(
+            &ctx,
+            &format!(
+                "COPY (SELECT CAST(value AS BIGINT) AS a, concat('v', CAST(value AS VARCHAR)) \
+                 AS s FROM generate_series(0, 999)) TO '{loc}' STORED AS ZARR \
+                 OPTIONS (chunk_rows 300, zarr_format {format})"
+            ),
+        )
+        .await
+        .unwrap();
+        append(loc, 500, false);
+        let table = format!("appended{format}");
+        run(
+            &ctx,
+            &format!("CREATE EXTERNAL TABLE {table} STORED AS ZARR LOCATION '{loc}'"),
+        )
+        .await
+        .unwrap();
+        let insert = format!("INSERT INTO {table} (a, s) VALUES (-1, 'zarrow'), (-2, 'zarrow')");
+        let e = run(&ctx, &insert).await.unwrap_err().to_string();
+        assert!(
+            e.contains("cannot append")
+                && e.contains("column 'a'")
+                && e.contains("[1000]")
+                && e.contains("[1500]")
+                && e.contains("consolidate"),
+            "v{format}: {e}"
+        );
+        // Nothing was written: the arrays' own metadata still says 1,500 rows.
+        let own = if format == 3 {
+            "a/zarr.json"
+        } else {
+            "a/.zarray"
+        };
+        let own: Value =
+            serde_json::from_slice(&std::fs::read(format!("{loc}/{own}")).unwrap()).unwrap();
+        assert_eq!(own["shape"], json!([1500]), "v{format}");
+        // Consolidated, the table has 1,500 rows and the INSERT goes after them.
+        append(loc, 0, true);
+        let table = format!("consolidated{format}");
+        run(
+            &ctx,
+            &format!("CREATE EXTERNAL TABLE {table} STORED AS ZARR LOCATION '{loc}'"),
+        )
+        .await
+        .unwrap();
+        let insert = format!("INSERT INTO {table} (a, s) VALUES (-1, 'zarrow'), (-2, 'zarrow')");
+        assert_eq!(count(&run(&ctx, &insert).await.unwrap()), 2);
+        let rows = text(
+            &ctx,
+            &format!("SELECT count(*) AS c, sum(a) AS t FROM '{loc}' WHERE s LIKE 'p%'"),
+        )
+        .await;
+        assert!(rows.contains("| 500 | 624750 |"), "v{format}: {rows}");
+        let got = zarrow_testkit::python_reads(".venv-zarr3", "zarr", loc).unwrap();
+        let s = got["s"].as_array().unwrap();
+        assert_eq!(s.len(), 1502, "v{format}");
+        assert_eq!(
+            (&s[999], &s[1000], &s[1501]),
+            (&json!("v999"), &json!("p1000"), &json!("zarrow"))
+        );
+    }
+}
