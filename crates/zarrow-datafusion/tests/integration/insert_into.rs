@@ -525,3 +525,59 @@ async fn an_insert_after_zarr_python_appended_loses_no_rows() {
         );
     }
 }
+
+/// Issue 55, item 13: a timestamp equal to NaT (i64::MIN) is refused by `INSERT` at its batch,
+/// naming the column, as `COPY` refuses it; the table reads as before.
+#[tokio::test]
+async fn a_nat_value_is_refused_by_insert() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    let loc = dir.path().join("times.zarr");
+    let loc = loc.to_str().unwrap();
+    run(
+        &ctx,
+        &format!(
+            "COPY (SELECT 1 AS id, arrow_cast(0, 'Timestamp(Nanosecond, None)') AS t, \
+             arrow_cast(5, 'Duration(Second)') AS d) TO '{loc}' STORED AS ZARR"
+        ),
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE times STORED AS ZARR LOCATION '{loc}'"),
+    )
+    .await
+    .unwrap();
+    let before = text(&ctx, "SELECT * FROM times").await;
+    for (column, values) in [
+        (
+            "t",
+            "(2, arrow_cast(-9223372036854775808, 'Timestamp(Nanosecond, None)'), arrow_cast(1, 'Duration(Second)'))",
+        ),
+        (
+            "d",
+            "(2, arrow_cast(1, 'Timestamp(Nanosecond, None)'), arrow_cast(-9223372036854775808, 'Duration(Second)'))",
+        ),
+    ] {
+        let e = run(&ctx, &format!("INSERT INTO times (id, t, d) VALUES {values}"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("column '{column}'")) && e.contains("NaT"), "{e}");
+        assert_eq!(text(&ctx, "SELECT * FROM times").await, before);
+    }
+    // NULLs are appended (as NaT) and read back as NULL.
+    run(
+        &ctx,
+        "INSERT INTO times (id, t, d) VALUES (3, CAST(NULL AS TIMESTAMP), NULL)",
+    )
+    .await
+    .unwrap();
+    let rows = text(
+        &ctx,
+        "SELECT count(t) AS t, count(d) AS d, count(*) AS n FROM times",
+    )
+    .await;
+    assert!(rows.contains("| 1 | 1 | 2 |"), "{rows}");
+}

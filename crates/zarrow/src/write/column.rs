@@ -3,8 +3,10 @@
 //! and the array metadata written once all its chunks are stored.
 //!
 //! NULLs: floats → NaN, integers → the type's minimum (unsigned: maximum) declared as
-//! `_FillValue` when NULLs occurred, timestamps and durations → NaT, strings and bytes → the
-//! empty value, booleans → false (the xarray layout has no mask for those; see docs/writing.md).
+//! `_FillValue`; when NULLs occurred, both are declared for zarrow's reader too
+//! (`zarrow.nulls`), and the marker value itself is refused. Timestamps and durations → NaT
+//! (a NaT value is refused), strings and bytes → the empty value, booleans → false (the
+//! xarray layout has no mask for those; see docs/writing.md).
 //! An array of the AnnData layout (`encoding` set) has AnnData's `encoding-type` attributes and
 //! no dimension names, and its integer NULLs are 0 (a `mask` array next to it says which).
 
@@ -39,6 +41,9 @@ pub(crate) struct ColumnWriter {
     /// Whether `null_bytes` marks a NULL only when declared (`zarrow.nulls`, with integers'
     /// `_FillValue`): integers and floats (NaN) of the xarray layout.
     sentinel: bool,
+    /// A timestamp or duration column: its NULLs are NaT (i64::MIN), always a missing value
+    /// to numpy, xarray and zarrow, so no value may be NaT.
+    nat: bool,
     /// The AnnData `encoding-type` (`array`, `string-array`) of the AnnData layout.
     encoding: Option<&'static str>,
     /// NULLs were written.
@@ -216,6 +221,10 @@ impl ColumnWriter {
             (_, Some(n)) => (vec![0; n], false),
             (_, None) => (Vec::new(), false),
         };
+        let nat = matches!(
+            write_type,
+            ArrowType::Timestamp(..) | ArrowType::Duration(_)
+        );
         Ok(Self {
             name,
             path,
@@ -224,6 +233,7 @@ impl ColumnWriter {
             fixed,
             null_bytes,
             sentinel,
+            nat,
             encoding,
             saw_null: AtomicBool::new(false),
             saw_sentinel: AtomicBool::new(false),
@@ -375,9 +385,38 @@ impl ColumnWriter {
         })
     }
 
+    /// Whether `values` (of a timestamp or duration column) hold a valid value equal to NaT
+    /// (i64::MIN), which every reader takes for a missing value.
+    fn holds_nat(&self, values: &ArrayRef) -> Result<bool> {
+        if !self.nat {
+            return Ok(false);
+        }
+        let values = unpack(values)?;
+        // Timestamps and durations are i64 values: read them as such, without a copy.
+        let data = values.to_data().into_builder().data_type(ArrowType::Int64);
+        let ints = arrow_array::Int64Array::from(data.build()?);
+        Ok(ints.iter().any(|x| x == Some(i64::MIN)))
+    }
+
     /// Note the NULLs and sentinel values of a batch's `values` as they come, so that a column
-    /// holding both is refused at the batch that makes it so, before its unit is written.
+    /// holding both is refused at the batch that makes it so, before its unit is written; a
+    /// timestamp or duration equal to NaT is refused at its batch.
     pub fn note(&self, values: &ArrayRef) -> Result<()> {
+        if self.holds_nat(values)? {
+            return Err(Error::Write {
+                path: self.path.clone(),
+                message: format!(
+                    "column '{}' holds the value {} (i64::MIN), which is NaT, the marker of \
+                     missing {} values: it would read back as NULL",
+                    self.name,
+                    i64::MIN,
+                    match self.write_type {
+                        ArrowType::Duration(_) => "duration",
+                        _ => "timestamp",
+                    }
+                ),
+            });
+        }
         if !self.sentinel {
             return Ok(());
         }

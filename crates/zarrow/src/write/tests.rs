@@ -433,3 +433,54 @@ async fn integer_nulls_read_back_as_null_by_default() {
     let batches = read(location, TableOptions::default()).await;
     assert_eq!(batches[0].column_by_name("n").unwrap().null_count(), 0);
 }
+
+/// Issue 55, item 13: a timestamp or duration equal to NaT (i64::MIN), which every reader
+/// takes for a missing value, is refused at its batch naming the column, NULLs or not.
+#[tokio::test]
+async fn a_nat_value_is_refused_at_its_batch() {
+    use arrow_array::DurationSecondArray;
+    let nat = i64::MIN;
+    let columns: [(&str, ArrayRef); 3] = [
+        (
+            "t",
+            Arc::new(TimestampMillisecondArray::from(vec![Some(0), Some(nat)])),
+        ),
+        (
+            "tz",
+            Arc::new(TimestampMillisecondArray::from(vec![Some(nat)]).with_timezone("UTC")),
+        ),
+        (
+            "d",
+            Arc::new(DurationSecondArray::from(vec![Some(1), Some(nat)])),
+        ),
+    ];
+    for (name, values) in columns {
+        let (dir, location) = local();
+        let batch = one_column(name, values.clone());
+        let mut writer = TableWriter::try_new(
+            ZarrStore::open(&location).unwrap(),
+            batch.schema(),
+            TableWriteOptions::default(),
+        )
+        .await
+        .unwrap();
+        let e = writer.write(&batch).await.unwrap_err();
+        assert!(matches!(e, Error::Write { .. }), "{e:?}");
+        let e = e.to_string();
+        assert!(
+            e.contains(&format!("column '{name}'")) && e.contains("NaT"),
+            "{e}"
+        );
+        drop(writer);
+        drop(dir);
+        // NULLs are NaT as before.
+        let (dir, location) = local();
+        let nulls = one_column(name, arrow_array::new_null_array(values.data_type(), 2));
+        write(&location, &nulls, TableWriteOptions::default())
+            .await
+            .unwrap();
+        let back = read(&location, TableOptions::default()).await;
+        assert_eq!(back[0].column_by_name(name).unwrap().null_count(), 2);
+        drop(dir);
+    }
+}
