@@ -132,7 +132,7 @@ impl ZarrTable {
         appended.clone().unwrap_or_else(|| self.model.clone())
     }
 
-    /// The cell an append sink updates (see `insert.rs`).
+    /// The cell an append sink updates (see `sink.rs`).
     pub(crate) fn appended_model(&self) -> AppendedModel {
         self.appended.clone()
     }
@@ -273,7 +273,7 @@ impl TableProvider for ZarrTable {
             .collect())
     }
 
-    /// `INSERT INTO`: appends rows along the table's dimension (see `insert.rs`).
+    /// `INSERT INTO`: appends rows along the table's dimension (see `sink.rs`).
     async fn insert_into(
         &self,
         _state: &dyn Session,

@@ -581,3 +581,66 @@ async fn a_nat_value_is_refused_by_insert() {
     .await;
     assert!(rows.contains("| 1 | 1 | 2 |"), "{rows}");
 }
+
+/// Issue 55, item 15: `INSERT INTO t SELECT a, s` into a table COPY wrote with `(a, s)` (read
+/// as `dim_0, a, s`): planned by `plan_statement` (what the CLI runs), the row position is
+/// filled in; a query of another width is an error that names the columns and says to name
+/// them. (DataFusion's own planner, `SessionContext::sql`, counts `dim_0` too.)
+#[tokio::test]
+async fn an_insert_without_a_column_list_may_leave_out_the_row_position() {
+    use datafusion::sql::parser::DFParser;
+
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    let loc = dir.path().join("two.zarr");
+    let loc = loc.to_str().unwrap();
+    run(
+        &ctx,
+        &format!("COPY (SELECT 1 AS a, 'x' AS s) TO '{loc}' STORED AS ZARR"),
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE \"Two\" STORED AS ZARR LOCATION '{loc}'"),
+    )
+    .await
+    .unwrap();
+    let plan = |sql: &str| {
+        let ctx = ctx.clone();
+        let statement = DFParser::parse_sql(sql).unwrap().pop_front().unwrap();
+        async move {
+            let plan = zarrow_datafusion::plan_statement(&ctx.state(), statement).await?;
+            ctx.execute_logical_plan(plan).await?.collect().await
+        }
+    };
+    let out = plan("INSERT INTO \"Two\" SELECT 2, 'y'").await.unwrap();
+    assert_eq!(count(&out), 1);
+    let out = plan("INSERT INTO \"Two\" SELECT * FROM (VALUES (3, 'z'), (4, 'w'))")
+        .await
+        .unwrap();
+    assert_eq!(count(&out), 2);
+    // Every column, the row position included (ignored), as before.
+    plan("INSERT INTO \"Two\" SELECT 99, 5, 'v'").await.unwrap();
+    let rows = text(&ctx, "SELECT * FROM \"Two\" ORDER BY dim_0").await;
+    let rows: Vec<&str> = rows.lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(
+        rows,
+        [
+            "| dim_0 | a | s |",
+            "| 0     | 1 | x |",
+            "| 1     | 2 | y |",
+            "| 2     | 3 | z |",
+            "| 3     | 4 | w |",
+            "| 4     | 5 | v |",
+        ]
+    );
+    let e = plan("INSERT INTO \"Two\" SELECT 6")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("dim_0, a, s") && e.contains("INSERT INTO \"Two\" (a, s)"),
+        "{e}"
+    );
+}
