@@ -836,3 +836,90 @@ async fn icechunk_zarr_python_and_xarray_read_what_zarrow_wrote() {
         );
     }
 }
+
+/// Appends `n` rows to the array `id` of the table at NODE on `main` with the icechunk Python
+/// package and zarr-python's `Array.append` (which leaves the consolidated metadata zarrow
+/// wrote into the group as it was), and commits.
+const ICECHUNK_APPEND: &str = r#"
+import sys, warnings
+import icechunk, numpy as np, zarr
+warnings.simplefilter("ignore")
+path, node, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+repo = icechunk.Repository.open(icechunk.local_filesystem_storage(path))
+session = repo.writable_session("main")
+g = zarr.open_group(session.store, path=node, mode="r+")
+start = g["id"].shape[0]
+g["id"].append(np.arange(start, start + n, dtype="int64"))
+session.commit(f"append {n}")
+"#;
+
+/// Issue 55, item 3, in an Icechunk repository: after the icechunk Python package appended 200
+/// rows to a 1,000-row table zarrow wrote, zarrow reads 1,200 rows, as icechunk does (it used
+/// to read the group's stale consolidated metadata: 1,000), and an `INSERT` commits a snapshot
+/// with all 1,200 and its own.
+#[tokio::test]
+async fn rows_icechunk_python_appended_are_read_and_kept_by_insert() {
+    let Some(python) = zarrow_testkit::venv_python(".venv-icechunk-read") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("a.icechunk");
+    let t = format!("icechunk+file://{}@main/t", repo.display());
+    let ctx = zarrow_datafusion::zarr_session_context(Default::default());
+    let run = |sql: String| {
+        let ctx = ctx.clone();
+        async move {
+            let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+            arrow::util::pretty::pretty_format_batches(&batches)
+                .unwrap()
+                .to_string()
+        }
+    };
+    run(format!(
+        "COPY (SELECT CAST(value AS BIGINT) AS id FROM generate_series(0, 999)) TO '{t}' \
+         STORED AS ZARR OPTIONS (chunk_rows 300, create_repository true)"
+    ))
+    .await;
+    let out = std::process::Command::new(&python)
+        .args(["-c", ICECHUNK_APPEND])
+        .arg(&repo)
+        .args(["t", "200"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "icechunk append: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let model = TableModel::open(&t, TableOptions::default()).await.unwrap();
+    assert_eq!(model.num_rows(), 1200);
+    let sums = format!("SELECT count(*) AS n, sum(id) AS total FROM '{t}'");
+    assert!(run(sums.clone()).await.contains("| 1200 | 719400 |"));
+    run(format!(
+        "CREATE EXTERNAL TABLE t STORED AS ZARR LOCATION '{t}'"
+    ))
+    .await;
+    run("INSERT INTO t (id) VALUES (-1), (-2)".into()).await;
+    let after = run(sums).await;
+    assert!(after.contains("| 1202 | 719397 |"), "{after}");
+    // icechunk + zarr-python read the same rows at main.
+    let script = data_dir().join("../read_icechunk_back.py");
+    let out = std::process::Command::new(&python)
+        .arg(&script)
+        .arg(&repo)
+        .args(["t", "branch:main"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids = read["branch:main"]["zarr"]["id"].as_array().unwrap();
+    assert_eq!(ids.len(), 1202);
+    assert_eq!(
+        (&ids[1199], &ids[1201]),
+        (&Value::from(1199), &Value::from(-2))
+    );
+}

@@ -209,10 +209,8 @@ impl Runner {
         };
         // An option given twice to COPY … STORED AS ZARR (DataFusion keeps the last).
         zarrow_datafusion::check_statement(&statement).map_err(context)?;
-        let plan = self
-            .ctx
-            .state()
-            .statement_to_plan(statement)
+        // (An INSERT without a column list may leave out the table's row position.)
+        let plan = zarrow_datafusion::plan_statement(&self.ctx.state(), statement)
             .await
             .map_err(context)?;
         let df = self.ctx.execute_logical_plan(plan).await.map_err(context)?;

@@ -49,6 +49,7 @@ mod factory;
 mod format;
 mod guards;
 mod index_columns;
+mod insert;
 pub mod metrics;
 mod opener;
 mod options;
@@ -65,6 +66,7 @@ pub use commit::{committed_snapshots, IcechunkCommitExec, SNAPSHOT_ID_COLUMN};
 pub use error::{from_datafusion_error, to_datafusion_error};
 pub use factory::{StoreOpener, ZarrTableFactory, ZarrUrlTableFactory};
 pub use format::{check_statement, ZarrFormat, ZarrFormatFactory};
+pub use insert::plan_statement;
 pub use options::{ZarrConfig, ZarrTableOptions};
 pub use predicate::{missing_column, BatchFilter, PrunedChunks, ZarrPredicate};
 pub use session::{

@@ -155,7 +155,7 @@ impl ZarrTable {
         Ok(model)
     }
 
-    /// The cell an append sink updates (see `insert.rs`).
+    /// The cell an append sink updates (see `sink.rs`).
     pub(crate) fn appended_model(&self) -> AppendedModel {
         self.appended.clone()
     }
@@ -296,7 +296,7 @@ impl TableProvider for ZarrTable {
             .collect())
     }
 
-    /// `INSERT INTO`: appends rows along the table's dimension (see `insert.rs`).
+    /// `INSERT INTO`: appends rows along the table's dimension (see `sink.rs`).
     async fn insert_into(
         &self,
         _state: &dyn Session,

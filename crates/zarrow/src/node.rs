@@ -110,11 +110,20 @@ impl Node {
                         NodeMetadata::Array(m) => {
                             Node::Array(ZarrArray::try_new(store, display, *m)?)
                         }
-                        NodeMetadata::Group(meta) => Node::Group(ZarrGroup {
-                            store,
-                            path: display,
-                            meta,
-                        }),
+                        NodeMetadata::Group(mut meta) => {
+                            // An Icechunk repository's nodes are read from its snapshot:
+                            // its store says it has no consolidated metadata (zarr-python
+                            // and xarray do not read it there), and what a table written
+                            // with it holds goes stale when another tool changes an array.
+                            if store.is_repository() {
+                                meta.consolidated = None;
+                            }
+                            Node::Group(ZarrGroup {
+                                store,
+                                path: display,
+                                meta,
+                            })
+                        }
                         NodeMetadata::Unreadable(entry) => return Err(entry.error(&display)),
                     },
                 );

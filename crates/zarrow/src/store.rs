@@ -354,6 +354,12 @@ impl ZarrStore {
         self.repository.as_ref()
     }
 
+    /// Whether this store reads (or writes) an Icechunk repository: a store opened from an
+    /// `icechunk+` location, a node below it, or a session's store named by one.
+    pub(crate) fn is_repository(&self) -> bool {
+        self.location.starts_with(crate::ICECHUNK_PREFIX)
+    }
+
     /// The id of the Icechunk snapshot this store reads: for a store opened from an
     /// `icechunk+` location, once a read resolved its branch or tag (opening a table does);
     /// `None` for other stores.

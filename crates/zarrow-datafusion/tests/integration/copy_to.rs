@@ -624,3 +624,103 @@ async fn a_registered_table_follows_an_overwrite_of_its_location() {
     let err = run(&ctx, sum).await.unwrap_err().to_string();
     assert!(err.contains("register it again"), "{err}");
 }
+
+/// What `COPY` writes reads back the same by default, integer NULLs
+/// included (they used to read as −9223372036854775808 without `fill_as_null`); zarr-python
+/// (the declared `_FillValue`) and xarray see the same cells missing.
+#[tokio::test]
+async fn integer_nulls_read_back_as_null_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    for (name, options) in [("v3", "zarr_format 3"), ("v2", "zarr_format 2")] {
+        let loc = dir.path().join(format!("{name}.zarr"));
+        let loc = loc.to_str().unwrap();
+        run(
+            &ctx,
+            &format!("COPY ({SOURCE}) TO '{loc}' STORED AS ZARR OPTIONS ({options})"),
+        )
+        .await
+        .unwrap();
+        let got = text(
+            &ctx,
+            &format!("SELECT id, name, score, flag, n FROM '{loc}' ORDER BY id"),
+        )
+        .await;
+        assert_eq!(got, expected(&ctx).await, "{name}");
+        for mode in ["zarr", "xarray"] {
+            let Some(got) = zarrow_testkit::python_reads(".venv-zarr3", mode, loc) else {
+                return;
+            };
+            let floats = |column: &str| -> Vec<Option<f64>> {
+                let values = got[column].as_array();
+                let values = values.unwrap_or_else(|| panic!("{mode} {name}: {got:?}"));
+                values.iter().map(serde_json::Value::as_f64).collect()
+            };
+            let n = [None, Some(20.0), Some(30.0), Some(40.0), Some(50.0)];
+            assert_eq!(floats("n"), n, "{mode}, {name}");
+            let score = [Some(1.5), None, Some(3.5), Some(4.5), Some(5.5)];
+            assert_eq!(floats("score"), score, "{mode}, {name}");
+        }
+    }
+}
+
+/// Writes two AnnData dataframes with anndata: `ints.zarr` (an int64 index named `index`, as
+/// `write_elem` keeps it) and `strings.zarr` (a string index named `index`).
+const ANNDATA_INDEX_NAMED_INDEX: &str = r#"
+import sys, warnings
+import anndata as ad, numpy as np, pandas as pd, zarr
+warnings.simplefilter("ignore")
+for name, index in [("ints", [10, 20, 30]), ("strings", ["x", "y", "z"])]:
+    df = pd.DataFrame(
+        {"n": np.array([1, 2, 3], dtype="int64"), "c": pd.Categorical(["a", "b", "a"])},
+        index=pd.Index(index, name="index"),
+    )
+    g = zarr.open_group(f"{sys.argv[1]}/{name}.zarr", mode="w")
+    ad.io.write_elem(g, "obs", df)
+"#;
+
+/// An AnnData dataframe whose index is named `index` round-trips through
+/// `COPY … layout 'anndata'`: anndata reads the same DataFrame (index values and name,
+/// columns, dtypes) and zarrow the same table. A numeric index used to come back as an extra
+/// `index` column beside a generated `_index` of 0, 1, 2 ….
+#[tokio::test]
+async fn an_anndata_index_named_index_round_trips() {
+    let Some(python) = zarrow_testkit::venv_python(".venv-zarr3") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(python)
+        .args(["-c", ANNDATA_INDEX_NAMED_INDEX])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ctx = ctx();
+    for name in ["ints", "strings"] {
+        let source = dir.path().join(format!("{name}.zarr/obs"));
+        let source = source.to_str().unwrap();
+        let loc = dir.path().join(format!("{name}-copy.zarr"));
+        let loc = loc.to_str().unwrap();
+        run(
+            &ctx,
+            &format!(
+                "COPY (SELECT * FROM '{source}') TO '{loc}' STORED AS ZARR \
+                 OPTIONS ('layout' 'anndata')"
+            ),
+        )
+        .await
+        .unwrap();
+        let all = |from: &str| format!("SELECT * FROM '{from}' ORDER BY dim_0");
+        let back = text(&ctx, &all(loc)).await;
+        assert_eq!(back, text(&ctx, &all(source)).await, "{name}");
+        assert!(back.contains("| index | dim_0 | n | c |"), "{name}: {back}");
+        let got = zarrow_testkit::python_reads(".venv-zarr3", "anndata", loc).unwrap();
+        let want = zarrow_testkit::python_reads(".venv-zarr3", "anndata", source).unwrap();
+        assert_eq!(got, want, "{name}");
+        assert_eq!(got["__index_name__"], "index", "{name}");
+    }
+}

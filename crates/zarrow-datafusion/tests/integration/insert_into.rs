@@ -417,3 +417,230 @@ fn walk(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
     out.sort();
     out
 }
+
+/// Appends `n` rows to the arrays `a` (int64: their positions) and `s` (strings `p<pos>`) of
+/// the group at `store` with zarr-python's `Array.append`, which updates each array's
+/// `zarr.json` and not the group's consolidated metadata.
+const ZARR_PYTHON_APPEND: &str = r#"
+import sys, warnings
+import numpy as np, zarr
+warnings.simplefilter("ignore")
+store, n = sys.argv[1], int(sys.argv[2])
+g = zarr.open_group(store, mode="r+", use_consolidated=False)
+start = g["a"].shape[0]
+g["a"].append(np.arange(start, start + n, dtype="int64"))
+g["s"].append(np.array([f"p{i}" for i in range(start, start + n)], dtype=object))
+if len(sys.argv) > 3:
+    zarr.consolidate_metadata(store)
+"#;
+
+/// zarr-python appended 500 rows to every array of a table zarrow wrote,
+/// leaving the consolidated metadata at 1,000 rows. An `INSERT` is refused naming the array
+/// and both shapes, and writes nothing (it used to append after row 1,000, over zarr-python's
+/// rows, and publish 1,000 + its own); once the group is consolidated, the `INSERT` appends
+/// after all 1,500 and zarr-python reads every row.
+#[tokio::test]
+async fn an_insert_after_zarr_python_appended_loses_no_rows() {
+    let Some(python) = zarrow_testkit::venv_python(".venv-zarr3") else {
+        return;
+    };
+    let append = |store: &str, n: u32, consolidate: bool| {
+        let mut cmd = std::process::Command::new(&python);
+        cmd.args(["-c", ZARR_PYTHON_APPEND, store, &n.to_string()]);
+        if consolidate {
+            cmd.arg("consolidate");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "zarr-python append: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    for format in [3, 2] {
+        let loc = dir.path().join(format!("appended{format}.zarr"));
+        let loc = loc.to_str().unwrap();
+        run(
+            &ctx,
+            &format!(
+                "COPY (SELECT CAST(value AS BIGINT) AS a, concat('v', CAST(value AS VARCHAR)) \
+                 AS s FROM generate_series(0, 999)) TO '{loc}' STORED AS ZARR \
+                 OPTIONS (chunk_rows 300, zarr_format {format})"
+            ),
+        )
+        .await
+        .unwrap();
+        append(loc, 500, false);
+        let table = format!("appended{format}");
+        run(
+            &ctx,
+            &format!("CREATE EXTERNAL TABLE {table} STORED AS ZARR LOCATION '{loc}'"),
+        )
+        .await
+        .unwrap();
+        let insert = format!("INSERT INTO {table} (a, s) VALUES (-1, 'zarrow'), (-2, 'zarrow')");
+        let e = run(&ctx, &insert).await.unwrap_err().to_string();
+        assert!(
+            e.contains("cannot append")
+                && e.contains("column 'a'")
+                && e.contains("[1000]")
+                && e.contains("[1500]")
+                && e.contains("consolidate"),
+            "v{format}: {e}"
+        );
+        // Nothing was written: the arrays' own metadata still says 1,500 rows.
+        let own = if format == 3 {
+            "a/zarr.json"
+        } else {
+            "a/.zarray"
+        };
+        let own: Value =
+            serde_json::from_slice(&std::fs::read(format!("{loc}/{own}")).unwrap()).unwrap();
+        assert_eq!(own["shape"], json!([1500]), "v{format}");
+        // Consolidated, the table has 1,500 rows and the INSERT goes after them.
+        append(loc, 0, true);
+        let table = format!("consolidated{format}");
+        run(
+            &ctx,
+            &format!("CREATE EXTERNAL TABLE {table} STORED AS ZARR LOCATION '{loc}'"),
+        )
+        .await
+        .unwrap();
+        let insert = format!("INSERT INTO {table} (a, s) VALUES (-1, 'zarrow'), (-2, 'zarrow')");
+        assert_eq!(count(&run(&ctx, &insert).await.unwrap()), 2);
+        let rows = text(
+            &ctx,
+            &format!("SELECT count(*) AS c, sum(a) AS t FROM '{loc}' WHERE s LIKE 'p%'"),
+        )
+        .await;
+        assert!(rows.contains("| 500 | 624750 |"), "v{format}: {rows}");
+        let got = zarrow_testkit::python_reads(".venv-zarr3", "zarr", loc).unwrap();
+        let s = got["s"].as_array().unwrap();
+        assert_eq!(s.len(), 1502, "v{format}");
+        assert_eq!(
+            (&s[999], &s[1000], &s[1501]),
+            (&json!("v999"), &json!("p1000"), &json!("zarrow"))
+        );
+    }
+}
+
+/// A timestamp equal to NaT (i64::MIN) is refused by `INSERT` at its batch,
+/// naming the column, as `COPY` refuses it; the table reads as before.
+#[tokio::test]
+async fn a_nat_value_is_refused_by_insert() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    let loc = dir.path().join("times.zarr");
+    let loc = loc.to_str().unwrap();
+    run(
+        &ctx,
+        &format!(
+            "COPY (SELECT 1 AS id, arrow_cast(0, 'Timestamp(Nanosecond, None)') AS t, \
+             arrow_cast(5, 'Duration(Second)') AS d) TO '{loc}' STORED AS ZARR"
+        ),
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE times STORED AS ZARR LOCATION '{loc}'"),
+    )
+    .await
+    .unwrap();
+    let before = text(&ctx, "SELECT * FROM times").await;
+    for (column, values) in [
+        (
+            "t",
+            "(2, arrow_cast(-9223372036854775808, 'Timestamp(Nanosecond, None)'), arrow_cast(1, 'Duration(Second)'))",
+        ),
+        (
+            "d",
+            "(2, arrow_cast(1, 'Timestamp(Nanosecond, None)'), arrow_cast(-9223372036854775808, 'Duration(Second)'))",
+        ),
+    ] {
+        let e = run(&ctx, &format!("INSERT INTO times (id, t, d) VALUES {values}"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("column '{column}'")) && e.contains("NaT"), "{e}");
+        assert_eq!(text(&ctx, "SELECT * FROM times").await, before);
+    }
+    // NULLs are appended (as NaT) and read back as NULL.
+    run(
+        &ctx,
+        "INSERT INTO times (id, t, d) VALUES (3, CAST(NULL AS TIMESTAMP), NULL)",
+    )
+    .await
+    .unwrap();
+    let rows = text(
+        &ctx,
+        "SELECT count(t) AS t, count(d) AS d, count(*) AS n FROM times",
+    )
+    .await;
+    assert!(rows.contains("| 1 | 1 | 2 |"), "{rows}");
+}
+
+/// `INSERT INTO t SELECT a, s` into a table COPY wrote with `(a, s)` (read
+/// as `dim_0, a, s`): planned by `plan_statement` (what the CLI runs), the row position is
+/// filled in; a query of another width is an error that names the columns and says to name
+/// them. (DataFusion's own planner, `SessionContext::sql`, counts `dim_0` too.)
+#[tokio::test]
+async fn an_insert_without_a_column_list_may_leave_out_the_row_position() {
+    use datafusion::sql::parser::DFParser;
+
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx();
+    let loc = dir.path().join("two.zarr");
+    let loc = loc.to_str().unwrap();
+    run(
+        &ctx,
+        &format!("COPY (SELECT 1 AS a, 'x' AS s) TO '{loc}' STORED AS ZARR"),
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE \"Two\" STORED AS ZARR LOCATION '{loc}'"),
+    )
+    .await
+    .unwrap();
+    let plan = |sql: &str| {
+        let ctx = ctx.clone();
+        let statement = DFParser::parse_sql(sql).unwrap().pop_front().unwrap();
+        async move {
+            let plan = zarrow_datafusion::plan_statement(&ctx.state(), statement).await?;
+            ctx.execute_logical_plan(plan).await?.collect().await
+        }
+    };
+    let out = plan("INSERT INTO \"Two\" SELECT 2, 'y'").await.unwrap();
+    assert_eq!(count(&out), 1);
+    let out = plan("INSERT INTO \"Two\" SELECT * FROM (VALUES (3, 'z'), (4, 'w'))")
+        .await
+        .unwrap();
+    assert_eq!(count(&out), 2);
+    // Every column, the row position included (ignored), as before.
+    plan("INSERT INTO \"Two\" SELECT 99, 5, 'v'").await.unwrap();
+    let rows = text(&ctx, "SELECT * FROM \"Two\" ORDER BY dim_0").await;
+    let rows: Vec<&str> = rows.lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(
+        rows,
+        [
+            "| dim_0 | a | s |",
+            "| 0     | 1 | x |",
+            "| 1     | 2 | y |",
+            "| 2     | 3 | z |",
+            "| 3     | 4 | w |",
+            "| 4     | 5 | v |",
+        ]
+    );
+    let e = plan("INSERT INTO \"Two\" SELECT 6")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("dim_0, a, s") && e.contains("INSERT INTO \"Two\" (a, s)"),
+        "{e}"
+    );
+}

@@ -165,8 +165,12 @@ impl TableColumn {
             MemberKind::Array(array) => {
                 let meta = array.metadata();
                 // A v2 `"fill_value": null` (zarr-python 2's for object arrays) names no fill
-                // value: no stored value stands for a missing one.
-                let fill = if options.fill_as_null && !meta.fill_value.json.is_null() {
+                // value: no stored value stands for a missing one. zarrow's writer declares
+                // where the fill value marks its NULLs: those are NULL by default.
+                let declared = meta.attributes.get(super::NULLS_ATTRIBUTE)
+                    == Some(&serde_json::json!("fill_value"));
+                let fill = if (options.fill_as_null || declared) && !meta.fill_value.json.is_null()
+                {
                     Some(
                         fill_array(&meta.data_type, &meta.fill_value, 1, &options.read)
                             .map_err(|e| Error::chunk(array.path(), "fill value", e))?,

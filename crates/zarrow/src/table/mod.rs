@@ -187,6 +187,12 @@ pub const ENCODING_KEY: &str = "zarrow.encoding-type";
 /// the column reads as `Timestamp(unit, zone)`.
 pub const TIMEZONE_ATTRIBUTE: &str = "zarrow.timezone";
 
+/// The array attribute by which zarrow's writer declares that the array's NULLs are stored as
+/// its fill value (`"zarrow.nulls": "fill_value"`; integer columns with NULLs, whose fill value
+/// is also their `_FillValue`): zarrow reads those elements as NULL whatever `fill_as_null`
+/// says, so what it wrote reads back the same.
+pub const NULLS_ATTRIBUTE: &str = "zarrow.nulls";
+
 /// Whether `field` is a row position column zarrow's reader made ([`ROLE_KEY`] `position`).
 pub fn is_position(field: &arrow_schema::Field) -> bool {
     field.metadata().get(ROLE_KEY).map(String::as_str) == Some("position")

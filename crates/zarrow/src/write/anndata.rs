@@ -104,15 +104,22 @@ fn element_bytes(values: &dyn Array) -> Result<Vec<Option<Vec<u8>>>> {
 }
 
 /// The index column's position in `schema` (`None` for the generated `_index`) and name:
-/// the `index` option's, else the column zarrow's reader marks as a dataframe's index (read
-/// from an AnnData dataframe).
+/// the `index` option's (a string column), else the column zarrow's reader marks as a
+/// dataframe's index (read from an AnnData dataframe: strings, or the numbers anndata also
+/// writes and reads as an index).
 fn index_column(schema: &Schema, options: &TableWriteOptions) -> Result<(Option<usize>, String)> {
-    let marked = schema
-        .fields()
-        .iter()
-        .find(|f| crate::table::is_anndata_index(f) && is_string(f.data_type()))
-        .map(|f| f.name().clone());
-    let index_option = options.index.clone().or(marked);
+    if options.index.is_none() {
+        let marked = schema.fields().iter().enumerate().find(|(_, f)| {
+            crate::table::is_anndata_index(f)
+                && (is_string(f.data_type())
+                    || f.data_type().is_integer()
+                    || f.data_type().is_floating())
+        });
+        if let Some((at, field)) = marked {
+            return Ok((Some(at), field.name().clone()));
+        }
+    }
+    let index_option = options.index.clone();
     let index = match &index_option {
         Some(name) => {
             let invalid = |message: String| Error::invalid_option("index", message);
@@ -242,10 +249,15 @@ impl AnnDataFrame {
         let (index, index_name) = index_column(schema, options)?;
         let mut arrays = StoredArrays::default();
         let index_type = index.map_or(ArrowType::Utf8, |at| schema.field(at).data_type().clone());
+        let encoding = if is_string(&index_type) {
+            "string-array"
+        } else {
+            "array"
+        };
         arrays.add(
             Field::new(&index_name, index_type, false),
             index_name.clone(),
-            "string-array",
+            encoding,
         )?;
         let mut columns = Vec::new();
         for (input, field) in schema.fields().iter().enumerate() {

@@ -43,6 +43,8 @@ struct Target {
     path: String,
     /// Its metadata document as stored (v3 `zarr.json`, v2 `.zarray`).
     doc: Value,
+    /// Its v2 `.zattrs` as stored (v3: the attributes are in `doc`).
+    zattrs: Option<Value>,
     /// NULLs of an integer column have a declared marker (`_FillValue`).
     null_marker: bool,
 }
@@ -179,6 +181,36 @@ fn layout_of(doc: &Value, zarr_format: u8) -> Vec<Value> {
         );
     }
     out
+}
+
+/// Whether the array documents `own` (as stored) and `expected` (what zarrow writes) encode and
+/// name chunks alike: their layout members are equal, or, parsed, their data type, chunk
+/// shape, codecs and chunk keys are (another writer may spell a codec's defaults differently:
+/// zarr-python's v2 `.zarray` leaves zstd's `"checksum": false` out).
+fn same_encoding(path: &str, own: &Value, expected: &Value, zarr_format: u8) -> bool {
+    if layout_of(own, zarr_format) == layout_of(expected, zarr_format) {
+        return true;
+    }
+    let limits = super::chunk::self_check_limits();
+    let parse = |doc: &Value| -> Option<ArrayMetadata> {
+        let bytes = serde_json::to_vec(doc).ok()?;
+        match zarr_format {
+            2 => crate::metadata::parse_v2_array(path, &bytes, None, &limits).ok(),
+            _ => match crate::metadata::parse_v3(path, &bytes, &limits).ok()? {
+                crate::metadata::NodeMetadata::Array(m) => Some(*m),
+                _ => None,
+            },
+        }
+    };
+    match (parse(own), parse(expected)) {
+        (Some(a), Some(b)) => {
+            a.data_type == b.data_type
+                && a.chunk_shape == b.chunk_shape
+                && a.codecs == b.codecs
+                && a.chunk_key_encoding == b.chunk_key_encoding
+        }
+        _ => false,
+    }
 }
 
 /// `values` with the elements equal to `sentinel` (bytes of one element) as NULLs.
@@ -403,16 +435,26 @@ async fn column_of(
     })?;
     let writer = ColumnWriter::new(&field, path.clone(), None)?;
     let doc = stored_doc(location, store, &field, &path, &writer, meta, &options).await?;
+    let zattrs = match meta.zarr_format {
+        2 => Some(own_zattrs(location, store, &c.name, &path).await?),
+        _ => None,
+    };
+    check_own_shape(location, &c.name, &doc, zattrs.as_ref(), meta)?;
+    // Integers: their `_FillValue` (v2: the fill value); floats: `zarrow.nulls`.
     let null_marker = match writer.int_sentinel() {
         Some((_, json)) if meta.zarr_format == 2 => doc["fill_value"] == json,
         Some(_) => meta.attributes.contains_key("_FillValue"),
-        None => false,
+        None => {
+            data_type.is_floating()
+                && meta.attributes.get(crate::table::NULLS_ATTRIBUTE) == Some(&json!("fill_value"))
+        }
     };
     Ok(Some(StoredColumn {
         target: Target {
             name: c.name.clone(),
             path,
             doc,
+            zattrs,
             null_marker,
         },
         writer,
@@ -452,7 +494,7 @@ async fn stored_doc(
     } else {
         writer.v3_metadata(meta.shape[0], options)
     };
-    if layout_of(&doc, meta.zarr_format) != layout_of(&expected, meta.zarr_format) {
+    if !same_encoding(path, &doc, &expected, meta.zarr_format) {
         return Err(refuse(
             location,
             format!(
@@ -463,6 +505,61 @@ async fn stored_doc(
         ));
     }
     Ok(doc)
+}
+
+/// The array attribute an append sets while it grows an array (`{"from": rows, "to": rows}`):
+/// an array whose own metadata says `to` rows while the group's consolidated metadata still
+/// says `from` was grown by an append that did not finish (its rows were never published).
+const APPEND_ATTRIBUTE: &str = "zarrow.append";
+
+/// The v2 `.zattrs` of the array at `path`, as stored (an empty object without one).
+async fn own_zattrs(location: &str, store: &ZarrStore, name: &str, path: &str) -> Result<Value> {
+    match store.child(path).get_opt(".zattrs").await? {
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| refuse(location, format!("column '{name}': .zattrs: {e}"))),
+        None => Ok(json!({})),
+    }
+}
+
+/// Refuse an array whose own metadata document (`doc`, with `zattrs` on v2) gives another
+/// shape than the group's consolidated metadata (`meta`, what the table was read from),
+/// unless an append of zarrow's that did not finish grew it ([`APPEND_ATTRIBUTE`]: its rows
+/// were never published, and are written over). Otherwise another tool grew (or shrank) the
+/// array without updating the consolidated metadata (zarr-python's `Array.append` does so):
+/// appending after the consolidated shape would overwrite its rows, appending after the
+/// array's own would publish rows nobody has seen. The user decides: consolidating keeps them.
+fn check_own_shape(
+    location: &str,
+    name: &str,
+    doc: &Value,
+    zattrs: Option<&Value>,
+    meta: &ArrayMetadata,
+) -> Result<()> {
+    let own = doc.get("shape").cloned().unwrap_or(Value::Null);
+    if own == json!(meta.shape) {
+        return Ok(());
+    }
+    let attributes = zattrs.unwrap_or(&doc["attributes"]);
+    let unfinished = json!({"from": meta.shape.first(), "to": own.get(0)});
+    if attributes.get(APPEND_ATTRIBUTE) == Some(&unfinished) {
+        return Ok(());
+    }
+    let doc_name = if zattrs.is_some() {
+        ".zarray"
+    } else {
+        "zarr.json"
+    };
+    Err(refuse(
+        location,
+        format!(
+            "column '{name}': the group's consolidated metadata gives its array the shape \
+             {}, but the array's own {doc_name} gives {own}: it was changed without \
+             updating the consolidated metadata (zarr-python's Array.append does so). \
+             Appending would lose those rows or publish them unseen; consolidate the group's \
+             metadata (zarr.consolidate_metadata) to keep them, then INSERT again",
+            json!(meta.shape)
+        ),
+    ))
 }
 
 /// The whole units of rows the table has, and the rows of its partial last unit (rewritten
@@ -730,26 +827,7 @@ impl TableAppender {
             writes.sync()?;
         }
         let limits = super::chunk::self_check_limits();
-        let doc_name = if self.zarr_format == 2 {
-            ".zarray"
-        } else {
-            "zarr.json"
-        };
-        for t in &mut self.targets {
-            t.doc["shape"] = json!([total]);
-            let bytes = super::to_bytes(&t.path, &t.doc)?;
-            if self.zarr_format == 2 {
-                let zattrs = self.store.child(&t.path).get_opt(".zattrs").await?;
-                crate::metadata::parse_v2_array(&t.path, &bytes, zattrs.as_deref(), &limits)?;
-            } else {
-                crate::metadata::parse_v3(&t.path, &bytes, &limits)?;
-            }
-            self.steps.hit(doc_name)?;
-            self.store
-                .child(&t.path)
-                .put(doc_name, Bytes::from(bytes))
-                .await?;
-        }
+        self.write_array_docs(total, &limits).await?;
         // The root's consolidated metadata last: readers that use it see the new rows only now.
         let key_of: fn(&str) -> String = if self.zarr_format == 2 {
             |p| format!("{p}/.zarray")
@@ -766,9 +844,15 @@ impl TableAppender {
             if let Some(Value::Object(entries)) = entries {
                 let mut changed = false;
                 for t in self.targets.iter().filter(|t| !t.path.is_empty()) {
+                    // The array's own document, as written above (an Icechunk table's
+                    // consolidated entries are not read, and may be stale: re-made here).
                     if let Some(entry) = entries.get_mut(&key_of(&t.path)) {
-                        entry["shape"] = json!([total]);
+                        *entry = t.doc.clone();
                         changed = true;
+                    }
+                    let zattrs_key = format!("{}/.zattrs", t.path);
+                    if let (Some(entry), Some(zattrs)) = (entries.get_mut(&zattrs_key), &t.zattrs) {
+                        *entry = zattrs.clone();
                     }
                 }
                 if changed {
@@ -801,6 +885,46 @@ impl TableAppender {
             }
         }
         Ok(Written { rows, snapshot })
+    }
+
+    /// Write each array's metadata with the grown shape (`total` rows), marked as grown by this
+    /// append ([`APPEND_ATTRIBUTE`]); on v2 the marked `.zattrs` before the `.zarray`.
+    async fn write_array_docs(&mut self, total: u64, limits: &crate::ReadLimits) -> Result<()> {
+        let marker = json!({"from": self.old_rows, "to": total});
+        for t in &mut self.targets {
+            t.doc["shape"] = json!([total]);
+            let store = self.store.child(&t.path);
+            let bytes = match &mut t.zattrs {
+                Some(zattrs) => {
+                    if let Value::Object(attrs) = zattrs {
+                        attrs.insert(APPEND_ATTRIBUTE.into(), marker.clone());
+                    }
+                    let zattrs = super::to_bytes(&t.path, zattrs)?;
+                    let bytes = super::to_bytes(&t.path, &t.doc)?;
+                    crate::metadata::parse_v2_array(&t.path, &bytes, Some(&zattrs), limits)?;
+                    self.steps.hit(".zattrs")?;
+                    store.put(".zattrs", Bytes::from(zattrs)).await?;
+                    bytes
+                }
+                None => {
+                    if !t.doc["attributes"].is_object() {
+                        t.doc["attributes"] = json!({});
+                    }
+                    t.doc["attributes"][APPEND_ATTRIBUTE] = marker.clone();
+                    let bytes = super::to_bytes(&t.path, &t.doc)?;
+                    crate::metadata::parse_v3(&t.path, &bytes, limits)?;
+                    bytes
+                }
+            };
+            let doc_name = if t.zattrs.is_some() {
+                ".zarray"
+            } else {
+                "zarr.json"
+            };
+            self.steps.hit(doc_name)?;
+            store.put(doc_name, Bytes::from(bytes)).await?;
+        }
+        Ok(())
     }
 
     /// Before any metadata is written: the root's document is still the version read at the

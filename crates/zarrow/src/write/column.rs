@@ -3,8 +3,10 @@
 //! and the array metadata written once all its chunks are stored.
 //!
 //! NULLs: floats → NaN, integers → the type's minimum (unsigned: maximum) declared as
-//! `_FillValue` when NULLs occurred, timestamps and durations → NaT, strings and bytes → the
-//! empty value, booleans → false (the xarray layout has no mask for those; see docs/writing.md).
+//! `_FillValue`; when NULLs occurred, both are declared for zarrow's reader too
+//! (`zarrow.nulls`), and the marker value itself is refused. Timestamps and durations → NaT
+//! (a NaT value is refused), strings and bytes → the empty value, booleans → false (the
+//! xarray layout has no mask for those; see docs/writing.md).
 //! An array of the AnnData layout (`encoding` set) has AnnData's `encoding-type` attributes and
 //! no dimension names, and its integer NULLs are 0 (a `mask` array next to it says which).
 
@@ -36,8 +38,12 @@ pub(crate) struct ColumnWriter {
     fixed: Option<usize>,
     /// The bytes a NULL is written as (one element; empty for strings and bytes).
     null_bytes: Vec<u8>,
-    /// Whether `null_bytes` marks a NULL only when declared (`_FillValue` of integers).
+    /// Whether `null_bytes` marks a NULL only when declared (`zarrow.nulls`, with integers'
+    /// `_FillValue`): integers and floats (NaN) of the xarray layout.
     sentinel: bool,
+    /// A timestamp or duration column: its NULLs are NaT (i64::MIN), always a missing value
+    /// to numpy, xarray and zarrow, so no value may be NaT.
+    nat: bool,
     /// The AnnData `encoding-type` (`array`, `string-array`) of the AnnData layout.
     encoding: Option<&'static str>,
     /// NULLs were written.
@@ -104,6 +110,10 @@ fn repeated_field(dt: &ArrowType) -> Option<String> {
 /// Arrow has them; numpy and xarray see them as naive UTC): zarrow reads the column back as
 /// `Timestamp(unit, zone)`.
 pub(crate) const TIMEZONE_ATTRIBUTE: &str = crate::table::TIMEZONE_ATTRIBUTE;
+
+/// The attribute declaring that the array's NULLs are its fill value (integers and floats
+/// with NULLs): zarrow reads them back as NULL by default.
+const NULLS_ATTRIBUTE: &str = crate::table::NULLS_ATTRIBUTE;
 
 /// The numpy dtype string of a zarr v2 array of `dt`.
 fn v2_dtype(dt: &ArrowType) -> Result<Value> {
@@ -203,7 +213,7 @@ impl ColumnWriter {
         let (null_bytes, sentinel) = match (&write_type, fixed) {
             (t, Some(n)) if is_int(t) && encoding.is_none() => (int_sentinel(t, n), true),
             (ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64, _) => {
-                (nan_bytes(&write_type), false)
+                (nan_bytes(&write_type), encoding.is_none())
             }
             (ArrowType::Timestamp(..) | ArrowType::Duration(_), _) => {
                 (i64::MIN.to_le_bytes().to_vec(), false)
@@ -211,6 +221,10 @@ impl ColumnWriter {
             (_, Some(n)) => (vec![0; n], false),
             (_, None) => (Vec::new(), false),
         };
+        let nat = matches!(
+            write_type,
+            ArrowType::Timestamp(..) | ArrowType::Duration(_)
+        );
         Ok(Self {
             name,
             path,
@@ -219,6 +233,7 @@ impl ColumnWriter {
             fixed,
             null_bytes,
             sentinel,
+            nat,
             encoding,
             saw_null: AtomicBool::new(false),
             saw_sentinel: AtomicBool::new(false),
@@ -301,9 +316,15 @@ impl ColumnWriter {
         }
     }
 
+    /// NULLs were written as the sentinel (integers' minimum or maximum, floats' NaN), which
+    /// the array then declares.
+    fn masked(&self) -> bool {
+        self.sentinel && self.saw_null.load(Ordering::Relaxed)
+    }
+
     /// NULLs were written as the integer sentinel.
     fn masked_int(&self) -> bool {
-        self.sentinel && self.saw_null.load(Ordering::Relaxed)
+        self.masked() && is_int(&self.write_type)
     }
 
     /// Whether integer NULLs were written (as the sentinel, which only a declared
@@ -314,11 +335,20 @@ impl ColumnWriter {
 
     /// The bytes of the integer sentinel of an integer column (what marks its NULLs).
     pub fn int_sentinel(&self) -> Option<(&[u8], Value)> {
-        self.sentinel
+        (self.sentinel && is_int(&self.write_type))
             .then(|| (&self.null_bytes[..], int_sentinel_json(&self.write_type)))
     }
 
-    /// Whether `values` (of this column) hold a valid value equal to the integer sentinel.
+    /// The value that marks the column's NULLs, as messages say it.
+    fn marker(&self) -> String {
+        match is_int(&self.write_type) {
+            true => int_sentinel_json(&self.write_type).to_string(),
+            false => "NaN".into(),
+        }
+    }
+
+    /// Whether `values` (of this column) hold a valid value equal to the sentinel (the integer
+    /// minimum or maximum, a float NaN).
     pub fn holds_sentinel(&self, values: &ArrayRef) -> Result<bool> {
         use arrow_array::types::*;
         if !self.sentinel {
@@ -330,7 +360,19 @@ impl ColumnWriter {
                 values.as_primitive::<$t>().iter().any(|x| x == Some($v))
             };
         }
+        macro_rules! any_nan {
+            ($t:ty) => {
+                values
+                    .as_primitive::<$t>()
+                    .iter()
+                    .flatten()
+                    .any(|x| x.is_nan())
+            };
+        }
         Ok(match values.data_type() {
+            ArrowType::Float16 => any_nan!(Float16Type),
+            ArrowType::Float32 => any_nan!(Float32Type),
+            ArrowType::Float64 => any_nan!(Float64Type),
             ArrowType::Int8 => any_equal!(Int8Type, i8::MIN),
             ArrowType::Int16 => any_equal!(Int16Type, i16::MIN),
             ArrowType::Int32 => any_equal!(Int32Type, i32::MIN),
@@ -343,9 +385,38 @@ impl ColumnWriter {
         })
     }
 
+    /// Whether `values` (of a timestamp or duration column) hold a valid value equal to NaT
+    /// (i64::MIN), which every reader takes for a missing value.
+    fn holds_nat(&self, values: &ArrayRef) -> Result<bool> {
+        if !self.nat {
+            return Ok(false);
+        }
+        let values = unpack(values)?;
+        // Timestamps and durations are i64 values: read them as such, without a copy.
+        let data = values.to_data().into_builder().data_type(ArrowType::Int64);
+        let ints = arrow_array::Int64Array::from(data.build()?);
+        Ok(ints.iter().any(|x| x == Some(i64::MIN)))
+    }
+
     /// Note the NULLs and sentinel values of a batch's `values` as they come, so that a column
-    /// holding both is refused at the batch that makes it so, before its unit is written.
+    /// holding both is refused at the batch that makes it so, before its unit is written; a
+    /// timestamp or duration equal to NaT is refused at its batch.
     pub fn note(&self, values: &ArrayRef) -> Result<()> {
+        if self.holds_nat(values)? {
+            return Err(Error::Write {
+                path: self.path.clone(),
+                message: format!(
+                    "column '{}' holds the value {} (i64::MIN), which is NaT, the marker of \
+                     missing {} values: it would read back as NULL",
+                    self.name,
+                    i64::MIN,
+                    match self.write_type {
+                        ArrowType::Duration(_) => "duration",
+                        _ => "timestamp",
+                    }
+                ),
+            });
+        }
         if !self.sentinel {
             return Ok(());
         }
@@ -366,20 +437,20 @@ impl ColumnWriter {
                 "column '{}' gets the value {}, which marks its NULLs (_FillValue): it would \
                  read back as NULL; nothing was appended",
                 self.name,
-                int_sentinel_json(&self.write_type)
+                self.marker()
             ),
         }
     }
 
     /// The error when a column holds NULLs and also the value that stands for them.
     pub fn check(&self) -> Result<()> {
-        if self.masked_int() && self.saw_sentinel.load(Ordering::Relaxed) {
+        if self.masked() && self.saw_sentinel.load(Ordering::Relaxed) {
             return Err(Error::Write {
                 path: self.path.clone(),
                 message: format!(
                     "column '{}' holds NULLs and the value {} which marks them (_FillValue)",
                     self.name,
-                    int_sentinel_json(&self.write_type)
+                    self.marker()
                 ),
             });
         }
@@ -407,6 +478,9 @@ impl ColumnWriter {
                 attrs.insert("_FillValue".into(), int_sentinel_json(t));
             }
             _ => {}
+        }
+        if self.masked() {
+            attrs.insert(NULLS_ATTRIBUTE.into(), json!("fill_value"));
         }
         attrs
     }
@@ -489,6 +563,9 @@ impl ColumnWriter {
         };
         if let Some(tz) = self.timezone() {
             zattrs[TIMEZONE_ATTRIBUTE] = json!(tz);
+        }
+        if self.masked() {
+            zattrs[NULLS_ATTRIBUTE] = json!("fill_value");
         }
         Ok((zarray, zattrs))
     }

@@ -392,3 +392,95 @@ async fn a_partial_last_chunk_is_padded_as_it_is_compressed() {
             .all(|e| e == i64::MIN.to_le_bytes()));
     }
 }
+
+/// A NULL integer reads back as NULL by default (zarrow honours the
+/// `zarrow.nulls` declaration it writes next to `_FillValue`); a real value stays a value, and
+/// an array without the declaration reads its fill value as a value, as before.
+#[tokio::test]
+async fn integer_nulls_read_back_as_null_by_default() {
+    let values: ArrayRef = Arc::new(Int64Array::from(vec![Some(0), None, Some(7)]));
+    for format in ["3", "2"] {
+        let location = format!("memory:///default_nulls{format}.zarr");
+        write(
+            &location,
+            &one_column("n", values.clone()),
+            opts(&[("zarr_format", format)]),
+        )
+        .await
+        .unwrap();
+        let attrs = match format {
+            "3" => json(&location, "n/zarr.json").await["attributes"].clone(),
+            _ => json(&location, "n/.zattrs").await,
+        };
+        assert_eq!(attrs["zarrow.nulls"], "fill_value", "v{format}");
+        let batches = read(&location, TableOptions::default()).await;
+        let n = batches[0].column_by_name("n").unwrap();
+        let n: Vec<_> = n.as_primitive::<Int64Type>().iter().collect();
+        assert_eq!(n, [Some(0), None, Some(7)], "v{format}");
+    }
+    // Without NULLs nothing is declared, and a 0 (the fill value) is a 0.
+    let location = "memory:///default_no_nulls.zarr";
+    write(
+        location,
+        &one_column("n", Arc::new(Int64Array::from(vec![0, 1]))),
+        TableWriteOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert!(json(location, "n/zarr.json").await["attributes"]
+        .get("zarrow.nulls")
+        .is_none());
+    let batches = read(location, TableOptions::default()).await;
+    assert_eq!(batches[0].column_by_name("n").unwrap().null_count(), 0);
+}
+
+/// A timestamp or duration equal to NaT (i64::MIN), which every reader
+/// takes for a missing value, is refused at its batch naming the column, NULLs or not.
+#[tokio::test]
+async fn a_nat_value_is_refused_at_its_batch() {
+    use arrow_array::DurationSecondArray;
+    let nat = i64::MIN;
+    let columns: [(&str, ArrayRef); 3] = [
+        (
+            "t",
+            Arc::new(TimestampMillisecondArray::from(vec![Some(0), Some(nat)])),
+        ),
+        (
+            "tz",
+            Arc::new(TimestampMillisecondArray::from(vec![Some(nat)]).with_timezone("UTC")),
+        ),
+        (
+            "d",
+            Arc::new(DurationSecondArray::from(vec![Some(1), Some(nat)])),
+        ),
+    ];
+    for (name, values) in columns {
+        let (dir, location) = local();
+        let batch = one_column(name, values.clone());
+        let mut writer = TableWriter::try_new(
+            ZarrStore::open(&location).unwrap(),
+            batch.schema(),
+            TableWriteOptions::default(),
+        )
+        .await
+        .unwrap();
+        let e = writer.write(&batch).await.unwrap_err();
+        assert!(matches!(e, Error::Write { .. }), "{e:?}");
+        let e = e.to_string();
+        assert!(
+            e.contains(&format!("column '{name}'")) && e.contains("NaT"),
+            "{e}"
+        );
+        drop(writer);
+        drop(dir);
+        // NULLs are NaT as before.
+        let (dir, location) = local();
+        let nulls = one_column(name, arrow_array::new_null_array(values.data_type(), 2));
+        write(&location, &nulls, TableWriteOptions::default())
+            .await
+            .unwrap();
+        let back = read(&location, TableOptions::default()).await;
+        assert_eq!(back[0].column_by_name(name).unwrap().null_count(), 2);
+        drop(dir);
+    }
+}
