@@ -45,7 +45,7 @@ LAYERS = {
         ("pruning", {"pruning", "coordinates", "index_columns"}),
         ("scan and write", {"opener", "source", "predicate", "sink", "commit"}),
         ("tables and formats", {"table", "format"}),
-        ("session", {"factory", "session"}),
+        ("session", {"factory", "session", "insert"}),
     ],
 }
 
