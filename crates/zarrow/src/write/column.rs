@@ -115,6 +115,13 @@ pub(crate) const TIMEZONE_ATTRIBUTE: &str = crate::table::TIMEZONE_ATTRIBUTE;
 /// with NULLs): zarrow reads them back as NULL by default.
 const NULLS_ATTRIBUTE: &str = crate::table::NULLS_ATTRIBUTE;
 
+fn is_float(dt: &ArrowType) -> bool {
+    matches!(
+        dt,
+        ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64
+    )
+}
+
 /// The numpy dtype string of a zarr v2 array of `dt`.
 fn v2_dtype(dt: &ArrowType) -> Result<Value> {
     let unit = |u: &TimeUnit| match u {
@@ -317,9 +324,12 @@ impl ColumnWriter {
     }
 
     /// NULLs were written as the sentinel (integers' minimum or maximum, floats' NaN), which
-    /// the array then declares.
+    /// the array then declares. A float column that holds NaN values too declares nothing:
+    /// its NULLs read back as NaN, as its NaNs do (refusing it would refuse a common
+    /// dataframe; an integer column holding its sentinel is refused, see [`Self::check`]).
     fn masked(&self) -> bool {
-        self.sentinel && self.saw_null.load(Ordering::Relaxed)
+        let nan_too = is_float(&self.write_type) && self.saw_sentinel.load(Ordering::Relaxed);
+        self.sentinel && self.saw_null.load(Ordering::Relaxed) && !nan_too
     }
 
     /// NULLs were written as the integer sentinel.

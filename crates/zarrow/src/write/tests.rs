@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int64Type, TimestampMillisecondType};
+use arrow_array::types::{Float64Type, Int64Type, TimestampMillisecondType};
 use arrow_array::{
-    Array, ArrayRef, Int64Array, RecordBatch, StructArray, TimestampMillisecondArray,
+    Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StructArray, TimestampMillisecondArray,
 };
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use futures::TryStreamExt;
@@ -432,6 +432,40 @@ async fn integer_nulls_read_back_as_null_by_default() {
         .is_none());
     let batches = read(location, TableOptions::default()).await;
     assert_eq!(batches[0].column_by_name("n").unwrap().null_count(), 0);
+}
+
+/// Float NULLs read back as NULL; a float column holding NaN as well is written (NaN for
+/// both) and declares no NULLs, so both read back as NaN, as other readers see them.
+#[tokio::test]
+async fn float_nulls_read_back_as_null_unless_the_column_holds_nan_too() {
+    let cases: [(&str, Vec<Option<f64>>, Vec<Option<f64>>); 2] = [
+        ("nulls", vec![Some(1.5), None], vec![Some(1.5), None]),
+        (
+            "nan_too",
+            vec![Some(f64::NAN), None, Some(2.0)],
+            vec![Some(f64::NAN), Some(f64::NAN), Some(2.0)],
+        ),
+    ];
+    for (name, values, want) in cases {
+        let location = format!("memory:///float_{name}.zarr");
+        let column: ArrayRef = Arc::new(Float64Array::from(values));
+        write(
+            &location,
+            &one_column("f", column),
+            TableWriteOptions::default(),
+        )
+        .await
+        .unwrap();
+        let batches = read(&location, TableOptions::default()).await;
+        let f = batches[0].column_by_name("f").unwrap();
+        let got: Vec<Option<f64>> = f.as_primitive::<Float64Type>().iter().collect();
+        let same = got.len() == want.len()
+            && got.iter().zip(&want).all(|(g, w)| match (g, w) {
+                (Some(g), Some(w)) => g == w || (g.is_nan() && w.is_nan()),
+                (g, w) => g.is_none() && w.is_none(),
+            });
+        assert!(same, "{name}: {got:?}");
+    }
 }
 
 /// A timestamp or duration equal to NaT (i64::MIN), which every reader
