@@ -438,7 +438,8 @@ async fn integer_nulls_read_back_as_null_by_default() {
 /// both) and declares no NULLs, so both read back as NaN, as other readers see them.
 #[tokio::test]
 async fn float_nulls_read_back_as_null_unless_the_column_holds_nan_too() {
-    let cases: [(&str, Vec<Option<f64>>, Vec<Option<f64>>); 2] = [
+    type Floats = Vec<Option<f64>>;
+    let cases: [(&str, Floats, Floats); 2] = [
         ("nulls", vec![Some(1.5), None], vec![Some(1.5), None]),
         (
             "nan_too",
