@@ -69,19 +69,19 @@ impl LocalWrites {
     /// `store` (local) written through a temporary directory beside its root, and the writes;
     /// `None` for other stores.
     pub(crate) fn wrap(store: &ZarrStore) -> Option<(ZarrStore, Arc<LocalWrites>)> {
-        let target = store.local_path()?.to_path_buf();
-        Self::wrap_beside(store, &target)
-    }
-
-    /// `store` (local) written through a temporary directory beside `target` (a staged
-    /// table's target: the temporary files are never in what is published).
-    pub(crate) fn wrap_beside(
-        store: &ZarrStore,
-        target: &std::path::Path,
-    ) -> Option<(ZarrStore, Arc<LocalWrites>)> {
-        store.local_path()?;
+        let target = store.local_path()?;
         let name = target.file_name()?.to_string_lossy();
         let temp = target.parent()?.join(staging_name(&name));
+        Self::wrap_with(store, temp)
+    }
+
+    /// `store` (local) written through the temporary directory `temp` (for a staged table: a
+    /// directory inside the staging directory, deleted before it is published).
+    pub(crate) fn wrap_with(
+        store: &ZarrStore,
+        temp: std::path::PathBuf,
+    ) -> Option<(ZarrStore, Arc<LocalWrites>)> {
+        store.local_path()?;
         let writes = Arc::new(LocalWrites {
             inner: LocalFileSystem::new(),
             state: Arc::new(State {

@@ -34,6 +34,10 @@ use super::ROOT_DOCUMENTS;
 use crate::store::ZarrStore;
 use crate::{Error, Result};
 
+/// The directory inside a staging directory that its files are first written to (see
+/// `durable.rs`), deleted before the staged table is published.
+const TEMP_DIR: &str = ".zarrow-tmp";
+
 fn store_err(path: &Path, source: object_store::Error) -> Error {
     Error::Store {
         path: path.to_string(),
@@ -262,12 +266,10 @@ impl Publication {
         };
         let mut writes = None;
         let store = match &publish {
-            Publish::Rename {
-                staging, target, ..
-            } => {
+            Publish::Rename { staging, .. } => {
                 let staged = ZarrStore::open(&staging.to_string_lossy())?;
-                let (store, local) = LocalWrites::wrap_beside(&staged, target)
-                    .ok_or_else(|| refuse("the staging directory has no parent".into()))?;
+                let (store, local) = LocalWrites::wrap_with(&staged, staging.join(TEMP_DIR))
+                    .ok_or_else(|| refuse("the staging directory is not local".into()))?;
                 writes = Some(local);
                 store
             }
