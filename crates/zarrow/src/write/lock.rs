@@ -109,7 +109,10 @@ fn this_holder(operation: &str, location: &str) -> (Value, String) {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let token = format!("{pid}-{nanos:x}-{:x}", &nanos as *const u128 as usize);
+    // Unique per writer: this process, the time, and a count of the locks it took.
+    static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let token = format!("{pid}-{nanos:x}-{n}");
     let holder = json!({
         "host": host_name(),
         "pid": pid,
