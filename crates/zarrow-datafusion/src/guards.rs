@@ -30,6 +30,25 @@ use datafusion::physical_plan::filter::{FilterExec, FilterExecBuilder};
 use datafusion::physical_plan::joins::{HashJoinExec, PartitionMode, SortMergeJoinExec};
 use datafusion::physical_plan::ExecutionPlan;
 
+/// `plan` with every node of type `T` that `rewrite` gives a replacement for replaced (bottom
+/// up).
+fn replace_nodes<T: ExecutionPlan + 'static>(
+    plan: Arc<dyn ExecutionPlan>,
+    rewrite: impl Fn(&T) -> Result<Option<Arc<dyn ExecutionPlan>>>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    plan.transform_up(|node| {
+        let replaced = match node.downcast_ref::<T>() {
+            Some(found) => rewrite(found)?,
+            None => None,
+        };
+        Ok(match replaced {
+            Some(new) => Transformed::yes(new),
+            None => Transformed::no(node),
+        })
+    })
+    .map(|t| t.data)
+}
+
 /// Plans a sort-merge join on a float key as a hash join; see the module documentation.
 #[derive(Debug, Default)]
 pub struct FloatKeyJoins;
@@ -56,12 +75,9 @@ impl PhysicalOptimizerRule for FloatKeyJoins {
         plan: Arc<dyn ExecutionPlan>,
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        plan.transform_up(|node| {
-            let Some(join) = node.downcast_ref::<SortMergeJoinExec>() else {
-                return Ok(Transformed::no(node));
-            };
+        replace_nodes(plan, |join: &SortMergeJoinExec| {
             if !float_key(join)? {
-                return Ok(Transformed::no(node));
+                return Ok(None);
             }
             let hash = HashJoinExec::try_new(
                 join.left().clone(),
@@ -74,9 +90,8 @@ impl PhysicalOptimizerRule for FloatKeyJoins {
                 join.null_equality(),
                 false,
             )?;
-            Ok(Transformed::yes(Arc::new(hash) as Arc<dyn ExecutionPlan>))
+            Ok(Some(Arc::new(hash) as Arc<dyn ExecutionPlan>))
         })
-        .map(|t| t.data)
     }
 
     fn name(&self) -> &str {
@@ -118,24 +133,19 @@ impl PhysicalOptimizerRule for ConstantFunctionFilters {
         plan: Arc<dyn ExecutionPlan>,
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        plan.transform_up(|node| {
-            let Some(filter) = node.downcast_ref::<FilterExec>() else {
-                return Ok(Transformed::no(node));
-            };
+        replace_nodes(plan, |filter: &FilterExec| {
             let conjuncts = split_conjunction(filter.predicate());
             if conjuncts.iter().all(|c| unconstant(c).is_none()) {
-                return Ok(Transformed::no(node));
+                return Ok(None);
             }
             let rewritten = conjuncts
                 .into_iter()
                 .map(|c| unconstant(c).unwrap_or_else(|| Arc::clone(c)));
-            let predicate = conjunction(rewritten);
             let rebuilt = FilterExecBuilder::from(filter)
-                .with_predicate(predicate)
+                .with_predicate(conjunction(rewritten))
                 .build()?;
-            Ok(Transformed::yes(Arc::new(rebuilt) as Arc<dyn ExecutionPlan>))
+            Ok(Some(Arc::new(rebuilt) as Arc<dyn ExecutionPlan>))
         })
-        .map(|t| t.data)
     }
 
     fn name(&self) -> &str {

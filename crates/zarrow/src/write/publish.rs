@@ -376,17 +376,8 @@ impl Publication {
                     synced_or_warn(parent);
                     let removed = (self.steps.hit("deleting the old table"))
                         .and_then(|()| remove_tree(staging));
-                    if let Err(e) = removed {
-                        if self.steps.crashed() {
-                            return Err(e);
-                        }
-                        log::warn!(
-                            "the new table is published at {}, but the old one could not be \
-                             deleted and is left at {}: {e}",
-                            target.display(),
-                            staging.display()
-                        );
-                    }
+                    let left = format!("the old one, at {}", staging.display());
+                    self.leftover(removed, &left)?;
                 } else {
                     rename_new(staging, target)?;
                     self.done = true;
@@ -402,17 +393,10 @@ impl Publication {
                     Ok(()) => delete_prefix(&staging).await,
                     Err(e) => Err(e),
                 };
-                if let Err(e) = deleted {
-                    if self.steps.crashed() {
-                        return Err(e);
-                    }
-                    log::warn!(
-                        "the new table is published at {}, but its staged copy could not be \
-                         deleted and is left at {}: {e}",
-                        self.target.location(),
-                        staging.location()
-                    );
-                }
+                self.leftover(
+                    deleted,
+                    &format!("its staged copy, at {}", staging.location()),
+                )?;
             }
             Publish::Commit(_) => {}
         }
@@ -428,6 +412,23 @@ impl Publication {
             }
         }
         Ok(None)
+    }
+
+    /// After the new table is published, a failure to delete what is left (`what`) is a
+    /// warning, not the write's error (a failpoint's kill stays one).
+    fn leftover(&self, deleted: Result<()>, what: &str) -> Result<()> {
+        match deleted {
+            Err(e) if self.steps.crashed() => Err(e),
+            Err(e) => {
+                log::warn!(
+                    "the new table is published at {}, but {what} could not be deleted and is \
+                     left there: {e}",
+                    self.target.location()
+                );
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+        }
     }
 
     /// Object stores: delete the old table (root documents first), then copy the staged
