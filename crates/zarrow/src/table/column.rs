@@ -167,8 +167,7 @@ impl TableColumn {
                 // A v2 `"fill_value": null` (zarr-python 2's for object arrays) names no fill
                 // value: no stored value stands for a missing one. zarrow's writer declares
                 // where the fill value marks its NULLs: those are NULL by default.
-                let declared = meta.attributes.get(super::NULLS_ATTRIBUTE)
-                    == Some(&serde_json::json!("fill_value"));
+                let declared = super::declares_nulls(&meta.attributes);
                 let fill = if (options.fill_as_null || declared) && !meta.fill_value.json.is_null()
                 {
                     Some(

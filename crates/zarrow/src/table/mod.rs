@@ -193,6 +193,12 @@ pub const TIMEZONE_ATTRIBUTE: &str = "zarrow.timezone";
 /// says, so what it wrote reads back the same.
 pub const NULLS_ATTRIBUTE: &str = "zarrow.nulls";
 
+/// Whether `attributes` (an array's) declare its NULLs stored as its fill value
+/// ([`NULLS_ATTRIBUTE`]).
+pub(crate) fn declares_nulls(attributes: &serde_json::Map<String, serde_json::Value>) -> bool {
+    attributes.get(NULLS_ATTRIBUTE).and_then(|v| v.as_str()) == Some("fill_value")
+}
+
 /// Whether `field` is a row position column zarrow's reader made ([`ROLE_KEY`] `position`).
 pub fn is_position(field: &arrow_schema::Field) -> bool {
     field.metadata().get(ROLE_KEY).map(String::as_str) == Some("position")

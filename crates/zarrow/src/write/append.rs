@@ -444,10 +444,7 @@ async fn column_of(
     let null_marker = match writer.int_sentinel() {
         Some((_, json)) if meta.zarr_format == 2 => doc["fill_value"] == json,
         Some(_) => meta.attributes.contains_key("_FillValue"),
-        None => {
-            data_type.is_floating()
-                && meta.attributes.get(crate::table::NULLS_ATTRIBUTE) == Some(&json!("fill_value"))
-        }
+        None => data_type.is_floating() && crate::table::declares_nulls(&meta.attributes),
     };
     Ok(Some(StoredColumn {
         target: Target {

@@ -190,9 +190,10 @@ pub(crate) fn synced_below(dir: &FsPath) -> Vec<String> {
         .collect()
 }
 
-/// `fsync` every file and directory below `root` (itself included), without following links:
-/// what was written there is on disk before it is published.
-pub(crate) fn sync_tree(root: &FsPath) -> Result<()> {
+/// `fsync` every directory below `root` (itself included), without following links: the
+/// names of what was written there are on disk before it is published (each file was synced
+/// as it was written, see `durable.rs`).
+pub(crate) fn sync_dirs(root: &FsPath) -> Result<()> {
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
         let entries = std::fs::read_dir(&dir).map_err(|e| io_err(&dir, "listing to sync", e))?;
@@ -203,12 +204,6 @@ pub(crate) fn sync_tree(root: &FsPath) -> Result<()> {
                 .map_err(|e| io_err(&entry.path(), "syncing", e))?;
             if kind.is_dir() {
                 dirs.push(entry.path());
-            } else if kind.is_file() {
-                let path = entry.path();
-                let file = std::fs::File::open(&path).map_err(|e| io_err(&path, "syncing", e))?;
-                file.sync_data()
-                    .map_err(|e| io_err(&path, "syncing (fdatasync)", e))?;
-                note_synced(&path);
             }
         }
         sync_dir(&dir)?;

@@ -391,16 +391,7 @@ impl WriterLock {
     async fn holds(&self) -> Result<bool> {
         match &self.held {
             Held::Local { path, file } => Ok(same_file(file, path)),
-            Held::Object { store, key, token } => {
-                let got = match store.get(key).await {
-                    Ok(got) => got,
-                    Err(object_store::Error::NotFound { .. }) => return Ok(false),
-                    Err(e) => return Err(store_err(key, e)),
-                };
-                let bytes = got.bytes().await.map_err(|e| store_err(key, e))?;
-                let held: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-                Ok(held["token"].as_str() == Some(token.as_str()))
-            }
+            Held::Object { store, key, token } => holds_token(store.as_ref(), key, token).await,
         }
     }
 
@@ -451,14 +442,7 @@ impl Drop for WriterLock {
                 if let Ok(handle) = tokio::runtime::Handle::try_current() {
                     let (store, key, token) = (store.clone(), key.clone(), token.clone());
                     handle.spawn(async move {
-                        let Ok(got) = store.get(&key).await else {
-                            return;
-                        };
-                        let held: Value = match got.bytes().await {
-                            Ok(b) => serde_json::from_slice(&b).unwrap_or(Value::Null),
-                            Err(_) => return,
-                        };
-                        if held["token"].as_str() == Some(token.as_str()) {
+                        if let Ok(true) = holds_token(store.as_ref(), &key, &token).await {
                             let _ = store.delete(&key).await;
                         }
                     });
@@ -476,6 +460,18 @@ fn local_path(store: &ZarrStore) -> Option<&FsPath> {
     } else {
         None
     }
+}
+
+/// Whether the lock object at `key` holds `token` (is the writer's own).
+async fn holds_token(store: &dyn ObjectStore, key: &Path, token: &str) -> Result<bool> {
+    let got = match store.get(key).await {
+        Ok(got) => got,
+        Err(object_store::Error::NotFound { .. }) => return Ok(false),
+        Err(e) => return Err(store_err(key, e)),
+    };
+    let bytes = got.bytes().await.map_err(|e| store_err(key, e))?;
+    let held: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Ok(held["token"].as_str() == Some(token))
 }
 
 /// One try at the lock.

@@ -2,10 +2,11 @@
 //! [`Publication`] says where [`super::TableWriter`] writes and how the result becomes visible,
 //! under the target's writer lock (`lock.rs`).
 //!
-//! - Local file systems: a staging directory beside the target, every file and directory of
-//!   it synced, then one rename (`renameat2` with `RENAME_NOREPLACE` for a new table,
-//!   `RENAME_EXCHANGE` to replace one; see `fs.rs`) and the parent directory synced; the old
-//!   table, now in the staging directory, is deleted after, without following links.
+//! - Local file systems: a staging directory beside the target, every file of it synced as it
+//!   is written and every directory before publishing, then one rename (`renameat2` with
+//!   `RENAME_NOREPLACE` for a new table, `RENAME_EXCHANGE` to replace one; see `fs.rs`) and
+//!   the parent directory synced; the old table, now in the staging directory, is deleted
+//!   after, without following links.
 //! - Object stores, new location: chunks and array metadata in place, then the root document
 //!   with a create-only PUT.
 //! - Object stores, replacing: a staging prefix beside the target, then the old table's root
@@ -26,7 +27,7 @@ use super::commit::{CommitOptions, Transaction};
 use super::durable::LocalWrites;
 use super::fs::{
     canonical, exchange, refuse_unrenamable, remove_tree, rename_new, staging_name, sync_dir,
-    sync_tree,
+    sync_dirs,
 };
 use super::lock::{put_create, LockPolicy, WriterLock};
 use super::steps::Steps;
@@ -367,7 +368,7 @@ impl Publication {
                 if let Some(writes) = &self.writes {
                     writes.finish();
                 }
-                sync_tree(staging)?;
+                sync_dirs(staging)?;
                 self.steps.hit("publishing (rename)")?;
                 let parent = target.parent().unwrap_or(FsPath::new("/"));
                 if *replace {
